@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Warnings and sanitizers for everything kdp compiles (STYLE.md §10).
+set(KDP_C_WARNINGS -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes
+    -Wmissing-prototypes -Werror=implicit-function-declaration -Werror=return-type
+    -Wno-unused-parameter)
+add_compile_options(${KDP_C_WARNINGS})
+add_compile_definitions(_GNU_SOURCE)
+
+if(KDP_SANITIZE)
+        add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
+                            -fno-sanitize-recover=undefined)
+        add_link_options(-fsanitize=address,undefined)
+endif()

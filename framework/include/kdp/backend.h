@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The kdp backend ABI: what a hardware backend (.so) implements.
+ *
+ * A backend is one shared object, kdp-backend-<name>.so, exporting exactly one
+ * symbol, kdp_backend_entry(), which returns a kdp_backend_ops table:
+ *
+ *   static const kdp_backend_ops foo_ops = {
+ *           .abi_major = KDP_BACKEND_ABI_MAJOR,
+ *           .struct_size = sizeof(kdp_backend_ops),
+ *           .name = "foo",
+ *           .init = foo_init, .scan = foo_scan, .fini = foo_fini,
+ *   };
+ *   KDP_BACKEND_REGISTER(foo_ops);
+ *
+ * Threads. Every hook of one backend runs with that backend's lock held, so a
+ * backend never sees two hooks at once and needs no locks of its own. init,
+ * scan, probe and fini run on the event loop; allocate and preferred on the
+ * gRPC thread and must answer in microseconds (no I/O that can block);
+ * pre_start on a worker thread and may take up to the kubelet's 30 s.
+ *
+ * Ownership across the .so boundary.
+ *   1. Strings and arrays in kdp_backend_ops have static storage.
+ *   2. What a backend passes to the framework (device info, response fields)
+ *      is borrowed for the duration of the call; the framework copies it.
+ *   3. What the framework passes to a hook (requests, ctx, paths) is borrowed
+ *      until the hook returns; ctx lives from init until fini returns.
+ *   4. A char ** result belongs to the receiver and is released with free().
+ *
+ * Errors are negative errno values. An optional hook returns -EOPNOTSUPP to
+ * ask for the framework's default behaviour.
+ *
+ * Versioning. Fields are only ever appended to kdp_backend_ops. The loader
+ * reads a field only if struct_size covers it, and refuses a backend whose
+ * abi_major differs from its own.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdp/device.h>
+#include <kdp/log.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KDP_BACKEND_ABI_MAJOR 1
+#define KDP_BACKEND_ENTRY_SYMBOL "kdp_backend_entry"
+
+typedef struct kdp_backend_ctx kdp_backend_ctx;
+
+/* A key of the backend's config section, also settable as -o <backend>.<name>=<value>. */
+typedef struct kdp_param_spec {
+        const char *name;
+        const char *default_value;      /* NULL: unset unless configured */
+        const char *help;
+} kdp_param_spec;
+
+/* One container's Allocate request: IDs are known to the resource. */
+typedef struct kdp_alloc_request {
+        const char *resource;
+        const char *const *device_ids;
+        size_t n_device_ids;
+} kdp_alloc_request;
+
+typedef struct kdp_alloc_response kdp_alloc_response;
+
+/* One container's GetPreferredAllocation request. */
+typedef struct kdp_pref_request {
+        const char *resource;
+        const char *const *available;
+        size_t n_available;
+        const char *const *must_include;
+        size_t n_must_include;
+        size_t size;
+} kdp_pref_request;
+
+typedef struct kdp_pref_response kdp_pref_response;
+
+typedef struct kdp_prestart_request {
+        const char *resource;
+        const char *const *device_ids;
+        size_t n_device_ids;
+} kdp_prestart_request;
+
+typedef struct kdp_backend_ops {
+        uint32_t abi_major;                     /* KDP_BACKEND_ABI_MAJOR */
+        uint32_t struct_size;                   /* sizeof(kdp_backend_ops) as the backend saw it */
+        const char *name;                       /* must match the file name kdp-backend-<name>.so */
+        const char *const *udev_subsystems;     /* NULL-terminated; events of these trigger a scan */
+        const kdp_param_spec *params;           /* { 0 }-terminated config keys */
+
+        /* required: set up; *ret_state is written only on success */
+        int (*init)(kdp_backend_ctx *ctx, void **ret_state);
+        /* required: add every resource and device to `tree`; must not block */
+        int (*scan)(void *state, kdp_device_tree *tree);
+        /* required: release everything; state may be NULL */
+        void (*fini)(void *state);
+
+        /* optional: fill `resp` for one container; -EOPNOTSUPP = build it from the device records */
+        int (*allocate)(void *state, const kdp_alloc_request *req, kdp_alloc_response *resp);
+        /* optional: choose req->size IDs; -EOPNOTSUPP or an invalid answer = the framework's choice */
+        int (*preferred)(void *state, const kdp_pref_request *req, kdp_pref_response *resp);
+        /* optional: prepare devices before a container starts; makes pre_start_required true */
+        int (*pre_start)(void *state, const kdp_prestart_request *req);
+        /* optional: returns KDP_HEALTHY or KDP_UNHEALTHY (with *ret_reason, free()d by the caller) or <0 */
+        int (*probe)(void *state, const char *resource, const char *device_id, char **ret_reason);
+        uint32_t probe_interval_ms;             /* 0: the framework default (5000) */
+        uint32_t rescan_interval_ms;            /* 0: scan only at start, on udev events and on reload */
+        /* append new fields here only */
+} kdp_backend_ops;
+
+/* True if a backend compiled against `ops` has `field` (reads within struct_size only). */
+#define KDP_OPS_HAS(ops, field) \
+        ((ops)->struct_size >= offsetof(kdp_backend_ops, field) + sizeof((ops)->field))
+
+#define KDP_BACKEND_REGISTER(ops)                                               \
+        __attribute__((visibility("default"))) const kdp_backend_ops *kdp_backend_entry(void); \
+        __attribute__((visibility("default"))) const kdp_backend_ops *kdp_backend_entry(void) { \
+                return &(ops);                                                   \
+        }
+
+typedef const kdp_backend_ops *(*kdp_backend_entry_fn)(void);
+
+/* ---- the context a backend gets in init() ---- */
+
+typedef enum kdp_path_kind {
+        KDP_PATH_SYSFS,         /* --sysfs-root, default /sys */
+        KDP_PATH_DEV,           /* --dev-root, default /dev */
+        KDP_PATH_PROC,          /* --proc-root, default /proc */
+        KDP_PATH_CDI,           /* --cdi-dir, default /var/run/cdi */
+        _KDP_PATH_KIND_MAX,
+        _KDP_PATH_KIND_INVALID = -EINVAL,
+} kdp_path_kind;
+
+const char *kdp_backend_name(const kdp_backend_ctx *ctx);
+
+/* The configured value of a declared param, or its default; NULL if unset or undeclared. */
+const char *kdp_backend_param(const kdp_backend_ctx *ctx, const char *name);
+
+/*
+ * Parses a param as a decimal integer in [min, max], or a boolean
+ * (true/false/yes/no/on/off/1/0). Returns 0, -ENOENT when unset, -EINVAL when
+ * malformed or out of range; the error is logged naming where the value came
+ * from (file and line, or the -o flag) and the key.
+ */
+int kdp_backend_param_int(const kdp_backend_ctx *ctx, const char *name, int64_t min, int64_t max,
+                          int64_t *ret);
+int kdp_backend_param_bool(const kdp_backend_ctx *ctx, const char *name, bool *ret);
+
+/* Builds "<root of kind>/<rel>" into *ret (free()). */
+int kdp_backend_path(const kdp_backend_ctx *ctx, kdp_path_kind kind, const char *rel, char **ret);
+
+/* The backend="<name>" field that the backend log macros prefix. */
+const kdp_log_field *kdp_backend_log_field(const kdp_backend_ctx *ctx);
+
+#define KDP_BACKEND_LOG_(ctx, level, err, msg, ...)                                              \
+        kdp_log_emit((level), (err), __FILE__, __LINE__, (msg), kdp_backend_log_field(ctx), 1,  \
+                     KDP_LOG_FIELDS_(__VA_ARGS__) + 1, KDP_LOG_NFIELDS_(__VA_ARGS__))
+#define kdp_backend_log_info(ctx, msg, ...) ((void) KDP_BACKEND_LOG_(ctx, KDP_LOG_INFO, 0, msg, ##__VA_ARGS__))
+#define kdp_backend_log_warning(ctx, msg, ...) ((void) KDP_BACKEND_LOG_(ctx, KDP_LOG_WARNING, 0, msg, ##__VA_ARGS__))
+#define kdp_backend_log_error(ctx, r, msg, ...) KDP_BACKEND_LOG_(ctx, KDP_LOG_ERROR, (r), msg, ##__VA_ARGS__)
+#define kdp_backend_log_v(ctx, v, msg, ...) \
+        ((void) ((v) <= kdp_log_get_verbosity() ? KDP_BACKEND_LOG_(ctx, KDP_LOG_INFO, 0, msg, ##__VA_ARGS__) : 0))
+
+/* ---- building responses (valid only inside the hook that received them) ---- */
+
+/* Adds everything the device record of `device_id` carries (the default Allocate). -ENOENT if unknown. */
+int kdp_alloc_response_add_device(kdp_alloc_response *resp, const char *device_id);
+/* Sets an env var; a later value for the same key replaces the earlier one. */
+int kdp_alloc_response_add_env(kdp_alloc_response *resp, const char *key, const char *value);
+/* Adds a device node; a second node with the same container path is dropped (returns 0). */
+int kdp_alloc_response_add_dev_node(kdp_alloc_response *resp, const kdp_dev_node *node);
+/* Adds a mount; a second mount with the same container path is dropped (returns 0). */
+int kdp_alloc_response_add_mount(kdp_alloc_response *resp, const kdp_mount *mount);
+int kdp_alloc_response_add_annotation(kdp_alloc_response *resp, const char *key, const char *value);
+/* Adds a CDI device name ("vendor.com/class=name", else -EINVAL); duplicates are dropped. */
+int kdp_alloc_response_add_cdi_device(kdp_alloc_response *resp, const char *name);
+
+/* Appends one ID to the preferred set (-EINVAL if not available, duplicates are dropped). */
+int kdp_pref_response_add(kdp_pref_response *resp, const char *device_id);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libkdp internal: the kdp_backend_ctx handed to a backend's init(). It holds
+ * the backend's resolved params (config file, -o overrides, defaults) and the
+ * path roots. Created by the daemon's registry, freed after the backend's fini().
+ * The public accessors (kdp_backend_param() ...) live in backend-ctx.c.
+ */
+#pragma once
+
+#include <kdp/backend.h>
+#include <kdp/cleanup.h>
+
+#include "config.h"
+
+typedef struct kdp_backend_ctx_param {
+        const char *name;       /* borrowed from the spec (static in the backend) */
+        char *value;            /* NULL: unset */
+        char *origin;           /* "file:line", "-o ...", or "default" */
+} kdp_backend_ctx_param;
+
+struct kdp_backend_ctx {
+        char *name;
+        kdp_log_field log_field;        /* backend="<name>" */
+        char *roots[_KDP_PATH_KIND_MAX];
+        kdp_backend_ctx_param *params;
+        size_t n_params;
+};
+
+/*
+ * Resolves every param of `specs` from `config` (may be NULL). Returns -EINVAL
+ * (logged) if the config section has keys the backend does not declare.
+ * `roots` are copied; a NULL root means the default for its kind.
+ */
+int kdp_backend_ctx_new(const char *name, const char *const roots[_KDP_PATH_KIND_MAX],
+                        const kdp_param_spec *specs, const kdp_config *config,
+                        kdp_backend_ctx **ret);
+kdp_backend_ctx *kdp_backend_ctx_free(kdp_backend_ctx *ctx);
+KDP_DEFINE_CLEANUP_FUNC(kdp_backend_ctx, kdp_backend_ctx_free)
