@@ -1,1 +1,1392 @@
-/* placeholder */ typedef int kdp_placeholder_;
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Stand-in kubelet (KUBELET.md §1–§5; see ctl-kubelet.h).
+ *
+ *   main thread   blocks SIGINT/SIGTERM before grpc_init, starts everything,
+ *                 waits on a signalfd, an eventfd (admissions done) and
+ *                 --duration, then stops: cancel registrations, join them,
+ *                 shut the server down (STACK-NOTES §1 order)
+ *   cq thread     serves kubelet.sock and never blocks: a valid Register gets
+ *                 a registration thread, anything else is answered at once
+ *   reg threads   one per Register: dial back, GetDevicePluginOptions, answer
+ *                 Register, follow ListAndWatch, run the admissions
+ *
+ * Ownership: the kubelet owns every reg (list `regs`; joined when a later
+ * Register finds it finished, or at shutdown) and every resource. A reg owns
+ * its client and, until it answers it, the Register call; the reply's
+ * completion on the cq thread frees the call. k->lock guards the lists, the
+ * resource state, the admissions, each reg's `client`/`cancelled` and stdout,
+ * so a resource's events print in the order its state changed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include <kdp/cleanup.h>
+#include <kdp/log.h>
+
+#include "ctl-client.h"
+#include "ctl-kubelet.h"
+
+#define KUBELET_SOCKET "kubelet.sock"
+#define CHECKPOINT_FILE "kubelet_internal_checkpoint"
+#define REGISTER_METHOD "/v1beta1.Registration/Register"
+#define REGISTRATION_SERVICE "v1beta1.Registration"
+#define DIAL_TIMEOUT_MS 10000
+#define PRESTART_TIMEOUT_MS 30000
+#define SHUTDOWN_GRACE_MS 1000
+#define MAX_REGS 256                            /* live registration threads */
+
+#define container_of(p, type, member) ((type *) ((char *) (p) - offsetof(type, member)))
+
+typedef struct kubelet kubelet;
+typedef struct reg reg;
+
+/* Every completion-queue tag: the cq loop only calls on_done. */
+typedef struct ctl_tag {
+        void (*on_done)(struct ctl_tag *t, bool ok);
+} ctl_tag;
+
+/* One call on kubelet.sock, from request_*call until its reply completed. */
+typedef struct srv_call {
+        ctl_tag tag_new, tag_reply;
+        kubelet *k;
+        bool generic;
+        grpc_call *call;
+        gpr_timespec deadline;                  /* Register only */
+        grpc_byte_buffer *payload;              /* Register only */
+        grpc_call_details details;              /* catch-all only */
+        grpc_metadata_array md;
+        grpc_byte_buffer *reply;
+        int cancelled;
+} srv_call;
+
+typedef struct strv {
+        char **v;
+        size_t n, size;
+} strv;
+
+typedef struct resource {
+        char *name;
+        reg *current;                           /* the live registration, borrowed */
+        strv healthy, unhealthy;                /* sorted, unique */
+        strv numa;                              /* "id\x01n1,n2", sorted */
+        strv allocated;                         /* by earlier admissions */
+        struct resource *next;
+} resource;
+
+typedef struct admission {
+        const char *resource;                   /* borrowed from the config */
+        unsigned n;
+        bool claimed;
+} admission;
+
+struct reg {
+        kubelet *k;
+        srv_call *rq;                           /* until answered */
+        char *resource, *endpoint, *path;
+        gpr_timespec deadline;                  /* dial and GetDevicePluginOptions */
+        kdp_ctl_client *client;
+        bool cancelled, finished;
+        bool pre_start, preferred;
+        pthread_t thread;
+        reg *next;
+};
+
+struct kubelet {
+        const kdp_ctl_kubelet_config *cfg;
+        char *dir, *socket_path;
+        grpc_completion_queue *cq;
+        grpc_server *server;
+        void *register_method;
+        pthread_t cq_thread;
+        ctl_tag tag_shutdown;
+        int event_fd;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool stopping, shutdown_done;
+        reg *regs;
+        size_t n_regs;
+        resource *resources;
+        admission *admits;
+        size_t n_admits_done, n_admits_failed;
+};
+
+/* ---- string sets ---- */
+
+static void strv_clear(strv *s) {
+        for (size_t i = 0; i < s->n; i++)
+                free(s->v[i]);
+        s->n = 0;
+}
+
+static void strv_done(strv *s) {
+        strv_clear(s);
+        free(s->v);
+        *s = (strv){ 0 };
+}
+
+static int strv_push(strv *s, const char *x) {
+        char *d;
+
+        if (s->n == s->size) {
+                size_t size = s->size ? s->size * 2 : 8;
+                char **v = reallocarray(s->v, size, sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                s->v = v;
+                s->size = size;
+        }
+        d = strdup(x);
+        if (!d)
+                return -ENOMEM;
+        s->v[s->n++] = d;
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void strv_sort_unique(strv *s) {
+        size_t j = 0;
+
+        if (s->n == 0)
+                return;
+        qsort(s->v, s->n, sizeof(*s->v), cmp_str);
+        for (size_t i = 1; i < s->n; i++) {
+                if (strcmp(s->v[i], s->v[j]) == 0)
+                        free(s->v[i]);
+                else
+                        s->v[++j] = s->v[i];
+        }
+        s->n = j + 1;
+}
+
+/* `s` must be sorted. */
+static bool strv_has(const strv *s, const char *x) {
+        return s->n > 0 && bsearch(&x, s->v, s->n, sizeof(*s->v), cmp_str);
+}
+
+static bool strv_has_unsorted(const strv *s, const char *x) {
+        for (size_t i = 0; i < s->n; i++)
+                if (strcmp(s->v[i], x) == 0)
+                        return true;
+        return false;
+}
+
+static int strv_merge(strv *dst, const strv *src) {
+        for (size_t i = 0; i < src->n; i++)
+                if (strv_push(dst, src->v[i]) < 0)
+                        return -ENOMEM;
+        strv_sort_unique(dst);
+        return 0;
+}
+
+static kdp_ctl_client_ids strv_ids(const strv *s) {
+        return (kdp_ctl_client_ids){ .v = s->v, .n = s->n };
+}
+
+/* ---- resource names and Go-style texts ---- */
+
+static bool lower_alnum(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool any_alnum(char c) {
+        return lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+/* [a-z0-9]([-a-z0-9]*[a-z0-9])? */
+static bool dns1123_label(const char *s, size_t n) {
+        if (n == 0 || !lower_alnum(s[0]) || !lower_alnum(s[n - 1]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!lower_alnum(s[i]) && s[i] != '-')
+                        return false;
+        return true;
+}
+
+static bool dns1123_subdomain(const char *s, size_t n) {
+        size_t start = 0;
+
+        if (n == 0 || n > 253)
+                return false;
+        for (size_t i = 0; i <= n; i++) {
+                if (i < n && s[i] != '.')
+                        continue;
+                if (!dns1123_label(s + start, i - start))
+                        return false;
+                start = i + 1;
+        }
+        return true;
+}
+
+/* The name part of a qualified name: ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], at most 63. */
+static bool qualified_name_part(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 63 || !any_alnum(s[0]) || !any_alnum(s[n - 1]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!any_alnum(s[i]) && !strchr("-_.", s[i]))
+                        return false;
+        return true;
+}
+
+bool kdp_ctl_kubelet_resource_name_valid(const char *name) {
+        static const char requests[] = "requests.";
+        const char *slash = strchr(name, '/');
+        char prefix[256];
+        size_t n;
+
+        if (!slash || strstr(name, "kubernetes.io/") || strncmp(name, requests, strlen(requests)) == 0)
+                return false;
+        if (strchr(slash + 1, '/'))
+                return false;
+        /* IsQualifiedName("requests." + name) */
+        n = strlen(requests) + (size_t) (slash - name);
+        if (n > 253)
+                return false;
+        (void) snprintf(prefix, sizeof(prefix), "%s%.*s", requests, (int) (slash - name), name);
+        return dns1123_subdomain(prefix, n) && qualified_name_part(slash + 1);
+}
+
+/* Go's %q for the strings kubelet errors quote. */
+static void put_go_quoted(FILE *f, const char *s) {
+        putc('"', f);
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                const char *esc = NULL;
+
+                switch (*p) {
+                case '"': esc = "\\\""; break;
+                case '\\': esc = "\\\\"; break;
+                case '\a': esc = "\\a"; break;
+                case '\b': esc = "\\b"; break;
+                case '\f': esc = "\\f"; break;
+                case '\n': esc = "\\n"; break;
+                case '\r': esc = "\\r"; break;
+                case '\t': esc = "\\t"; break;
+                case '\v': esc = "\\v"; break;
+                default: break;
+                }
+                if (esc)
+                        fputs(esc, f);
+                else if (*p < 0x20 || *p == 0x7f)
+                        fprintf(f, "\\x%02x", *p);
+                else
+                        putc(*p, f);
+        }
+        putc('"', f);
+}
+
+/* "requested API version ..." or "the ResourceName ... is invalid"; 0 if the request is valid. */
+static int register_validate(const V1beta1__RegisterRequest *req, char **ret_err) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (strcmp(req->version, "v1beta1") == 0 && kdp_ctl_kubelet_resource_name_valid(req->resource_name))
+                return 0;
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        if (strcmp(req->version, "v1beta1") != 0) {
+                fputs("requested API version ", f);
+                put_go_quoted(f, req->version);
+                fputs(" is not supported by kubelet. Supported version is [\"v1beta1\"]", f);
+        } else {
+                fputs("the ResourceName ", f);
+                put_go_quoted(f, req->resource_name);
+                fputs(" is invalid", f);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret_err = buf;
+        return -EINVAL;
+}
+
+/* ---- events on stdout (k->lock held) ---- */
+
+static void event_rejected(const char *name, const char *err) {
+        fputs("register-rejected resource=", stdout);
+        kdp_ctl_client_put_value(stdout, name);
+        fputs(" error=", stdout);
+        kdp_ctl_client_put_value(stdout, err);
+        putc('\n', stdout);
+}
+
+static void event_registered(const reg *g) {
+        fprintf(stdout, "registered resource=%s endpoint=", g->resource);
+        kdp_ctl_client_put_value(stdout, g->endpoint);
+        fprintf(stdout, " pre_start_required=%s preferred_available=%s\n", g->pre_start ? "true" : "false",
+                g->preferred ? "true" : "false");
+}
+
+static void put_numa(const strv *numa) {
+        for (size_t i = 0; i < numa->n; i++) {
+                const char *sep = strchr(numa->v[i], '\x01');
+                _cleanup_free_ char *id = strndup(numa->v[i], (size_t) (sep - numa->v[i]));
+
+                if (i > 0)
+                        putc(';', stdout);
+                kdp_ctl_client_put_value(stdout, id ? id : "");
+                fprintf(stdout, ":%s", sep + 1);
+        }
+}
+
+static void event_devices(const resource *res) {
+        fprintf(stdout, "devices resource=%s capacity=%zu allocatable=%zu healthy=", res->name,
+                res->healthy.n + res->unhealthy.n, res->healthy.n);
+        kdp_ctl_client_put_ids(stdout, res->healthy.v, res->healthy.n);
+        fputs(" unhealthy=", stdout);
+        kdp_ctl_client_put_ids(stdout, res->unhealthy.v, res->unhealthy.n);
+        fputs(" numa=", stdout);
+        put_numa(&res->numa);
+        putc('\n', stdout);
+}
+
+static void event_stream_ended(const resource *res, const kdp_ctl_client_status *st) {
+        fprintf(stdout, "stream-ended resource=%s status=%s message=", res->name,
+                kdp_ctl_client_code_name(st->code, false));
+        kdp_ctl_client_put_value(stdout, st->message);
+        putc('\n', stdout);
+}
+
+static void event_admit_failed(const char *name, const char *err) {
+        fprintf(stdout, "admit-failed resource=%s error=", name);
+        kdp_ctl_client_put_value(stdout, err);
+        putc('\n', stdout);
+}
+
+/* ---- resources (k->lock held) ---- */
+
+static resource *resource_free(resource *res) {
+        if (!res)
+                return NULL;
+        strv_done(&res->healthy);
+        strv_done(&res->unhealthy);
+        strv_done(&res->numa);
+        strv_done(&res->allocated);
+        free(res->name);
+        free(res);
+        return NULL;
+}
+
+static resource *resource_find(kubelet *k, const char *name, bool create) {
+        resource *res;
+
+        for (res = k->resources; res; res = res->next)
+                if (strcmp(res->name, name) == 0)
+                        return res;
+        if (!create)
+                return NULL;
+        res = calloc(1, sizeof(*res));
+        if (!res || !(res->name = strdup(name)))
+                return resource_free(res);
+        res->next = k->resources;
+        k->resources = res;
+        return res;
+}
+
+static int numa_push(strv *numa, const V1beta1__Device *d) {
+        _cleanup_free_ char *nodes = NULL, *entry = NULL;
+        int r;
+
+        r = kdp_ctl_client_numa_string(d, &nodes);
+        if (r < 0 || !nodes)
+                return r;
+        if (asprintf(&entry, "%s\x01%s", d->id, nodes) < 0)
+                return -ENOMEM;
+        return strv_push(numa, entry);
+}
+
+/* Every message replaces the device set (KUBELET.md §2.2); health is exactly "Healthy" or not. */
+static int resource_update(resource *res, const V1beta1__ListAndWatchResponse *m) {
+        int r = 0;
+
+        strv_clear(&res->healthy);
+        strv_clear(&res->unhealthy);
+        strv_clear(&res->numa);
+        for (size_t i = 0; r >= 0 && i < m->n_devices; i++) {
+                const V1beta1__Device *d = m->devices[i];
+
+                r = strv_push(strcmp(d->health, "Healthy") == 0 ? &res->healthy : &res->unhealthy, d->id);
+                if (r >= 0)
+                        r = numa_push(&res->numa, d);
+        }
+        strv_sort_unique(&res->healthy);
+        strv_sort_unique(&res->unhealthy);
+        strv_sort_unique(&res->numa);
+        return r;
+}
+
+/* Stream end: every device unhealthy, capacity kept (markResourceUnhealthy). */
+static int resource_mark_unhealthy(resource *res) {
+        int r = strv_merge(&res->unhealthy, &res->healthy);
+
+        strv_clear(&res->healthy);
+        return r;
+}
+
+/* ---- kubelet.sock calls (cq thread, except srv_reply) ---- */
+
+static void on_register_call(ctl_tag *t, bool ok);
+static void on_generic_call(ctl_tag *t, bool ok);
+static void on_reply_done(ctl_tag *t, bool ok);
+static int reg_start(kubelet *k, srv_call *sc, const V1beta1__RegisterRequest *req);
+
+static srv_call *srv_call_free(srv_call *sc) {
+        if (!sc)
+                return NULL;
+        if (sc->call)
+                grpc_call_unref(sc->call);
+        if (sc->payload)
+                grpc_byte_buffer_destroy(sc->payload);
+        if (sc->reply)
+                grpc_byte_buffer_destroy(sc->reply);
+        if (sc->generic)
+                grpc_call_details_destroy(&sc->details);
+        grpc_metadata_array_destroy(&sc->md);
+        free(sc);
+        return NULL;
+}
+
+static srv_call *srv_call_new(kubelet *k, bool generic) {
+        srv_call *sc = calloc(1, sizeof(*sc));
+
+        if (!sc)
+                return NULL;
+        sc->k = k;
+        sc->generic = generic;
+        sc->tag_new.on_done = generic ? on_generic_call : on_register_call;
+        sc->tag_reply.on_done = on_reply_done;
+        grpc_metadata_array_init(&sc->md);
+        if (generic)
+                grpc_call_details_init(&sc->details);
+        return sc;
+}
+
+static void arm_call(kubelet *k, bool generic) {
+        srv_call *sc = srv_call_new(k, generic);
+        grpc_call_error e;
+
+        if (!sc) {
+                (void) kdp_log_error(-ENOMEM, "Failed to accept calls");
+                return;
+        }
+        if (generic)
+                e = grpc_server_request_call(k->server, &sc->call, &sc->details, &sc->md, k->cq, k->cq,
+                                             &sc->tag_new);
+        else
+                e = grpc_server_request_registered_call(k->server, k->register_method, &sc->call,
+                                                        &sc->deadline, &sc->md, &sc->payload, k->cq, k->cq,
+                                                        &sc->tag_new);
+        if (e != GRPC_CALL_OK)
+                sc = srv_call_free(sc);
+}
+
+/* Answers the call; its completion frees `sc`. Any thread, once per call. */
+static void srv_reply(srv_call *sc, grpc_status_code code, const char *text) {
+        grpc_slice details = grpc_slice_from_copied_string(text ? text : "");
+        grpc_op ops[4] = { 0 }, *op = ops;
+        grpc_call_error e;
+
+        op->op = GRPC_OP_SEND_INITIAL_METADATA;
+        op++;
+        if (code == GRPC_STATUS_OK) {
+                grpc_slice empty = grpc_empty_slice();   /* an Empty message is zero bytes */
+
+                sc->reply = grpc_raw_byte_buffer_create(&empty, 1);
+                op->op = GRPC_OP_SEND_MESSAGE;
+                op->data.send_message.send_message = sc->reply;
+                op++;
+        }
+        op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        op->data.send_status_from_server.status = code;
+        op->data.send_status_from_server.status_details = &details;
+        op++;
+        op->op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        op->data.recv_close_on_server.cancelled = &sc->cancelled;
+        op++;
+        e = grpc_call_start_batch(sc->call, ops, (size_t) (op - ops), &sc->tag_reply, NULL);
+        grpc_slice_unref(details);
+        if (e != GRPC_CALL_OK)
+                sc = srv_call_free(sc);
+}
+
+static void on_reply_done(ctl_tag *t, bool ok) {
+        (void) srv_call_free(container_of(t, srv_call, tag_reply));
+}
+
+static V1beta1__RegisterRequest *register_decode(grpc_byte_buffer *bb) {
+        grpc_byte_buffer_reader reader;
+        V1beta1__RegisterRequest *req;
+        grpc_slice s;
+
+        if (!bb || !grpc_byte_buffer_reader_init(&reader, bb))
+                return NULL;
+        s = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+        req = v1beta1__register_request__unpack(NULL, GRPC_SLICE_LENGTH(s), GRPC_SLICE_START_PTR(s));
+        grpc_slice_unref(s);
+        return req;
+}
+
+static void register_reply_error(srv_call *sc, int r) {
+        if (r == -ESHUTDOWN)
+                srv_reply(sc, GRPC_STATUS_UNAVAILABLE, "kubelet is shutting down");
+        else if (r == -EAGAIN)
+                srv_reply(sc, GRPC_STATUS_UNKNOWN, "too many registrations in progress");
+        else
+                srv_reply(sc, GRPC_STATUS_UNKNOWN, strerror(-r));
+}
+
+static void register_handle(kubelet *k, srv_call *sc) {
+        _cleanup_free_ char *err = NULL;
+        V1beta1__RegisterRequest *req;
+        int r;
+
+        req = register_decode(sc->payload);
+        if (!req) {
+                srv_reply(sc, GRPC_STATUS_INTERNAL, "grpc: error unmarshalling request");
+                return;
+        }
+        r = register_validate(req, &err);
+        if (r == -EINVAL) {
+                (void) pthread_mutex_lock(&k->lock);
+                event_rejected(req->resource_name, err);
+                (void) pthread_mutex_unlock(&k->lock);
+                srv_reply(sc, GRPC_STATUS_UNKNOWN, err);
+        } else if (r >= 0)
+                r = reg_start(k, sc, req);
+        if (r < 0 && r != -EINVAL)
+                register_reply_error(sc, r);
+        v1beta1__register_request__free_unpacked(req, NULL);
+}
+
+static void on_register_call(ctl_tag *t, bool ok) {
+        srv_call *sc = container_of(t, srv_call, tag_new);
+
+        if (!ok) {                              /* the server is shutting down */
+                (void) srv_call_free(sc);
+                return;
+        }
+        arm_call(sc->k, false);
+        register_handle(sc->k, sc);
+}
+
+/* Any other method: what grpc-go (the kubelet's server) answers. */
+static void on_generic_call(ctl_tag *t, bool ok) {
+        srv_call *sc = container_of(t, srv_call, tag_new);
+        _cleanup_free_ char *method = NULL, *text = NULL;
+        char *slash;
+        int r;
+
+        if (!ok) {
+                (void) srv_call_free(sc);
+                return;
+        }
+        arm_call(sc->k, true);
+        method = grpc_slice_to_c_string(sc->details.method);
+        slash = method ? strrchr(method, '/') : NULL;
+        if (slash && slash != method && strncmp(method + 1, REGISTRATION_SERVICE "/",
+                                                strlen(REGISTRATION_SERVICE) + 1) == 0)
+                r = asprintf(&text, "unknown method %s for service %s", slash + 1, REGISTRATION_SERVICE);
+        else {
+                if (slash)
+                        *slash = '\0';
+                r = asprintf(&text, "unknown service %s", method ? method + (method[0] == '/') : "");
+        }
+        if (r < 0)
+                text = NULL;
+        srv_reply(sc, GRPC_STATUS_UNIMPLEMENTED, text ? text : "unknown method");
+}
+
+static void on_shutdown(ctl_tag *t, bool ok) {
+        kubelet *k = container_of(t, kubelet, tag_shutdown);
+
+        (void) pthread_mutex_lock(&k->lock);
+        k->shutdown_done = true;
+        (void) pthread_cond_broadcast(&k->cond);
+        (void) pthread_mutex_unlock(&k->lock);
+}
+
+static void *cq_thread(void *userdata) {
+        kubelet *k = userdata;
+
+        for (;;) {
+                grpc_event ev = grpc_completion_queue_next(k->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+
+                if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                        return NULL;
+                if (ev.type == GRPC_OP_COMPLETE) {
+                        ctl_tag *t = ev.tag;
+
+                        t->on_done(t, ev.success);
+                }
+        }
+}
+
+/* ---- registrations ---- */
+
+static reg *reg_free(reg *g) {
+        if (!g)
+                return NULL;
+        free(g->resource);
+        free(g->endpoint);
+        free(g->path);
+        free(g);
+        return NULL;
+}
+
+/* k->lock held. */
+static void reg_cancel(reg *g) {
+        g->cancelled = true;
+        if (g->client)
+                kdp_ctl_client_cancel(g->client);
+}
+
+static int reg_reject(reg *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int reg_reject(reg *g, const char *fmt, ...) {
+        kubelet *k = g->k;
+        char text[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        (void) pthread_mutex_lock(&k->lock);
+        if (!k->stopping)
+                event_rejected(g->resource, text);
+        (void) pthread_mutex_unlock(&k->lock);
+        srv_reply(KDP_TAKE_PTR(g->rq), GRPC_STATUS_UNKNOWN, text);
+        return -ECONNREFUSED;
+}
+
+/* The kubelet's texts: a failed dial, or GetDevicePluginOptions failing on a live connection. */
+static int reg_reject_options(reg *g, const kdp_ctl_client_status *st) {
+        char err[700];
+
+        kdp_ctl_client_format_go_error(st, err, sizeof(err));
+        if (kdp_ctl_client_is_ready(g->client))
+                return reg_reject(g, "failed to get device plugin options: %s", err);
+        if (st->code == GRPC_STATUS_DEADLINE_EXCEEDED)
+                return reg_reject(g, "failed to dial device plugin: context deadline exceeded");
+        if (st->code == GRPC_STATUS_CANCELLED)
+                return reg_reject(g, "failed to dial device plugin: context canceled");
+        return reg_reject(g, "failed to dial device plugin: %s", err);
+}
+
+/* Registered: this registration replaces any older one of its resource. */
+static void reg_activate(reg *g) {
+        kubelet *k = g->k;
+        resource *res;
+
+        (void) pthread_mutex_lock(&k->lock);
+        res = resource_find(k, g->resource, true);
+        if (res && res->current && res->current != g) {
+                kdp_log_info("Replaced registration", KDP_F_STR("resource", g->resource),
+                             KDP_F_STR("endpoint", res->current->endpoint));
+                reg_cancel(res->current);
+        }
+        if (res)
+                res->current = g;
+        if (!k->stopping)
+                event_registered(g);
+        (void) pthread_mutex_unlock(&k->lock);
+        srv_reply(KDP_TAKE_PTR(g->rq), GRPC_STATUS_OK, NULL);
+}
+
+static int reg_connect(reg *g) {
+        V1beta1__DevicePluginOptions *o = NULL;
+        kdp_ctl_client_status st;
+        kdp_ctl_client *c;
+        int r;
+
+        r = kdp_ctl_client_new(g->path, &c);
+        if (r < 0)
+                return reg_reject(g, "failed to dial device plugin: %s", strerror(-r));
+        (void) pthread_mutex_lock(&g->k->lock);
+        g->client = c;
+        if (g->cancelled)
+                kdp_ctl_client_cancel(c);
+        (void) pthread_mutex_unlock(&g->k->lock);
+        r = kdp_ctl_client_options(c, g->deadline, KDP_CTL_CLIENT_WAIT_FOR_READY, &o, &st);
+        if (r < 0)
+                return reg_reject_options(g, &st);
+        g->pre_start = o->pre_start_required;
+        g->preferred = o->get_preferred_allocation_available;
+        v1beta1__device_plugin_options__free_unpacked(o, NULL);
+        reg_activate(g);
+        return 0;
+}
+
+/* k->lock held: the resource if `g` is still its live registration. */
+static resource *reg_resource(reg *g) {
+        resource *res = resource_find(g->k, g->resource, false);
+
+        return res && res->current == g && !g->cancelled ? res : NULL;
+}
+
+static void reg_on_list(reg *g, const V1beta1__ListAndWatchResponse *m) {
+        kubelet *k = g->k;
+        resource *res;
+
+        (void) pthread_mutex_lock(&k->lock);
+        res = reg_resource(g);
+        if (res) {
+                if (resource_update(res, m) < 0)
+                        (void) kdp_log_error(-ENOMEM, "Failed to update devices", KDP_F_STR("resource", res->name));
+                if (!k->stopping)
+                        event_devices(res);
+        }
+        (void) pthread_mutex_unlock(&k->lock);
+}
+
+static void reg_on_end(reg *g, const kdp_ctl_client_status *st) {
+        kubelet *k = g->k;
+        resource *res;
+
+        (void) pthread_mutex_lock(&k->lock);
+        res = reg_resource(g);
+        if (res && !k->stopping) {
+                event_stream_ended(res, st);
+                (void) resource_mark_unhealthy(res);
+                event_devices(res);
+        }
+        (void) pthread_mutex_unlock(&k->lock);
+}
+
+static void reg_admit_pending(reg *g);
+
+static void reg_follow(reg *g) {
+        V1beta1__ListAndWatchResponse *m;
+        kdp_ctl_client_stream *s = NULL;
+        kdp_ctl_client_status st;
+
+        if (kdp_ctl_client_watch(g->client, kdp_ctl_client_deadline(0), 0, &s, &st) >= 0) {
+                while (kdp_ctl_client_stream_next(s, &m, &st) > 0) {
+                        reg_on_list(g, m);
+                        v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+                        reg_admit_pending(g);
+                }
+                s = kdp_ctl_client_stream_free(s);
+        }
+        reg_on_end(g, &st);
+}
+
+static void reg_finish(reg *g) {
+        kubelet *k = g->k;
+        kdp_ctl_client *c;
+        resource *res;
+
+        (void) pthread_mutex_lock(&k->lock);
+        res = resource_find(k, g->resource, false);
+        if (res && res->current == g)
+                res->current = NULL;
+        c = KDP_TAKE_PTR(g->client);
+        (void) pthread_mutex_unlock(&k->lock);
+        if (g->rq)
+                srv_reply(KDP_TAKE_PTR(g->rq), GRPC_STATUS_UNKNOWN, "registration failed");
+        c = kdp_ctl_client_free(c);
+        (void) pthread_mutex_lock(&k->lock);
+        g->finished = true;
+        (void) pthread_mutex_unlock(&k->lock);
+}
+
+static void *reg_thread(void *userdata) {
+        reg *g = userdata;
+
+        if (reg_connect(g) >= 0)
+                reg_follow(g);
+        reg_finish(g);
+        return NULL;
+}
+
+/* k->lock held: unlinks the registrations whose threads have returned. */
+static reg *regs_take_finished(kubelet *k) {
+        reg *done = NULL, **p = &k->regs;
+
+        while (*p) {
+                reg *g = *p;
+
+                if (!g->finished) {
+                        p = &g->next;
+                        continue;
+                }
+                *p = g->next;
+                g->next = done;
+                done = g;
+                k->n_regs--;
+        }
+        return done;
+}
+
+static void regs_join(reg *list) {
+        while (list) {
+                reg *next = list->next;
+
+                (void) pthread_join(list->thread, NULL);
+                (void) reg_free(list);
+                list = next;
+        }
+}
+
+static int reg_new(kubelet *k, srv_call *sc, const V1beta1__RegisterRequest *req, reg **ret) {
+        gpr_timespec dial = kdp_ctl_client_deadline(DIAL_TIMEOUT_MS);
+        reg *g = calloc(1, sizeof(*g));
+
+        if (!g)
+                return -ENOMEM;
+        g->k = k;
+        g->rq = sc;
+        g->resource = strdup(req->resource_name);
+        g->endpoint = strdup(req->endpoint);
+        if (!g->resource || !g->endpoint || asprintf(&g->path, "%s/%s", k->dir, req->endpoint) < 0) {
+                g->path = NULL;
+                (void) reg_free(g);
+                return -ENOMEM;
+        }
+        /* 1.34+: the plugin's own Register deadline also bounds the dial-back */
+        g->deadline = gpr_time_min(dial, gpr_convert_clock_type(sc->deadline, GPR_CLOCK_MONOTONIC));
+        *ret = g;
+        return 0;
+}
+
+/* cq thread: hands `sc` to a new registration thread, or returns an error and keeps it. */
+static int reg_start(kubelet *k, srv_call *sc, const V1beta1__RegisterRequest *req) {
+        reg *g, *finished;
+        int r;
+
+        r = reg_new(k, sc, req, &g);
+        if (r < 0)
+                return r;
+        (void) pthread_mutex_lock(&k->lock);
+        finished = regs_take_finished(k);
+        if (k->stopping)
+                r = -ESHUTDOWN;
+        else if (k->n_regs >= MAX_REGS)
+                r = -EAGAIN;
+        else
+                r = -pthread_create(&g->thread, NULL, reg_thread, g);
+        if (r >= 0) {
+                g->next = k->regs;
+                k->regs = g;
+                k->n_regs++;
+        }
+        (void) pthread_mutex_unlock(&k->lock);
+        regs_join(finished);
+        if (r < 0)
+                g = reg_free(g);
+        return r;
+}
+
+/* ---- admissions (KUBELET.md §4.2, §5, §6) ---- */
+
+typedef struct admit_run {
+        reg *g;
+        const admission *a;
+        strv available, preferred, chosen;
+        V1beta1__AllocateResponse *resp;
+        char *err;
+} admit_run;
+
+static void admit_run_done(admit_run *x) {
+        strv_done(&x->available);
+        strv_done(&x->preferred);
+        strv_done(&x->chosen);
+        if (x->resp)
+                v1beta1__allocate_response__free_unpacked(x->resp, NULL);
+        free(x->err);
+}
+
+static int admit_fail(admit_run *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int admit_fail(admit_run *x, const char *fmt, ...) {
+        va_list ap;
+
+        free(x->err);
+        va_start(ap, fmt);
+        if (vasprintf(&x->err, fmt, ap) < 0)
+                x->err = NULL;
+        va_end(ap);
+        return -EIO;
+}
+
+/* available = healthy − allocated by earlier admissions. */
+static int admit_available(admit_run *x) {
+        kubelet *k = x->g->k;
+        resource *res;
+        int r = 0;
+
+        (void) pthread_mutex_lock(&k->lock);
+        res = resource_find(k, x->a->resource, false);
+        if (!res || res->healthy.n == 0)
+                r = admit_fail(x, "no healthy devices present; cannot allocate unhealthy devices %s",
+                               x->a->resource);
+        for (size_t i = 0; r >= 0 && i < res->healthy.n; i++)
+                if (!strv_has(&res->allocated, res->healthy.v[i]))
+                        r = strv_push(&x->available, res->healthy.v[i]);
+        (void) pthread_mutex_unlock(&k->lock);
+        if (r >= 0 && x->available.n < x->a->n)
+                r = admit_fail(x, "requested number of devices unavailable for %s. Requested: %u, Available: %zu",
+                               x->a->resource, x->a->n, x->available.n);
+        return r;
+}
+
+static int admit_preferred(admit_run *x) {
+        kdp_ctl_client_ids available = strv_ids(&x->available), none = { 0 };
+        V1beta1__PreferredAllocationResponse *resp = NULL;
+        kdp_ctl_client_status st;
+        char err[700];
+        int r;
+
+        r = kdp_ctl_client_preferred(x->g->client, &available, &none, (int32_t) x->a->n,
+                                     kdp_ctl_client_deadline(0), &resp, &st);
+        if (r < 0) {
+                kdp_ctl_client_format_go_error(&st, err, sizeof(err));
+                return admit_fail(x, "device plugin GetPreferredAllocation rpc failed with err: %s", err);
+        }
+        if (resp->n_container_responses > 0)
+                for (size_t i = 0; r >= 0 && i < resp->container_responses[0]->n_deviceids; i++)
+                        r = strv_push(&x->preferred, resp->container_responses[0]->deviceids[i]);
+        v1beta1__preferred_allocation_response__free_unpacked(resp, NULL);
+        return r;
+}
+
+/* preferred ∩ available first, in the plugin's order, then the rest of available. */
+static int admit_choose(admit_run *x) {
+        unsigned n = x->a->n;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < x->preferred.n && x->chosen.n < n; i++)
+                if (strv_has(&x->available, x->preferred.v[i]) &&
+                    !strv_has_unsorted(&x->chosen, x->preferred.v[i]))
+                        r = strv_push(&x->chosen, x->preferred.v[i]);
+        for (size_t i = 0; r >= 0 && i < x->available.n && x->chosen.n < n; i++)
+                if (!strv_has_unsorted(&x->chosen, x->available.v[i]))
+                        r = strv_push(&x->chosen, x->available.v[i]);
+        if (r >= 0 && x->chosen.n < n)
+                r = admit_fail(x, "unexpectedly allocated less resources than required. Requested: %u, Got: %zu",
+                               n, x->chosen.n);
+        strv_sort_unique(&x->chosen);
+        return r;
+}
+
+static int admit_allocate(admit_run *x) {
+        kdp_ctl_client_ids ids = strv_ids(&x->chosen);
+        kubelet *k = x->g->k;
+        kdp_ctl_client_status st;
+        resource *res;
+        char err[700];
+        int r;
+
+        r = kdp_ctl_client_allocate(x->g->client, &ids, 1, kdp_ctl_client_deadline(0), &x->resp, &st);
+        if (r < 0) {
+                kdp_ctl_client_format_go_error(&st, err, sizeof(err));
+                return admit_fail(x, "%s", err);
+        }
+        if (x->resp->n_container_responses == 0)
+                return admit_fail(x, "no containers return in allocation response");
+        (void) pthread_mutex_lock(&k->lock);
+        res = resource_find(k, x->a->resource, false);
+        r = res ? strv_merge(&res->allocated, &x->chosen) : 0;
+        (void) pthread_mutex_unlock(&k->lock);
+        return r;
+}
+
+static int admit_prestart(admit_run *x) {
+        kdp_ctl_client_ids ids = strv_ids(&x->chosen);
+        kdp_ctl_client_status st;
+        char err[700];
+        int r;
+
+        r = kdp_ctl_client_prestart(x->g->client, &ids, kdp_ctl_client_deadline(PRESTART_TIMEOUT_MS), &st);
+        if (r < 0) {
+                kdp_ctl_client_format_go_error(&st, err, sizeof(err));
+                return admit_fail(x, "device plugin PreStartContainer rpc failed with err: %s", err);
+        }
+        return 0;
+}
+
+static void event_admitted(admit_run *x) {
+        _cleanup_free_ char *prefix = NULL;
+        const char *res = x->a->resource;
+
+        strv_sort_unique(&x->preferred);
+        fprintf(stdout, "admitted resource=%s n=%u preferred=", res, x->a->n);
+        kdp_ctl_client_put_ids(stdout, x->preferred.v, x->preferred.n);
+        fputs(" allocated=", stdout);
+        kdp_ctl_client_put_ids(stdout, x->chosen.v, x->chosen.n);
+        putc('\n', stdout);
+        if (asprintf(&prefix, "alloc resource=%s ", res) < 0)
+                prefix = NULL;
+        (void) kdp_ctl_client_print_container(stdout, prefix ? prefix : "alloc ", x->resp->container_responses[0]);
+        if (x->g->pre_start)
+                fprintf(stdout, "prestart resource=%s ok\n", res);
+}
+
+/*
+ * Prints the outcome; returns false when the admission was cut short because
+ * a newer registration replaced this one, which then runs it again.
+ */
+static bool admit_report(admit_run *x, admission *a, int r) {
+        kubelet *k = x->g->k;
+        bool done = true;
+
+        (void) pthread_mutex_lock(&k->lock);
+        if (r < 0 && x->g->cancelled && !k->stopping) {
+                a->claimed = false;
+                done = false;
+        } else if (k->stopping)
+                ;
+        else if (r < 0)
+                event_admit_failed(a->resource, x->err ? x->err : strerror(-r));
+        else
+                event_admitted(x);
+        if (done) {
+                k->n_admits_done++;
+                k->n_admits_failed += r < 0;
+                if (k->n_admits_done == k->cfg->n_admits)
+                        (void) eventfd_write(k->event_fd, 1);
+        }
+        (void) pthread_mutex_unlock(&k->lock);
+        return done;
+}
+
+static int admit(reg *g, admission *a) {
+        _cleanup_(admit_run_done) admit_run x = { .g = g, .a = a };
+        int r;
+
+        r = admit_available(&x);
+        if (r >= 0 && g->preferred)
+                r = admit_preferred(&x);
+        if (r >= 0)
+                r = admit_choose(&x);
+        if (r >= 0)
+                r = admit_allocate(&x);
+        if (r >= 0 && g->pre_start)
+                r = admit_prestart(&x);
+        return admit_report(&x, a, r) ? 0 : -ECANCELED;
+}
+
+/* The next admission of g's resource nobody has started, claimed for g. */
+static admission *admit_claim(reg *g) {
+        kubelet *k = g->k;
+        admission *a = NULL;
+
+        (void) pthread_mutex_lock(&k->lock);
+        for (size_t i = 0; !a && reg_resource(g) && i < k->cfg->n_admits; i++)
+                if (!k->admits[i].claimed && strcmp(k->admits[i].resource, g->resource) == 0) {
+                        a = &k->admits[i];
+                        a->claimed = true;
+                }
+        (void) pthread_mutex_unlock(&k->lock);
+        return a;
+}
+
+static void reg_admit_pending(reg *g) {
+        admission *a;
+
+        while ((a = admit_claim(g)))
+                if (admit(g, a) < 0)
+                        return;
+}
+
+/* ---- start-up and shutdown (main thread) ---- */
+
+static int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1;; s++) {
+                char c = *s;
+
+                if (c != '/' && c != '\0')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = c;
+                if (c == '\0')
+                        return 0;
+        }
+}
+
+/* KUBELET.md §3.1: remove every socket but keep the checkpoint, files and directories. */
+static int cleanup_dir(const char *dir) {
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        struct dirent *de;
+        int r = 0;
+
+        if (!d)
+                return kdp_log_error(-errno, "Failed to open device-plugins directory", KDP_F_STR("path", dir));
+        while ((de = readdir(d))) {
+                struct stat st;
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                    strcmp(de->d_name, CHECKPOINT_FILE) == 0)
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISSOCK(st.st_mode))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+                        r = kdp_log_error(-errno, "Failed to remove stale socket", KDP_F_STR("path", de->d_name));
+                        continue;
+                }
+                kdp_log_info("Removed stale socket", KDP_F_STR("path", de->d_name));
+        }
+        return r;
+}
+
+static int prepare_dir(kubelet *k, const char *dir) {
+        int r;
+
+        if (!*dir)
+                return kdp_log_error(-EINVAL, "Missing device-plugins directory");
+        r = mkdir_p(dir, 0750);
+        if (r < 0)
+                return kdp_log_error(r, "Failed to create device-plugins directory", KDP_F_STR("path", dir));
+        k->dir = realpath(dir, NULL);
+        if (!k->dir)
+                return kdp_log_error(-errno, "Failed to resolve device-plugins directory", KDP_F_STR("path", dir));
+        if (asprintf(&k->socket_path, "%s/%s", k->dir, KUBELET_SOCKET) < 0) {
+                k->socket_path = NULL;
+                return -ENOMEM;
+        }
+        return cleanup_dir(k->dir);
+}
+
+static int kubelet_init(kubelet *k, const kdp_ctl_kubelet_config *cfg) {
+        pthread_condattr_t attr;
+
+        *k = (kubelet){ .cfg = cfg, .event_fd = -1 };
+        k->tag_shutdown.on_done = on_shutdown;
+        (void) pthread_mutex_init(&k->lock, NULL);
+        (void) pthread_condattr_init(&attr);
+        (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        (void) pthread_cond_init(&k->cond, &attr);
+        (void) pthread_condattr_destroy(&attr);
+        k->event_fd = eventfd(0, EFD_CLOEXEC);
+        if (k->event_fd < 0)
+                return kdp_log_error(-errno, "Failed to create eventfd");
+        k->admits = calloc(cfg->n_admits ? cfg->n_admits : 1, sizeof(*k->admits));
+        if (!k->admits)
+                return -ENOMEM;
+        for (size_t i = 0; i < cfg->n_admits; i++)
+                k->admits[i] = (admission){ .resource = cfg->admits[i].resource, .n = cfg->admits[i].n };
+        return prepare_dir(k, cfg->dir);
+}
+
+static void kubelet_done(kubelet *k) {
+        while (k->resources) {
+                resource *next = k->resources->next;
+
+                (void) resource_free(k->resources);
+                k->resources = next;
+        }
+        free(k->admits);
+        free(k->dir);
+        free(k->socket_path);
+        if (k->event_fd >= 0)
+                (void) close(k->event_fd);
+        (void) pthread_cond_destroy(&k->cond);
+        (void) pthread_mutex_destroy(&k->lock);
+}
+
+/* A server that never started: destroy it and its queue. */
+static int server_abandon(kubelet *k, int r) {
+        grpc_server_destroy(k->server);
+        grpc_completion_queue_shutdown(k->cq);
+        while (grpc_completion_queue_next(k->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN)
+                ;
+        grpc_completion_queue_destroy(k->cq);
+        k->server = NULL;
+        k->cq = NULL;
+        return r;
+}
+
+static int server_start(kubelet *k) {
+        _cleanup_free_ char *addr = NULL;
+        grpc_server_credentials *creds;
+        int ok, r;
+
+        if (asprintf(&addr, "unix:%s", k->socket_path) < 0)
+                return -ENOMEM;
+        k->cq = grpc_completion_queue_create_for_next(NULL);
+        k->server = grpc_server_create(NULL, NULL);
+        grpc_server_register_completion_queue(k->server, k->cq, NULL);
+        k->register_method = grpc_server_register_method(k->server, REGISTER_METHOD, NULL,
+                                                         GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+        creds = grpc_insecure_server_credentials_create();
+        ok = grpc_server_add_http2_port(k->server, addr, creds);
+        grpc_server_credentials_release(creds);
+        if (!ok || !k->register_method)
+                return server_abandon(k, kdp_log_error(-EADDRNOTAVAIL, "Failed to listen",
+                                                       KDP_F_STR("socket", k->socket_path)));
+        grpc_server_start(k->server);
+        arm_call(k, false);
+        arm_call(k, true);
+        r = -pthread_create(&k->cq_thread, NULL, cq_thread, k);
+        if (r < 0) {
+                /* without a cq thread nothing can drain the queue: shut down inline */
+                grpc_server_shutdown_and_notify(k->server, k->cq, &k->tag_shutdown);
+                grpc_server_cancel_all_calls(k->server);
+                return server_abandon(k, kdp_log_error(r, "Failed to start thread"));
+        }
+        kdp_log_info("Serving kubelet socket", KDP_F_STR("socket", k->socket_path));
+        return 0;
+}
+
+static void server_stop(kubelet *k) {
+        struct timespec until;
+
+        grpc_server_shutdown_and_notify(k->server, k->cq, &k->tag_shutdown);
+        (void) clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += SHUTDOWN_GRACE_MS / 1000;
+        (void) pthread_mutex_lock(&k->lock);
+        while (!k->shutdown_done && pthread_cond_timedwait(&k->cond, &k->lock, &until) != ETIMEDOUT)
+                ;
+        if (!k->shutdown_done)
+                grpc_server_cancel_all_calls(k->server);
+        while (!k->shutdown_done)
+                (void) pthread_cond_wait(&k->cond, &k->lock);
+        (void) pthread_mutex_unlock(&k->lock);
+        grpc_server_destroy(k->server);
+        grpc_completion_queue_shutdown(k->cq);
+        (void) pthread_join(k->cq_thread, NULL);
+        grpc_completion_queue_destroy(k->cq);
+        if (unlink(k->socket_path) < 0 && errno != ENOENT)
+                (void) kdp_log_warning_errno(-errno, "Failed to remove socket", KDP_F_STR("socket", k->socket_path));
+}
+
+static void kubelet_stop(kubelet *k) {
+        reg *list;
+
+        (void) pthread_mutex_lock(&k->lock);
+        k->stopping = true;
+        for (reg *g = k->regs; g; g = g->next)
+                reg_cancel(g);
+        list = KDP_TAKE_PTR(k->regs);
+        k->n_regs = 0;
+        (void) pthread_mutex_unlock(&k->lock);
+        regs_join(list);
+        server_stop(k);
+        kdp_log_info("Stopped kubelet");
+}
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int kubelet_on_timeout(kubelet *k) {
+        size_t pending;
+
+        (void) pthread_mutex_lock(&k->lock);
+        pending = k->cfg->exit_after_admit ? k->cfg->n_admits - k->n_admits_done : 0;
+        (void) pthread_mutex_unlock(&k->lock);
+        if (pending == 0)
+                return 0;
+        (void) kdp_log_error(0, "Timed out waiting for admissions", KDP_F_INT("pending", pending));
+        return 1;
+}
+
+static int kubelet_on_admitted(kubelet *k) {
+        size_t failed;
+
+        (void) pthread_mutex_lock(&k->lock);
+        failed = k->n_admits_failed;
+        (void) pthread_mutex_unlock(&k->lock);
+        kdp_log_info("Finished admissions", KDP_F_INT("failed", failed));
+        return failed > 0;
+}
+
+/* Waits for a signal, the duration or (with exit_after_admit) the last admission; returns the exit code. */
+static int kubelet_wait(kubelet *k, int sig_fd) {
+        struct pollfd p[2] = { { .fd = sig_fd, .events = POLLIN }, { .fd = k->event_fd, .events = POLLIN } };
+        int64_t end = k->cfg->duration_ms > 0 ? now_ms() + k->cfg->duration_ms : -1;
+
+        for (;;) {
+                struct signalfd_siginfo si;
+                int timeout = -1, r;
+
+                if (end >= 0) {
+                        int64_t left = end - now_ms();
+
+                        timeout = left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int) left;
+                }
+                r = poll(p, k->cfg->exit_after_admit ? 2 : 1, timeout);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0) {
+                        (void) kdp_log_error(-errno, "Failed to wait");
+                        return 1;
+                }
+                if (r == 0)
+                        return kubelet_on_timeout(k);
+                if (p[0].revents) {
+                        if (read(sig_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                kdp_log_info("Received signal", KDP_F_STR("signal", strsignal((int) si.ssi_signo)));
+                        return 0;
+                }
+                if (p[1].revents)
+                        return kubelet_on_admitted(k);
+        }
+}
+
+int kdp_ctl_kubelet_run(const kdp_ctl_kubelet_config *cfg) {
+        _cleanup_close_ int sig_fd = -1;
+        sigset_t mask;
+        kubelet k;
+        int r, rc;
+
+        (void) setvbuf(stdout, NULL, _IOLBF, 0);
+        (void) sigemptyset(&mask);
+        (void) sigaddset(&mask, SIGINT);
+        (void) sigaddset(&mask, SIGTERM);
+        (void) pthread_sigmask(SIG_BLOCK, &mask, NULL);  /* before grpc_init: its threads inherit it */
+        sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (sig_fd < 0) {
+                (void) kdp_log_error(-errno, "Failed to create signalfd");
+                return 1;
+        }
+        r = kubelet_init(&k, cfg);
+        if (r < 0) {
+                kubelet_done(&k);
+                return 1;
+        }
+        grpc_init();
+        r = server_start(&k);
+        rc = r < 0 ? 1 : kubelet_wait(&k, sig_fd);
+        if (r >= 0)
+                kubelet_stop(&k);
+        grpc_shutdown();
+        kubelet_done(&k);
+        return rc;
+}

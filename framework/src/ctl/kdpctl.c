@@ -1,1 +1,539 @@
-/* placeholder */ typedef int kdp_placeholder_;
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * kdpctl: a client of any v1beta1 device-plugin socket, and a stand-in kubelet.
+ *
+ * main() parses one command, runs it and returns its exit code: 0 success,
+ * 1 failure (an RPC error, a time-out; a message on stderr), 2 usage. Client
+ * commands run on the main thread (ctl-client.c); `kubelet` owns its threads
+ * (ctl-kubelet.c). `args` owns what parsing allocated; the rest of what it
+ * points to is borrowed from argv.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/grpc.h>
+
+#include <kdp/cleanup.h>
+#include <kdp/log.h>
+
+#include "ctl-client.h"
+#include "ctl-kubelet.h"
+
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+#define CONTINUE (-1)
+#define DEFAULT_TIMEOUT_MS 10000
+#define MAX_ITEMS 4096                          /* --container, --must, --available, --admit */
+
+enum {
+        OPT_SOCKET = 1,
+        OPT_TIMEOUT,
+        OPT_COUNT,
+        OPT_CONTAINER,
+        OPT_SIZE,
+        OPT_MUST,
+        OPT_AVAILABLE,
+        OPT_DIR,
+        OPT_ADMIT,
+        OPT_EXIT_AFTER_ADMIT,
+        OPT_DURATION,
+        OPT_V,
+        OPT_HELP,
+};
+
+#define OPT_BIT(o) (1u << (o))
+#define OPTS_COMMON (OPT_BIT(OPT_V) | OPT_BIT(OPT_HELP))
+#define OPTS_CLIENT (OPTS_COMMON | OPT_BIT(OPT_SOCKET) | OPT_BIT(OPT_TIMEOUT))
+
+static const struct option long_options[] = {
+        { "socket", required_argument, NULL, OPT_SOCKET },
+        { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "count", required_argument, NULL, OPT_COUNT },
+        { "container", required_argument, NULL, OPT_CONTAINER },
+        { "size", required_argument, NULL, OPT_SIZE },
+        { "must", required_argument, NULL, OPT_MUST },
+        { "available", required_argument, NULL, OPT_AVAILABLE },
+        { "dir", required_argument, NULL, OPT_DIR },
+        { "admit", required_argument, NULL, OPT_ADMIT },
+        { "exit-after-admit", no_argument, NULL, OPT_EXIT_AFTER_ADMIT },
+        { "duration", required_argument, NULL, OPT_DURATION },
+        { "v", required_argument, NULL, OPT_V },
+        { "help", no_argument, NULL, OPT_HELP },
+        {},
+};
+
+static const char usage_text[] =
+        "Usage:\n"
+        "  kdpctl list      --socket S [--count K] [--timeout SEC]\n"
+        "  kdpctl options   --socket S [--timeout SEC]\n"
+        "  kdpctl allocate  --socket S [--timeout SEC] [--container ID,ID...]... | [ID...]\n"
+        "  kdpctl preferred --socket S --size N [--must ID]... [--available ID]... [--timeout SEC]\n"
+        "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
+        "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
+        "\n"
+        "  --socket S   a device-plugin socket (path, or unix:PATH)\n"
+        "  --timeout    seconds for the whole command, 0 = none (default 10)\n"
+        "  --count K    ListAndWatch messages to print, 0 = until the timeout (default 1)\n"
+        "  --v N        log verbosity on stderr\n"
+        "Exit: 0 success, 1 RPC error or time-out, 2 usage.\n";
+
+typedef struct ptrv {
+        char **v;
+        size_t n;
+} ptrv;
+
+typedef struct args {
+        const char *cmd;
+        const char *socket;
+        int64_t timeout_ms;
+        unsigned long count;
+        unsigned long size;
+        bool have_size;
+        ptrv must, available;                   /* borrowed strings */
+        kdp_ctl_client_ids *containers;         /* owned, with owned strings */
+        size_t n_containers;
+        const char *dir;
+        kdp_ctl_kubelet_admit *admits;          /* owned, with owned resource names */
+        size_t n_admits;
+        bool exit_after_admit;
+        int64_t duration_ms;
+        char **positional;                      /* borrowed */
+        size_t n_positional;
+} args;
+
+typedef struct command {
+        const char *name;
+        unsigned options;                       /* OPT_BIT()s accepted */
+        bool grpc;                              /* run between grpc_init and grpc_shutdown */
+        int (*run)(args *a);
+} command;
+
+static void args_done(args *a) {
+        for (size_t i = 0; i < a->n_containers; i++) {
+                for (size_t j = 0; j < a->containers[i].n; j++)
+                        free(a->containers[i].v[j]);
+                free(a->containers[i].v);
+        }
+        free(a->containers);
+        for (size_t i = 0; i < a->n_admits; i++)
+                free((char *) a->admits[i].resource);
+        free(a->admits);
+        free(a->must.v);
+        free(a->available.v);
+}
+
+static int usage_error(const args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int usage_error(const args *a, const char *fmt, ...) {
+        va_list ap;
+
+        fprintf(stderr, "kdpctl%s%s: ", a->cmd ? " " : "", a->cmd ? a->cmd : "");
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs("\nRun 'kdpctl --help' for usage.\n", stderr);
+        return EXIT_USAGE;
+}
+
+/* ---- option values ---- */
+
+static int parse_ulong(const char *s, unsigned long max, unsigned long *ret) {
+        unsigned long v;
+        char *end;
+
+        if (*s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int parse_seconds(const char *s, int64_t *ret_ms) {
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno != 0 || end == s || *end != '\0' || !(v >= 0 && v <= 1e9))
+                return -EINVAL;
+        *ret_ms = (int64_t) (v * 1000 + 0.5);
+        return 0;
+}
+
+static int ptrv_add(ptrv *p, char *s) {
+        char **v;
+
+        if (p->n >= MAX_ITEMS)
+                return -E2BIG;
+        v = reallocarray(p->v, p->n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        v[p->n++] = s;
+        p->v = v;
+        return 0;
+}
+
+/* "a,b,c" -> one container asking a, b and c (empty pieces are skipped). */
+static int add_container(args *a, const char *list) {
+        _cleanup_free_ char *copy = strdup(list);
+        kdp_ctl_client_ids *v, *c;
+        char *state = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        if (a->n_containers >= MAX_ITEMS)
+                return -E2BIG;
+        v = reallocarray(a->containers, a->n_containers + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        a->containers = v;
+        c = &v[a->n_containers++];
+        *c = (kdp_ctl_client_ids){ 0 };
+        for (char *id = strtok_r(copy, ",", &state); id; id = strtok_r(NULL, ",", &state)) {
+                char **ids = reallocarray(c->v, c->n + 1, sizeof(*ids));
+
+                if (!ids)
+                        return -ENOMEM;
+                c->v = ids;
+                c->v[c->n] = strdup(id);
+                if (!c->v[c->n])
+                        return -ENOMEM;
+                c->n++;
+        }
+        return 0;
+}
+
+/* "vendor.com/res=N", N >= 1. */
+static int add_admit(args *a, const char *spec) {
+        const char *eq = strrchr(spec, '=');
+        kdp_ctl_kubelet_admit *v;
+        unsigned long n;
+        char *resource;
+
+        if (!eq || parse_ulong(eq + 1, 1000000, &n) < 0 || n == 0)
+                return -EINVAL;
+        if (a->n_admits >= MAX_ITEMS)
+                return -E2BIG;
+        resource = strndup(spec, (size_t) (eq - spec));
+        if (!resource)
+                return -ENOMEM;
+        /* only a valid extended resource name can ever register */
+        if (!kdp_ctl_kubelet_resource_name_valid(resource)) {
+                free(resource);
+                return -EINVAL;
+        }
+        v = reallocarray(a->admits, a->n_admits + 1, sizeof(*v));
+        if (!v) {
+                free(resource);
+                return -ENOMEM;
+        }
+        a->admits = v;
+        v[a->n_admits++] = (kdp_ctl_kubelet_admit){ .resource = resource, .n = (unsigned) n };
+        return 0;
+}
+
+static int set_option(args *a, int opt, char *value) {
+        unsigned long v;
+
+        switch (opt) {
+        case OPT_SOCKET: a->socket = value; return 0;
+        case OPT_TIMEOUT: return parse_seconds(value, &a->timeout_ms);
+        case OPT_COUNT: return parse_ulong(value, ULONG_MAX, &a->count);
+        case OPT_CONTAINER: return add_container(a, value);
+        case OPT_SIZE: a->have_size = true; return parse_ulong(value, INT32_MAX, &a->size);
+        case OPT_MUST: return ptrv_add(&a->must, value);
+        case OPT_AVAILABLE: return ptrv_add(&a->available, value);
+        case OPT_DIR: a->dir = value; return 0;
+        case OPT_ADMIT: return add_admit(a, value);
+        case OPT_EXIT_AFTER_ADMIT: a->exit_after_admit = true; return 0;
+        case OPT_DURATION: return parse_seconds(value, &a->duration_ms);
+        case OPT_V:
+                if (parse_ulong(value, 100, &v) < 0)
+                        return -EINVAL;
+                kdp_log_set_verbosity((int) v);
+                return 0;
+        default: return -EINVAL;
+        }
+}
+
+static const char *option_name(int opt) {
+        for (const struct option *o = long_options; o->name; o++)
+                if (o->val == opt)
+                        return o->name;
+        return "?";
+}
+
+/* Returns CONTINUE, or the exit code when parsing already decided it. */
+static int parse(args *a, const command *cmd, int argc, char **argv) {
+        int opt, r;
+
+        optind = 1;
+        opterr = 0;
+        while ((opt = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+                if (opt == '?')
+                        return usage_error(a, "unknown option '%s'", argv[optind - 1]);
+                if (opt == ':')
+                        return usage_error(a, "option '%s' needs a value", argv[optind - 1]);
+                if (opt == OPT_HELP) {
+                        fputs(usage_text, stdout);
+                        return 0;
+                }
+                if (!(cmd->options & OPT_BIT(opt)))
+                        return usage_error(a, "option '--%s' does not apply", option_name(opt));
+                r = set_option(a, opt, optarg);
+                if (r < 0)
+                        return usage_error(a, "invalid value '%s' for '--%s'%s", optarg, option_name(opt),
+                                           r == -E2BIG ? " (too many)" : "");
+        }
+        a->positional = argv + optind;
+        a->n_positional = (size_t) (argc - optind);
+        if ((cmd->options & OPT_BIT(OPT_SOCKET)) && !a->socket)
+                return usage_error(a, "--socket is required");
+        return CONTINUE;
+}
+
+/* ---- client commands ---- */
+
+static const char *bool_str(protobuf_c_boolean b) {
+        return b ? "true" : "false";
+}
+
+static int rpc_error(const kdp_ctl_client_status *st) {
+        fprintf(stderr, "error: code=%s message=", kdp_ctl_client_code_name(st->code, false));
+        kdp_ctl_client_put_value(stderr, st->message);
+        putc('\n', stderr);
+        return EXIT_FAILED;
+}
+
+static int client_open(const args *a, kdp_ctl_client **ret) {
+        int r = kdp_ctl_client_new(a->socket, ret);
+
+        if (r < 0)
+                fprintf(stderr, "error: %s\n", strerror(-r));
+        return r;
+}
+
+static int cmd_options(args *a) {
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+        V1beta1__DevicePluginOptions *o;
+        kdp_ctl_client_status st;
+
+        if (a->n_positional > 0)
+                return usage_error(a, "unexpected argument '%s'", a->positional[0]);
+        if (client_open(a, &c) < 0)
+                return EXIT_FAILED;
+        if (kdp_ctl_client_options(c, kdp_ctl_client_deadline(a->timeout_ms), 0, &o, &st) < 0)
+                return rpc_error(&st);
+        printf("pre_start_required=%s get_preferred_allocation_available=%s\n", bool_str(o->pre_start_required),
+               bool_str(o->get_preferred_allocation_available));
+        v1beta1__device_plugin_options__free_unpacked(o, NULL);
+        return 0;
+}
+
+static int list_failed(const kdp_ctl_client_status *st, unsigned long n) {
+        if (st->code == GRPC_STATUS_DEADLINE_EXCEEDED) {
+                fputs("error: timed out\n", stderr);
+                return EXIT_FAILED;
+        }
+        if (st->code == GRPC_STATUS_OK) {
+                fprintf(stderr, "error: stream ended after %lu messages\n", n);
+                return EXIT_FAILED;
+        }
+        return rpc_error(st);
+}
+
+static int cmd_list(args *a) {
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+        _cleanup_(kdp_ctl_client_stream_freep) kdp_ctl_client_stream *s = NULL;
+        gpr_timespec deadline = kdp_ctl_client_deadline(a->timeout_ms);
+        V1beta1__ListAndWatchResponse *m;
+        V1beta1__DevicePluginOptions *o;
+        kdp_ctl_client_status st;
+
+        if (a->n_positional > 0)
+                return usage_error(a, "unexpected argument '%s'", a->positional[0]);
+        if (client_open(a, &c) < 0)
+                return EXIT_FAILED;
+        if (kdp_ctl_client_options(c, deadline, 0, &o, &st) < 0)
+                return list_failed(&st, 0);
+        v1beta1__device_plugin_options__free_unpacked(o, NULL);
+        if (kdp_ctl_client_watch(c, deadline, 0, &s, &st) < 0)
+                return list_failed(&st, 0);
+        for (unsigned long n = 0; a->count == 0 || n < a->count; n++) {
+                if (kdp_ctl_client_stream_next(s, &m, &st) == 0)
+                        return list_failed(&st, n);
+                kdp_ctl_client_print_list(stdout, m);
+                (void) fflush(stdout);
+                v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+        }
+        return 0;
+}
+
+static int cmd_allocate(args *a) {
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+        kdp_ctl_client_ids one = { .v = a->positional, .n = a->n_positional };
+        V1beta1__AllocateResponse *resp;
+        kdp_ctl_client_status st;
+        int r = 0;
+
+        if (a->n_containers > 0 && a->n_positional > 0)
+                return usage_error(a, "give device IDs either with --container or as arguments");
+        if (client_open(a, &c) < 0)
+                return EXIT_FAILED;
+        /* no IDs at all sends a request without containers: the plugin's answer is the test */
+        if (kdp_ctl_client_allocate(c, a->n_containers ? a->containers : &one,
+                                    a->n_containers ? a->n_containers : a->n_positional ? 1 : 0,
+                                    kdp_ctl_client_deadline(a->timeout_ms), &resp, &st) < 0)
+                return rpc_error(&st);
+        for (size_t i = 0; r >= 0 && i < resp->n_container_responses; i++) {
+                if (resp->n_container_responses > 1)
+                        printf("container %zu\n", i);
+                r = kdp_ctl_client_print_container(stdout, "", resp->container_responses[i]);
+        }
+        v1beta1__allocate_response__free_unpacked(resp, NULL);
+        if (r < 0)
+                fprintf(stderr, "error: %s\n", strerror(-r));
+        return r < 0 ? EXIT_FAILED : 0;
+}
+
+/* The healthy IDs of the first ListAndWatch message; they point into *ret_msg. */
+static int first_healthy(kdp_ctl_client *c, gpr_timespec deadline, V1beta1__ListAndWatchResponse **ret_msg,
+                         ptrv *ret_ids, kdp_ctl_client_status *st) {
+        _cleanup_(kdp_ctl_client_stream_freep) kdp_ctl_client_stream *s = NULL;
+        V1beta1__ListAndWatchResponse *m;
+
+        if (kdp_ctl_client_watch(c, deadline, 0, &s, st) < 0)
+                return -EIO;
+        if (kdp_ctl_client_stream_next(s, &m, st) == 0)
+                return -EPIPE;
+        *ret_msg = m;
+        for (size_t i = 0; i < m->n_devices; i++)
+                if (strcmp(m->devices[i]->health, "Healthy") == 0 && ptrv_add(ret_ids, m->devices[i]->id) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+static int print_preferred(const V1beta1__PreferredAllocationResponse *resp) {
+        fputs("preferred ", stdout);
+        if (resp->n_container_responses > 0)
+                kdp_ctl_client_put_ids(stdout, resp->container_responses[0]->deviceids,
+                                       resp->container_responses[0]->n_deviceids);
+        putc('\n', stdout);
+        return 0;
+}
+
+static int cmd_preferred(args *a) {
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+        gpr_timespec deadline = kdp_ctl_client_deadline(a->timeout_ms);
+        V1beta1__ListAndWatchResponse *list = NULL;
+        V1beta1__PreferredAllocationResponse *resp;
+        kdp_ctl_client_status st = { .code = GRPC_STATUS_INTERNAL, .message = "out of memory" };
+        kdp_ctl_client_ids available, must;
+        int r = 0;
+
+        if (!a->have_size)
+                return usage_error(a, "--size is required");
+        if (a->n_positional > 0)
+                return usage_error(a, "unexpected argument '%s'", a->positional[0]);
+        if (client_open(a, &c) < 0)
+                return EXIT_FAILED;
+        if (a->available.n == 0)
+                r = first_healthy(c, deadline, &list, &a->available, &st);
+        available = (kdp_ctl_client_ids){ .v = a->available.v, .n = a->available.n };
+        must = (kdp_ctl_client_ids){ .v = a->must.v, .n = a->must.n };
+        if (r >= 0)
+                r = kdp_ctl_client_preferred(c, &available, &must, (int32_t) a->size, deadline, &resp, &st);
+        if (r >= 0) {
+                r = print_preferred(resp);
+                v1beta1__preferred_allocation_response__free_unpacked(resp, NULL);
+        }
+        if (list)
+                v1beta1__list_and_watch_response__free_unpacked(list, NULL);
+        if (r == -EPIPE)
+                return list_failed(&st, 0);
+        return r < 0 ? rpc_error(&st) : 0;
+}
+
+static int cmd_prestart(args *a) {
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+        kdp_ctl_client_ids ids = { .v = a->positional, .n = a->n_positional };
+        kdp_ctl_client_status st;
+
+        if (a->n_positional == 0)
+                return usage_error(a, "no device IDs given");
+        if (client_open(a, &c) < 0)
+                return EXIT_FAILED;
+        if (kdp_ctl_client_prestart(c, &ids, kdp_ctl_client_deadline(a->timeout_ms), &st) < 0)
+                return rpc_error(&st);
+        puts("prestart ok");
+        return 0;
+}
+
+/* ---- the stand-in kubelet ---- */
+
+static int cmd_kubelet(args *a) {
+        kdp_ctl_kubelet_config cfg = {
+                .dir = a->dir,
+                .admits = a->admits,
+                .n_admits = a->n_admits,
+                .exit_after_admit = a->exit_after_admit,
+                .duration_ms = a->duration_ms,
+        };
+
+        if (!a->dir)
+                return usage_error(a, "--dir is required");
+        if (a->n_positional > 0)
+                return usage_error(a, "unexpected argument '%s'", a->positional[0]);
+        if (a->exit_after_admit && a->n_admits == 0)
+                return usage_error(a, "--exit-after-admit needs --admit");
+        return kdp_ctl_kubelet_run(&cfg);
+}
+
+static const command commands[] = {
+        { "list", OPTS_CLIENT | OPT_BIT(OPT_COUNT), true, cmd_list },
+        { "options", OPTS_CLIENT, true, cmd_options },
+        { "allocate", OPTS_CLIENT | OPT_BIT(OPT_CONTAINER), true, cmd_allocate },
+        { "preferred", OPTS_CLIENT | OPT_BIT(OPT_SIZE) | OPT_BIT(OPT_MUST) | OPT_BIT(OPT_AVAILABLE), true,
+          cmd_preferred },
+        { "prestart", OPTS_CLIENT, true, cmd_prestart },
+        { "kubelet",
+          OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
+                  OPT_BIT(OPT_DURATION),
+          false, cmd_kubelet },
+};
+
+int main(int argc, char *argv[]) {
+        _cleanup_(args_done) args a = { .timeout_ms = DEFAULT_TIMEOUT_MS, .count = 1 };
+        const command *cmd = NULL;
+        int rc;
+
+        if (argc < 2)
+                return usage_error(&a, "missing command");
+        if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+                fputs(usage_text, stdout);
+                return 0;
+        }
+        for (size_t i = 0; i < KDP_ELEMENTSOF(commands); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        cmd = &commands[i];
+        if (!cmd)
+                return usage_error(&a, "unknown command '%s'", argv[1]);
+        a.cmd = cmd->name;
+        rc = parse(&a, cmd, argc - 1, argv + 1);
+        if (rc != CONTINUE)
+                return rc;
+        if (cmd->grpc)
+                grpc_init();
+        rc = cmd->run(&a);
+        if (cmd->grpc)
+                grpc_shutdown();
+        return rc;
+}

@@ -1,1 +1,703 @@
-/* placeholder */ typedef int kdp_placeholder_;
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * kdpd's state machine (see daemon.h). Everything here runs on the loop
+ * thread; the CQ thread reaches it only through kdp_loop_post().
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kdp/log.h>
+
+#include "daemon.h"
+#include "kubelet-client.h"
+#include "loop.h"
+#include "registry.h"
+#include "server.h"
+#include "snapshot.h"
+
+#define SOCKET_PREFIX "kdp-"
+#define UNIX_PATH_MAX_LEN 107
+
+typedef struct backend_slot {
+        kdp_daemon *d;
+        kdp_backend *b;
+        kdp_loop_source *timer;         /* rescan/probe timer, NULL if neither */
+} backend_slot;
+
+typedef struct kdp_resource kdp_resource;
+struct kdp_resource {
+        kdp_daemon *d;
+        char *name;
+        backend_slot *owner;
+        kdp_snapshot *snap;
+        kdp_server *server;
+        char *socket_name;
+        kdp_registration *reg;
+        unsigned incarnation;
+        uint64_t seen_in_scan;          /* the last scan of its backend that listed it */
+        kdp_resource *next;
+};
+
+struct kdp_daemon {
+        kdp_loop *loop;
+        kdp_server_runtime *rt;
+        kdp_kubelet_client *kubelet;
+        kdp_config *config;
+        char *config_path;
+        char **overrides;
+        char *kubelet_dir;
+        char *roots[_KDP_PATH_KIND_MAX];
+        backend_slot *slots;
+        size_t n_slots;
+        kdp_resource *resources;
+        uint64_t generation;
+        uint64_t scans;
+        unsigned socket_seq;
+        int signal_fd;
+        kdp_loop_source *signal_source;
+};
+
+static char **strv_copy(const char *const *v) {
+        size_t n = 0;
+        char **copy;
+
+        while (v && v[n])
+                n++;
+        copy = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0; copy && i < n; i++)
+                if (!(copy[i] = strdup(v[i])))
+                        return NULL;
+        return copy;
+}
+
+static void strv_free(char **v) {
+        for (size_t i = 0; v && v[i]; i++)
+                free(v[i]);
+        free(v);
+}
+
+static void strv_freep(char ***v) {
+        strv_free(*v);
+}
+
+/* ---- config ---- */
+
+static int load_config(kdp_daemon *d, kdp_config **ret) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        int r;
+
+        r = kdp_config_load(d->config_path, &c);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; d->overrides && d->overrides[i]; i++) {
+                r = kdp_config_add_override(c, d->overrides[i]);
+                if (r < 0)
+                        return r;
+        }
+        *ret = KDP_TAKE_PTR(c);
+        return 0;
+}
+
+static backend_slot *find_slot(kdp_daemon *d, const char *name) {
+        for (size_t i = 0; i < d->n_slots; i++)
+                if (strcmp(d->slots[i].b->name, name) == 0)
+                        return &d->slots[i];
+        return NULL;
+}
+
+static void warn_unknown_sections(kdp_daemon *d, const kdp_config *c) {
+        for (size_t i = 0; i < c->n_entries; i++) {
+                const kdp_config_entry *e = &c->entries[i];
+
+                if (!find_slot(d, e->section))
+                        kdp_log_warning("Ignored config of a backend that is not loaded",
+                                        KDP_F_STR("key", e->key), KDP_F_STR("section", e->section),
+                                        KDP_F_STR("origin", e->origin));
+        }
+}
+
+/* ---- resources ---- */
+
+static kdp_resource *find_resource(kdp_daemon *d, const char *name) {
+        for (kdp_resource *res = d->resources; res; res = res->next)
+                if (strcmp(res->name, name) == 0)
+                        return res;
+        return NULL;
+}
+
+/* kdp-<backend>-<resource, '/' → '_'>.<pid>.<seq>.sock: fresh per process start and per re-serve. */
+static int socket_name(kdp_daemon *d, const kdp_resource *res, char **ret) {
+        _cleanup_free_ char *name = NULL, *sane = strdup(res->name);
+
+        if (!sane)
+                return -ENOMEM;
+        for (char *p = sane; *p; p++)
+                if (*p == '/')
+                        *p = '_';
+        if (asprintf(&name, SOCKET_PREFIX "%s-%s.%d.%u.sock", res->owner->b->name, sane, (int) getpid(),
+                     ++d->socket_seq) < 0)
+                return -ENOMEM;
+        if (strlen(d->kubelet_dir) + 1 + strlen(name) > UNIX_PATH_MAX_LEN) {
+                free(name);
+                if (asprintf(&name, SOCKET_PREFIX "%s-%d.%u.sock", res->owner->b->name, (int) getpid(),
+                             d->socket_seq) < 0)
+                        return -ENOMEM;
+        }
+        *ret = KDP_TAKE_PTR(name);
+        return 0;
+}
+
+static char *socket_path(kdp_daemon *d, const char *name) {
+        char *p;
+
+        return asprintf(&p, "%s/%s", d->kubelet_dir, name) < 0 ? NULL : p;
+}
+
+/* What a server tells the loop about; lives as long as the server (freed by its stopped event). */
+typedef struct server_note {
+        kdp_daemon *d;
+        char *resource;
+        unsigned incarnation;
+} server_note;
+
+static void server_note_free(server_note *note) {
+        if (!note)
+                return;
+        free(note->resource);
+        free(note);
+}
+
+static server_note *server_note_new(kdp_daemon *d, const char *resource, unsigned incarnation) {
+        server_note *note = calloc(1, sizeof(*note));
+
+        if (!note)
+                return NULL;
+        *note = (server_note){ .d = d, .resource = strdup(resource), .incarnation = incarnation };
+        if (!note->resource) {
+                free(note);
+                return NULL;
+        }
+        return note;
+}
+
+static int serve_resource(kdp_resource *res);
+
+static void on_stream_lost_posted(kdp_loop *loop, void *userdata) {
+        server_note *note = userdata;
+        kdp_resource *res = find_resource(note->d, note->resource);
+
+        if (res && res->incarnation == note->incarnation && kdp_kubelet_client_still_registered(res->reg)) {
+                kdp_log_info("Re-registering after the kubelet dropped its stream", KDP_F_STR("resource", res->name));
+                (void) serve_resource(res);
+        }
+        server_note_free(note);
+}
+
+/* CQ thread: hands a copy of the note to the loop. */
+static void on_stream_lost(void *userdata) {
+        const server_note *note = userdata;
+        server_note *copy = server_note_new(note->d, note->resource, note->incarnation);
+
+        if (copy && kdp_loop_post(note->d->loop, on_stream_lost_posted, copy) < 0)
+                server_note_free(copy);
+}
+
+static void on_server_stopped(void *userdata) {
+        server_note_free(userdata);
+}
+
+static void stop_serving(kdp_resource *res) {
+        kdp_kubelet_client_cancel(res->reg);
+        res->reg = NULL;
+        if (res->server)
+                kdp_server_stop(res->server);
+        res->server = NULL;
+        free(res->socket_name);
+        res->socket_name = NULL;
+}
+
+/* (Re)serves on a fresh socket, then registers. The old server's streams end first. */
+static int serve_resource(kdp_resource *res) {
+        static const kdp_server_events events = { .stream_lost = on_stream_lost, .stopped = on_server_stopped };
+        kdp_daemon *d = res->d;
+        _cleanup_free_ char *name = NULL, *path = NULL;
+        kdp_server *server;
+        server_note *note;
+        int r;
+
+        stop_serving(res);
+        r = socket_name(d, res, &name);
+        if (r < 0)
+                return r;
+        path = socket_path(d, name);
+        if (!path)
+                return -ENOMEM;
+        note = server_note_new(d, res->name, ++res->incarnation);
+        if (!note)
+                return -ENOMEM;
+        r = kdp_server_new(d->rt, res->name, path, res->owner->b, res->snap, &events, note, &server);
+        if (r < 0) {
+                server_note_free(note);
+                return r;
+        }
+        res->server = server;
+        res->socket_name = KDP_TAKE_PTR(name);
+        return kdp_kubelet_client_register(d->kubelet, res->name, res->socket_name,
+                                           res->owner->b->pre_start != NULL, &res->reg);
+}
+
+static void log_device_changes(const char *resource, const kdp_device_list *old, const kdp_device_list *new) {
+        for (size_t i = 0; i < new->n_devices; i++) {
+                const kdp_device *n = &new->devices[i];
+                const kdp_device *o = old ? kdp_device_list_find(old, n->id) : NULL;
+
+                if (!o)
+                        kdp_log_v(4, "Added device", KDP_F_STR("resource", resource), KDP_F_STR("device", n->id));
+                if (n->health == KDP_UNHEALTHY && (!o || o->health == KDP_HEALTHY))
+                        kdp_log_warning("Device became unhealthy", KDP_F_STR("resource", resource),
+                                        KDP_F_STR("device", n->id), KDP_F_STR("reason", n->health_reason));
+                else if (o && n->health == KDP_HEALTHY && o->health == KDP_UNHEALTHY)
+                        kdp_log_info("Device recovered", KDP_F_STR("resource", resource), KDP_F_STR("device", n->id));
+        }
+        for (size_t i = 0; old && i < old->n_devices; i++)
+                if (!kdp_device_list_find(new, old->devices[i].id))
+                        kdp_log_info("Removed device", KDP_F_STR("resource", resource),
+                                     KDP_F_STR("device", old->devices[i].id));
+}
+
+static int make_snapshot(kdp_daemon *d, const char *resource, kdp_device_list *list, kdp_snapshot **ret) {
+        int r = kdp_snapshot_new(list, ++d->generation, ret);
+
+        if (r < 0)
+                return kdp_log_error(r, "Failed to build device snapshot", KDP_F_STR("resource", resource));
+        return 0;
+}
+
+static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan) {
+        kdp_daemon *d = slot->d;
+        kdp_resource *res;
+        int r;
+
+        res = calloc(1, sizeof(*res));
+        if (!res)
+                return -ENOMEM;
+        res->d = d;
+        res->owner = slot;
+        res->seen_in_scan = scan;
+        res->name = strdup(list->resource);
+        log_device_changes(list->resource, NULL, list);
+        r = res->name ? make_snapshot(d, res->name, list, &res->snap) : -ENOMEM;
+        if (r < 0) {
+                free(res->name);
+                free(res);
+                return r;
+        }
+        res->next = d->resources;
+        d->resources = res;
+        kdp_log_info("Serving resource", KDP_F_STR("resource", res->name), KDP_F_STR("backend", slot->b->name),
+                     KDP_F_INT("devices", res->snap->list.n_devices), KDP_F_INT("healthy", res->snap->n_healthy));
+        return serve_resource(res);
+}
+
+static void free_resource(kdp_resource *res) {
+        stop_serving(res);
+        kdp_snapshot_unref(res->snap);
+        free(res->name);
+        free(res);
+}
+
+static int update_resource(kdp_resource *res, kdp_device_list *list, bool reserve) {
+        kdp_snapshot *snap;
+        int r;
+
+        if (kdp_device_list_equal(&res->snap->list, list)) {
+                kdp_device_list_done(list);
+                return reserve ? serve_resource(res) : 0;
+        }
+        log_device_changes(res->name, &res->snap->list, list);
+        r = make_snapshot(res->d, res->name, list, &snap);
+        if (r < 0)
+                return r;
+        kdp_snapshot_unref(res->snap);
+        res->snap = snap;
+        if (reserve)
+                return serve_resource(res);
+        if (res->server)
+                kdp_server_publish(res->server, snap);
+        return 0;
+}
+
+/* Tells the kubelet the resource is empty, then stops serving it. */
+static void retire_resource(kdp_daemon *d, kdp_resource *res) {
+        kdp_device_list empty = { 0 };
+        kdp_snapshot *snap;
+
+        kdp_log_info("Retired resource", KDP_F_STR("resource", res->name));
+        if (res->server && kdp_device_list_init(&empty, res->name) >= 0 &&
+            kdp_snapshot_new(&empty, ++d->generation, &snap) >= 0) {
+                kdp_server_publish(res->server, snap);
+                kdp_snapshot_unref(snap);
+        }
+        kdp_device_list_done(&empty);
+        for (kdp_resource **p = &d->resources; *p; p = &(*p)->next)
+                if (*p == res) {
+                        *p = res->next;
+                        break;
+                }
+        free_resource(res);
+}
+
+/* Applies a finished scan of `slot`; `reserve` re-serves and re-registers its surviving resources. */
+static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
+        kdp_daemon *d = slot->d;
+        uint64_t scan = ++d->scans;
+        int r, ret = 0;
+
+        for (size_t i = 0; i < tree->n_resources; i++) {
+                kdp_device_list *list = &tree->resources[i];
+                kdp_resource *res = find_resource(d, list->resource);
+
+                if (res && res->owner != slot) {
+                        ret = kdp_log_error(-EEXIST, "Refused resource served by another backend",
+                                            KDP_F_STR("resource", list->resource),
+                                            KDP_F_STR("backend", slot->b->name),
+                                            KDP_F_STR("servedBy", res->owner->b->name));
+                        continue;
+                }
+                if (res)
+                        res->seen_in_scan = scan;
+                r = res ? update_resource(res, list, reserve) : add_resource(slot, list, scan);
+                if (r < 0 && ret >= 0)
+                        ret = r;
+        }
+        for (kdp_resource *res = d->resources, *next; res; res = next) {
+                next = res->next;
+                if (res->owner == slot && res->seen_in_scan != scan)
+                        retire_resource(d, res);
+        }
+        return ret;
+}
+
+static int rescan(backend_slot *slot, bool reserve) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *tree = NULL;
+        int r;
+
+        r = kdp_registry_scan(slot->b, slot->d->roots[KDP_PATH_SYSFS], &tree);
+        if (r < 0)
+                return r;
+        return apply_tree(slot, tree, reserve);
+}
+
+static void on_slot_timer(kdp_loop *loop, void *userdata) {
+        (void) rescan(userdata, false);
+}
+
+static int arm_slot_timer(backend_slot *slot) {
+        uint32_t ms = slot->b->rescan_interval_ms;
+        int r;
+
+        if (slot->b->probe_interval_ms && (!ms || slot->b->probe_interval_ms < ms))
+                ms = slot->b->probe_interval_ms;
+        if (!ms)
+                return 0;
+        if (!slot->timer) {
+                r = kdp_loop_add_timer(slot->d->loop, on_slot_timer, slot, &slot->timer);
+                if (r < 0)
+                        return r;
+        }
+        return kdp_loop_timer_arm(slot->timer, ms, ms);
+}
+
+/* ---- kubelet events ---- */
+
+static void on_kubelet_restarted(void *userdata) {
+        kdp_daemon *d = userdata;
+
+        for (kdp_resource *res = d->resources; res; res = res->next)
+                (void) serve_resource(res);
+}
+
+/* ---- signals and reload ---- */
+
+static int restart_backend(kdp_daemon *d, backend_slot *slot, const kdp_config *config) {
+        int r;
+
+        kdp_registry_stop(slot->b);
+        r = kdp_registry_start(slot->b, config, (const char *const *) d->roots);
+        if (r >= 0)
+                return 0;
+        kdp_log_error(r, "Kept the previous config of a backend that refused the new one",
+                      KDP_F_STR("backend", slot->b->name));
+        return kdp_registry_start(slot->b, d->config, (const char *const *) d->roots);
+}
+
+static void reload(kdp_daemon *d) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        unsigned changed = 0;
+        int r;
+
+        r = load_config(d, &c);
+        if (r < 0) {
+                kdp_log_error(r, "Kept the running config after a failed reload");
+                return;
+        }
+        warn_unknown_sections(d, c);
+        for (size_t i = 0; i < d->n_slots; i++) {
+                backend_slot *slot = &d->slots[i];
+
+                if (kdp_config_section_equal(d->config, c, slot->b->name))
+                        continue;
+                changed++;
+                kdp_log_info("Reloading backend with its changed config", KDP_F_STR("backend", slot->b->name));
+                if (restart_backend(d, slot, c) >= 0) {
+                        (void) rescan(slot, true);
+                        (void) arm_slot_timer(slot);
+                }
+        }
+        kdp_config_free(d->config);
+        d->config = KDP_TAKE_PTR(c);
+        kdp_log_info("Reloaded config", KDP_F_INT("changedBackends", changed));
+}
+
+static void on_signal(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
+        kdp_daemon *d = userdata;
+        struct signalfd_siginfo si;
+
+        while (read(fd, &si, sizeof(si)) == sizeof(si)) {
+                if (si.ssi_signo == SIGHUP) {
+                        reload(d);
+                        continue;
+                }
+                kdp_log_info("Stopping", KDP_F_STR("signal", strsignal((int) si.ssi_signo)));
+                kdp_loop_quit(loop, 0);
+        }
+}
+
+static int watch_signals(kdp_daemon *d) {
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (d->signal_fd < 0)
+                return -errno;
+        return kdp_loop_add_fd(d->loop, d->signal_fd, EPOLLIN, on_signal, d, &d->signal_source);
+}
+
+/* ---- start-up ---- */
+
+static bool socket_in_use(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0 || strlen(path) >= sizeof(sa.sun_path))
+                return true;
+        strcpy(sa.sun_path, path);
+        return connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+}
+
+/* Removes sockets named after our backends that nobody serves (a crashed earlier kdpd). */
+static void remove_stale_sockets(kdp_daemon *d) {
+        _cleanup_closedir_ DIR *dir = opendir(d->kubelet_dir);
+        struct dirent *e;
+
+        while (dir && (e = readdir(dir))) {
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+                bool ours = false;
+
+                for (size_t i = 0; i < d->n_slots && !ours; i++) {
+                        size_t n = strlen(SOCKET_PREFIX) + strlen(d->slots[i].b->name);
+
+                        ours = strncmp(e->d_name, SOCKET_PREFIX, strlen(SOCKET_PREFIX)) == 0 &&
+                               strncmp(e->d_name + strlen(SOCKET_PREFIX), d->slots[i].b->name,
+                                       strlen(d->slots[i].b->name)) == 0 &&
+                               e->d_name[n] == '-';
+                }
+                path = socket_path(d, e->d_name);
+                if (!ours || !path || lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || socket_in_use(path))
+                        continue;
+                if (unlink(path) == 0)
+                        kdp_log_info("Removed stale socket", KDP_F_STR("path", path));
+        }
+}
+
+static int load_backends(kdp_daemon *d, const kdp_daemon_options *o) {
+        _cleanup_(strv_freep) char **default_dirs = NULL;
+        const char *const *dirs = o->backend_dirs;
+        size_t n = 0;
+        int r;
+
+        if (!dirs) {
+                r = kdp_registry_default_dirs(&default_dirs);
+                if (r < 0)
+                        return r;
+                dirs = (const char *const *) default_dirs;
+        }
+        while (o->backends && o->backends[n])
+                n++;
+        if (n == 0)
+                return kdp_log_error(-EINVAL, "No backend given; use --backend NAME|PATH");
+        d->slots = calloc(n, sizeof(*d->slots));
+        if (!d->slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                kdp_backend *b;
+
+                r = kdp_registry_load(o->backends[i], dirs, &b);
+                if (r < 0)
+                        return r;
+                d->slots[d->n_slots++] = (backend_slot){ .d = d, .b = b };
+                if (find_slot(d, b->name) != &d->slots[d->n_slots - 1])
+                        return kdp_log_error(-EEXIST, "Refused backend loaded twice", KDP_F_STR("backend", b->name));
+        }
+        return 0;
+}
+
+static int start_backends(kdp_daemon *d) {
+        int r;
+
+        for (size_t i = 0; i < d->n_slots; i++) {
+                r = kdp_registry_start(d->slots[i].b, d->config, (const char *const *) d->roots);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < d->n_slots; i++) {
+                _cleanup_(kdp_device_tree_freep) kdp_device_tree *tree = NULL;
+
+                r = kdp_registry_scan(d->slots[i].b, d->roots[KDP_PATH_SYSFS], &tree);
+                if (r < 0)
+                        return r;
+                r = apply_tree(&d->slots[i], tree, false);
+                if (r < 0)
+                        return r;       /* a resource claimed twice is a configuration error at start */
+                r = arm_slot_timer(&d->slots[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
+        d->kubelet_dir = strdup(o->kubelet_dir ? o->kubelet_dir : "/var/lib/kubelet/device-plugins");
+        d->config_path = o->config_path ? strdup(o->config_path) : NULL;
+        d->overrides = strv_copy(o->overrides);
+        if (!d->kubelet_dir || (o->config_path && !d->config_path) || !d->overrides)
+                return -ENOMEM;
+        for (int k = 0; k < _KDP_PATH_KIND_MAX; k++)
+                if (o->roots[k] && !(d->roots[k] = strdup(o->roots[k])))
+                        return -ENOMEM;
+        return 0;
+}
+
+int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
+        static const kdp_kubelet_client_events kubelet_events = { .restarted = on_kubelet_restarted };
+        _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
+        int r;
+
+        d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        d->signal_fd = -1;
+        r = copy_options(d, o);
+        if (r < 0)
+                return r;
+        r = load_config(d, &d->config);
+        if (r < 0)
+                return r;
+        r = load_backends(d, o);
+        if (r < 0)
+                return r;
+        warn_unknown_sections(d, d->config);
+        r = kdp_loop_new(&d->loop);
+        if (r < 0)
+                return r;
+        r = watch_signals(d);
+        if (r < 0)
+                return kdp_log_error(r, "Failed to watch signals");
+        r = kdp_server_runtime_new(&d->rt);
+        if (r < 0)
+                return r;
+        r = kdp_kubelet_client_new(d->loop, kdp_server_runtime_cq(d->rt), d->kubelet_dir, &kubelet_events, d,
+                                   &d->kubelet);
+        if (r < 0)
+                return r;
+        remove_stale_sockets(d);
+        r = start_backends(d);
+        if (r < 0)
+                return r;
+        *ret = KDP_TAKE_PTR(d);
+        return 0;
+}
+
+int kdp_daemon_run(kdp_daemon *d) {
+        return kdp_loop_run(d->loop);
+}
+
+kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
+        if (!d)
+                return NULL;
+        while (d->resources) {
+                kdp_resource *res = d->resources;
+
+                d->resources = res->next;
+                free_resource(res);
+        }
+        d->kubelet = kdp_kubelet_client_free(d->kubelet);
+        d->rt = kdp_server_runtime_free(d->rt);        /* waits until every server is gone */
+        for (size_t i = 0; i < d->n_slots; i++) {
+                kdp_loop_remove(d->slots[i].timer);
+                kdp_registry_free(d->slots[i].b);
+        }
+        kdp_loop_remove(d->signal_source);
+        d->loop = kdp_loop_free(d->loop);
+        if (d->signal_fd >= 0)
+                (void) close(d->signal_fd);
+        free(d->slots);
+        kdp_config_free(d->config);
+        free(d->config_path);
+        strv_free(d->overrides);
+        free(d->kubelet_dir);
+        for (int k = 0; k < _KDP_PATH_KIND_MAX; k++)
+                free(d->roots[k]);
+        free(d);
+        return NULL;
+}
+
+int kdp_daemon_print_params(const char *const *backends, const char *const *backend_dirs) {
+        _cleanup_(strv_freep) char **default_dirs = NULL;
+        int r;
+
+        if (!backend_dirs) {
+                r = kdp_registry_default_dirs(&default_dirs);
+                if (r < 0)
+                        return r;
+                backend_dirs = (const char *const *) default_dirs;
+        }
+        for (size_t i = 0; backends && backends[i]; i++) {
+                _cleanup_(kdp_registry_freep) kdp_backend *b = NULL;
+
+                r = kdp_registry_load(backends[i], backend_dirs, &b);
+                if (r < 0)
+                        return r;
+                printf("\nBackend %s (%s), set with -o %s.KEY=VALUE or in the config section '%s':\n", b->name,
+                       b->path, b->name, b->name);
+                for (const kdp_param_spec *p = b->ops->params; p && p->name; p++)
+                        printf("  %-20s %s (default: %s)\n", p->name, p->help ? p->help : "",
+                               p->default_value ? p->default_value : "unset");
+        }
+        return 0;
+}

@@ -1,1 +1,391 @@
-/* placeholder */ typedef int kdp_placeholder_;
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Registration with the kubelet (see kubelet-client.h).
+ *
+ * A kdp_registration lives on the loop thread, except that the completion of
+ * its call arrives on the CQ thread. Its lock guards `cancelled` and `state`:
+ * the CQ thread frees a cancelled registration itself; otherwise it posts the
+ * result to the loop, which frees it if it was cancelled meanwhile.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include <kdp/log.h>
+
+#include "deviceplugin/v1beta1/api.pb-c.h"
+#include "kubelet-client.h"
+#include "proto-conv.h"
+#include "tag.h"
+
+#define REGISTER_METHOD "/v1beta1.Registration/Register"
+#define REGISTER_DEADLINE_MS 15000
+#define BACKOFF_FIRST_MS 5
+#define BACKOFF_MAX_MS 5000
+
+struct kdp_kubelet_client {
+        kdp_loop *loop;
+        grpc_completion_queue *cq;
+        char *dir;
+        char *socket_path;
+        char *target;
+        int inotify_fd;
+        kdp_loop_source *inotify_source;
+        kdp_kubelet_client_events ev;
+        void *userdata;
+        kdp_registration *regs;         /* every live registration */
+};
+
+typedef enum reg_state { REG_IDLE, REG_IN_FLIGHT, REG_POSTED } reg_state;
+
+struct kdp_registration {
+        kdp_tag tag;
+        kdp_kubelet_client *k;
+        pthread_mutex_t lock;
+        bool cancelled;
+        reg_state state;
+        char *resource;
+        char *endpoint;
+        bool pre_start_required;
+        unsigned attempts;
+        bool registered;
+        ino_t kubelet_ino;
+        kdp_loop_source *retry;
+        /* the call in flight */
+        grpc_channel *channel;
+        grpc_call *call;
+        grpc_byte_buffer *request;
+        grpc_byte_buffer *response;
+        grpc_metadata_array initial_md, trailing_md;
+        grpc_status_code status;
+        grpc_slice details;
+        kdp_registration *prev, *next;
+};
+
+static ino_t socket_ino(const kdp_kubelet_client *k) {
+        struct stat st;
+
+        return stat(k->socket_path, &st) == 0 ? st.st_ino : 0;
+}
+
+static void call_cleanup(kdp_registration *reg) {
+        if (reg->call)
+                grpc_call_unref(reg->call);
+        if (reg->channel)
+                grpc_channel_destroy(reg->channel);
+        if (reg->request)
+                grpc_byte_buffer_destroy(reg->request);
+        if (reg->response)
+                grpc_byte_buffer_destroy(reg->response);
+        grpc_metadata_array_destroy(&reg->initial_md);
+        grpc_metadata_array_destroy(&reg->trailing_md);
+        grpc_metadata_array_init(&reg->initial_md);    /* ready for the next attempt, or a second cleanup */
+        grpc_metadata_array_init(&reg->trailing_md);
+        grpc_slice_unref(reg->details);
+        reg->call = NULL;
+        reg->channel = NULL;
+        reg->request = reg->response = NULL;
+        reg->details = grpc_empty_slice();
+}
+
+static void reg_free(kdp_registration *reg) {
+        call_cleanup(reg);
+        kdp_loop_remove(reg->retry);
+        pthread_mutex_destroy(&reg->lock);
+        free(reg->resource);
+        free(reg->endpoint);
+        free(reg);
+}
+
+static void reg_unlink(kdp_registration *reg) {
+        kdp_kubelet_client *k = reg->k;
+
+        if (!k)
+                return;
+        if (reg->prev)
+                reg->prev->next = reg->next;
+        else
+                k->regs = reg->next;
+        if (reg->next)
+                reg->next->prev = reg->prev;
+        reg->k = NULL;
+}
+
+static void on_register_posted(kdp_loop *loop, void *userdata);
+
+/* CQ thread. */
+static void on_register_done(kdp_tag *tag, bool ok) {
+        kdp_registration *reg = KDP_CONTAINER_OF(tag, kdp_registration, tag);
+        kdp_loop *loop = NULL;
+        bool cancelled;
+
+        pthread_mutex_lock(&reg->lock);
+        cancelled = reg->cancelled;
+        reg->state = REG_POSTED;
+        if (!cancelled)
+                loop = reg->k->loop;
+        pthread_mutex_unlock(&reg->lock);
+        if (cancelled)
+                reg_free(reg);          /* nobody else holds it once cancelled */
+        else if (kdp_loop_post(loop, on_register_posted, reg) < 0)
+                kdp_log_error(-ENOMEM, "Lost a registration result", KDP_F_STR("resource", reg->resource));
+}
+
+static int start_attempt(kdp_registration *reg) {
+        kdp_kubelet_client *k = reg->k;
+        grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+        grpc_slice method = grpc_slice_from_static_string(REGISTER_METHOD);
+        gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                             gpr_time_from_millis(REGISTER_DEADLINE_MS, GPR_TIMESPAN));
+        grpc_op ops[6] = { 0 };
+        int r;
+
+        /*
+         * The kubelet creates kubelet.sock a moment before it accepts on it
+         * (KUBELET.md §3.2): a connect refused then must be retried within
+         * milliseconds, not after grpc's default 1 s reconnect back-off.
+         */
+        grpc_arg args[] = {
+                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, .value.integer = 10 },
+                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, .value.integer = 10 },
+                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, .value.integer = 200 },
+        };
+        grpc_channel_args cargs = { .num_args = KDP_ELEMENTSOF(args), .args = args };
+
+        reg->channel = grpc_channel_create(k->target, creds, &cargs);
+        grpc_channel_credentials_release(creds);
+        reg->call = grpc_channel_create_call(reg->channel, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
+                                             deadline, NULL);
+        r = kdp_proto_pack_register(reg->resource, reg->endpoint, reg->pre_start_required, true, &reg->request);
+        if (r < 0)
+                return r;
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_SEND_MESSAGE;
+        ops[1].data.send_message.send_message = reg->request;
+        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[3].data.recv_initial_metadata.recv_initial_metadata = &reg->initial_md;
+        ops[4].op = GRPC_OP_RECV_MESSAGE;
+        ops[4].data.recv_message.recv_message = &reg->response;
+        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+        ops[5].data.recv_status_on_client.trailing_metadata = &reg->trailing_md;
+        ops[5].data.recv_status_on_client.status = &reg->status;
+        ops[5].data.recv_status_on_client.status_details = &reg->details;
+        reg->tag.on_done = on_register_done;
+        pthread_mutex_lock(&reg->lock);
+        reg->state = REG_IN_FLIGHT;
+        pthread_mutex_unlock(&reg->lock);
+        if (grpc_call_start_batch(reg->call, ops, KDP_ELEMENTSOF(ops), &reg->tag, NULL) != GRPC_CALL_OK) {
+                pthread_mutex_lock(&reg->lock);
+                reg->state = REG_IDLE;
+                pthread_mutex_unlock(&reg->lock);
+                return -EIO;
+        }
+        reg->attempts++;
+        return 0;
+}
+
+static uint64_t backoff_ms(unsigned attempts) {
+        uint64_t ms = BACKOFF_FIRST_MS;
+
+        for (unsigned i = 1; i < attempts && ms < BACKOFF_MAX_MS; i++)
+                ms *= 2;
+        return ms < BACKOFF_MAX_MS ? ms : BACKOFF_MAX_MS;
+}
+
+static void attempt_or_retry(kdp_registration *reg) {
+        int r = start_attempt(reg);
+
+        if (r >= 0)
+                return;
+        call_cleanup(reg);
+        kdp_log_warning_errno(r, "Failed to start registration", KDP_F_STR("resource", reg->resource));
+        (void) kdp_loop_timer_arm(reg->retry, backoff_ms(++reg->attempts), 0);
+}
+
+static void on_retry(kdp_loop *loop, void *userdata) {
+        attempt_or_retry(userdata);
+}
+
+static void register_finished(kdp_registration *reg) {
+        _cleanup_free_ char *details = grpc_slice_to_c_string(reg->details);
+        grpc_status_code status = reg->status;
+
+        call_cleanup(reg);
+        if (status == GRPC_STATUS_OK) {
+                reg->registered = true;
+                reg->kubelet_ino = socket_ino(reg->k);
+                kdp_log_info("Registered with kubelet", KDP_F_STR("resource", reg->resource),
+                             KDP_F_STR("socket", reg->endpoint), KDP_F_INT("attempts", reg->attempts));
+                if (reg->k->ev.registered)
+                        reg->k->ev.registered(reg->resource, reg->k->userdata);
+                return;
+        }
+        /* quiet while retrying fast; then a warning now and then, not every 5 s */
+        if (reg->attempts == 4 || reg->attempts % 60 == 0)
+                kdp_log_warning("Failed to register with kubelet", KDP_F_STR("resource", reg->resource),
+                                KDP_F_INT("code", status), KDP_F_STR("message", details),
+                                KDP_F_INT("attempts", reg->attempts));
+        else
+                kdp_log_v(2, "Failed to register with kubelet", KDP_F_STR("resource", reg->resource),
+                          KDP_F_INT("code", status), KDP_F_STR("message", details),
+                          KDP_F_INT("attempts", reg->attempts));
+        (void) kdp_loop_timer_arm(reg->retry, backoff_ms(reg->attempts), 0);
+}
+
+static void on_register_posted(kdp_loop *loop, void *userdata) {
+        kdp_registration *reg = userdata;
+        bool cancelled;
+
+        pthread_mutex_lock(&reg->lock);
+        cancelled = reg->cancelled;
+        reg->state = REG_IDLE;
+        pthread_mutex_unlock(&reg->lock);
+        if (cancelled)
+                reg_free(reg);
+        else
+                register_finished(reg);
+}
+
+int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, const char *endpoint,
+                                bool pre_start_required, kdp_registration **ret) {
+        kdp_registration *reg;
+        int r;
+
+        reg = calloc(1, sizeof(*reg));
+        if (!reg)
+                return -ENOMEM;
+        pthread_mutex_init(&reg->lock, NULL);
+        reg->k = k;
+        reg->details = grpc_empty_slice();
+        grpc_metadata_array_init(&reg->initial_md);
+        grpc_metadata_array_init(&reg->trailing_md);
+        reg->resource = strdup(resource);
+        reg->endpoint = strdup(endpoint);
+        reg->pre_start_required = pre_start_required;
+        r = reg->resource && reg->endpoint ? kdp_loop_add_timer(k->loop, on_retry, reg, &reg->retry) : -ENOMEM;
+        if (r < 0) {
+                reg_free(reg);
+                return r;
+        }
+        reg->next = k->regs;
+        if (k->regs)
+                k->regs->prev = reg;
+        k->regs = reg;
+        attempt_or_retry(reg);
+        *ret = reg;
+        return 0;
+}
+
+void kdp_kubelet_client_cancel(kdp_registration *reg) {
+        reg_state state;
+
+        if (!reg)
+                return;
+        reg_unlink(reg);
+        kdp_loop_remove(reg->retry);
+        reg->retry = NULL;
+        pthread_mutex_lock(&reg->lock);
+        reg->cancelled = true;
+        state = reg->state;
+        if (state == REG_IN_FLIGHT)
+                grpc_call_cancel(reg->call, NULL);
+        pthread_mutex_unlock(&reg->lock);
+        if (state == REG_IDLE)
+                reg_free(reg);
+        /* IN_FLIGHT: the CQ thread frees it; POSTED: the posted function does */
+}
+
+bool kdp_kubelet_client_still_registered(const kdp_registration *reg) {
+        return reg && reg->k && reg->registered && reg->kubelet_ino != 0 && reg->kubelet_ino == socket_ino(reg->k);
+}
+
+const char *kdp_kubelet_client_dir(const kdp_kubelet_client *k) {
+        return k->dir;
+}
+
+static void on_inotify(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
+        kdp_kubelet_client *k = userdata;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        bool restarted = false;
+        ssize_t n;
+
+        while ((n = read(fd, buf, sizeof(buf))) > 0)
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *e = (const struct inotify_event *) p;
+
+                        if (e->len > 0 && strcmp(e->name, KDP_KUBELET_SOCKET) == 0 &&
+                            (e->mask & (IN_CREATE | IN_MOVED_TO)))
+                                restarted = true;
+                        p += sizeof(*e) + e->len;
+                }
+        if (!restarted)
+                return;
+        kdp_log_info("Noticed kubelet restart", KDP_F_STR("socket", k->socket_path));
+        if (k->ev.restarted)
+                k->ev.restarted(k->userdata);
+}
+
+static int make_dir(const char *dir) {
+        if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char *dir,
+                           const kdp_kubelet_client_events *ev, void *userdata, kdp_kubelet_client **ret) {
+        kdp_kubelet_client *k;
+        int r;
+
+        k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        k->loop = loop;
+        k->cq = cq;
+        k->inotify_fd = -1;
+        if (ev)
+                k->ev = *ev;
+        k->userdata = userdata;
+        if (!(k->dir = strdup(dir)) || asprintf(&k->socket_path, "%s/" KDP_KUBELET_SOCKET, dir) < 0 ||
+            asprintf(&k->target, "unix:%s", k->socket_path) < 0) {
+                kdp_kubelet_client_free(k);
+                return -ENOMEM;
+        }
+        r = make_dir(dir);
+        if (r < 0) {
+                kdp_kubelet_client_free(k);
+                return kdp_log_error(r, "Failed to create kubelet directory", KDP_F_STR("path", dir));
+        }
+        k->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (k->inotify_fd < 0 || inotify_add_watch(k->inotify_fd, dir, IN_CREATE | IN_MOVED_TO) < 0 ||
+            kdp_loop_add_fd(loop, k->inotify_fd, EPOLLIN, on_inotify, k, &k->inotify_source) < 0) {
+                r = -errno;
+                kdp_kubelet_client_free(k);
+                return kdp_log_error(r, "Failed to watch kubelet directory", KDP_F_STR("path", dir));
+        }
+        *ret = k;
+        return 0;
+}
+
+kdp_kubelet_client *kdp_kubelet_client_free(kdp_kubelet_client *k) {
+        if (!k)
+                return NULL;
+        while (k->regs)
+                kdp_kubelet_client_cancel(k->regs);
+        kdp_loop_remove(k->inotify_source);
+        if (k->inotify_fd >= 0)
+                (void) close(k->inotify_fd);
+        free(k->dir);
+        free(k->socket_path);
+        free(k->target);
+        free(k);
+        return NULL;
+}

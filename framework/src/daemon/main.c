@@ -1,1 +1,145 @@
-int main(void) { return 0; }
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * kdpd: serves hardware backends' devices to the kubelet.
+ *
+ * Threads: this one runs the event loop (daemon.c); server.c adds the gRPC
+ * completion-queue thread and the PreStart worker; grpc adds its own. Signals
+ * are blocked before grpc_init() so every thread inherits the mask and only
+ * the loop's signalfd sees them.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/grpc.h>
+
+#include <kdp/log.h>
+
+#include "daemon.h"
+
+#define MAX_LIST 64
+
+typedef struct args {
+        const char *backends[MAX_LIST + 1];
+        size_t n_backends;
+        const char *overrides[MAX_LIST + 1];
+        size_t n_overrides;
+        kdp_daemon_options opts;
+        bool help;
+} args;
+
+static void usage(FILE *f) {
+        fputs("Usage: kdpd --backend NAME|PATH [--backend ...] [OPTIONS]\n"
+              "\n"
+              "Serves the devices of hardware backends to the kubelet (device plugin API v1beta1).\n"
+              "\n"
+              "  -b, --backend NAME|PATH   load kdp-backend-NAME.so (from the build tree or the install dir) or a file\n"
+              "  -c, --config FILE         YAML or JSON config, one section per backend (SIGHUP reloads it)\n"
+              "  -o, --option B.KEY=VALUE  set a backend param, overriding the config file\n"
+              "      --kubelet-dir DIR     kubelet device-plugins dir (default /var/lib/kubelet/device-plugins)\n"
+              "      --sysfs-root DIR      sysfs root (default /sys)\n"
+              "      --dev-root DIR        /dev root (default /dev)\n"
+              "      --proc-root DIR       procfs root (default /proc)\n"
+              "      --cdi-dir DIR         CDI spec dir (default /var/run/cdi)\n"
+              "  -v, --v N                 log verbosity, as klog (default 0)\n"
+              "  -h, --help                this help, plus the params of the backends given before it\n",
+              f);
+}
+
+static int push(const char **list, size_t *n, const char *v) {
+        if (*n >= MAX_LIST) {
+                fprintf(stderr, "kdpd: too many values (limit %d)\n", MAX_LIST);
+                return -E2BIG;
+        }
+        list[(*n)++] = v;
+        return 0;
+}
+
+static int parse_verbosity(const char *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+
+        if (*s == '\0' || *end != '\0' || v < 0 || v > 10) {
+                fprintf(stderr, "kdpd: --v takes a number from 0 to 10, not '%s'\n", s);
+                return -EINVAL;
+        }
+        kdp_log_set_verbosity((int) v);
+        return 0;
+}
+
+static int parse_args(int argc, char **argv, args *a) {
+        enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI };
+        static const struct option options[] = {
+                { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
+                { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
+                { "sysfs-root", required_argument, NULL, OPT_SYSFS }, { "dev-root", required_argument, NULL, OPT_DEV },
+                { "proc-root", required_argument, NULL, OPT_PROC }, { "cdi-dir", required_argument, NULL, OPT_CDI },
+                { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int c, r = 0;
+
+        while (r >= 0 && (c = getopt_long(argc, argv, "b:c:o:v:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'b': r = push(a->backends, &a->n_backends, optarg); break;
+                case 'c': a->opts.config_path = optarg; break;
+                case 'o': r = push(a->overrides, &a->n_overrides, optarg); break;
+                case OPT_KUBELET_DIR: a->opts.kubelet_dir = optarg; break;
+                case OPT_SYSFS: a->opts.roots[KDP_PATH_SYSFS] = optarg; break;
+                case OPT_DEV: a->opts.roots[KDP_PATH_DEV] = optarg; break;
+                case OPT_PROC: a->opts.roots[KDP_PATH_PROC] = optarg; break;
+                case OPT_CDI: a->opts.roots[KDP_PATH_CDI] = optarg; break;
+                case 'v': r = parse_verbosity(optarg); break;
+                case 'h': a->help = true; break;
+                default: usage(stderr); return -EINVAL;
+                }
+        if (r >= 0 && optind < argc) {
+                fprintf(stderr, "kdpd: unexpected argument '%s'\n", argv[optind]);
+                return -EINVAL;
+        }
+        a->opts.backends = a->backends;
+        a->opts.overrides = a->overrides;
+        return r;
+}
+
+static int run(const kdp_daemon_options *opts) {
+        _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
+        int r;
+
+        r = kdp_daemon_new(opts, &d);
+        if (r < 0)
+                return r;
+        return kdp_daemon_run(d);
+}
+
+int main(int argc, char **argv) {
+        args a = { 0 };
+        sigset_t mask;
+        int r;
+
+        if (parse_args(argc, argv, &a) < 0)
+                return 2;
+        if (a.help) {
+                usage(stdout);
+                return kdp_daemon_print_params(a.opts.backends, NULL) < 0 ? 1 : 0;
+        }
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        grpc_init();
+        kdp_log_info("Starting kdpd", KDP_F_INT("backends", a.n_backends));
+        r = run(&a.opts);
+        grpc_shutdown();
+        if (r < 0) {
+                kdp_log_error(r, "Exited with an error");
+                return 1;
+        }
+        kdp_log_info("Stopped kdpd");
+        return 0;
+}

@@ -18,9 +18,11 @@
  * descending into the child subtree that fits best (the smallest one that still
  * holds what is missing; subtrees holding must_include devices first; ties by
  * lowest device index). It never fails: with fewer devices than asked it
- * returns all of them. Cost is O(n_available × depth) and allocates only a
- * counter array; nothing is shared between calls, so picks may run
- * concurrently on one index.
+ * returns all of them, and without memory for its scratch array it returns a
+ * valid set without locality. Cost is O(n_available × depth) plus sorting the
+ * children of the nodes it descends through; it allocates one scratch array
+ * per call and never writes to the index, so picks may run concurrently on
+ * one index.
  */
 #pragma once
 
@@ -38,7 +40,8 @@ KDP_DEFINE_CLEANUP_FUNC(kdp_preferred_index, kdp_preferred_index_free)
 /*
  * Picks min(size, |available ∪ must_include|) device indices into ret_picked
  * (room for `size` entries): every must_include index first (in the given
- * order, duplicates dropped, at most `size`), then the fill. Indices refer to
+ * order, duplicates dropped, at most `size`), then the fill in ascending
+ * index order. Indices refer to
  * the devs the index was built from; out-of-range and duplicate indices in
  * `available` are ignored. Returns the number written.
  */
@@ -47,5 +50,10 @@ size_t kdp_preferred_pick(const kdp_preferred_index *idx,
                           const size_t *must_include, size_t n_must_include,
                           size_t size, size_t *ret_picked);
 
-/* Distance class of two devices: 0 same leaf, 1 same switch ... (for tests and logs). */
+/*
+ * Tree edges between the two devices' locations (their last pci_path
+ * component, or their NUMA node without one): 0 for the same location, 2 for
+ * two functions behind one port, and so on up to twice the depth across NUMA
+ * nodes (for tests and logs). Both indices must be in range.
+ */
 unsigned kdp_preferred_distance(const kdp_preferred_index *idx, size_t a, size_t b);

@@ -1,1 +1,263 @@
-/* placeholder */ typedef int kdp_placeholder_;
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/slice.h>
+
+#include "deviceplugin/v1beta1/api.pb-c.h"
+#include "proto-conv.h"
+
+typedef V1beta1__ContainerAllocateResponse__EnvsEntry EnvsEntry;
+typedef V1beta1__ContainerAllocateResponse__AnnotationsEntry AnnotationsEntry;
+
+static int pack_message(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_size) {
+        size_t size = protobuf_c_message_get_packed_size(m);
+        uint8_t *buf = malloc(size ? size : 1);
+
+        if (!buf)
+                return -ENOMEM;
+        *ret_size = protobuf_c_message_pack(m, buf);
+        *ret = buf;
+        return 0;
+}
+
+grpc_byte_buffer *kdp_proto_buffer(const uint8_t *data, size_t size) {
+        grpc_slice slice = grpc_slice_from_copied_buffer((const char *) data, size);
+        grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&slice, 1);
+
+        grpc_slice_unref(slice);
+        return bb;
+}
+
+static int pack_buffer(const ProtobufCMessage *m, grpc_byte_buffer **ret) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size;
+        int r;
+
+        r = pack_message(m, &buf, &size);
+        if (r < 0)
+                return r;
+        *ret = kdp_proto_buffer(buf, size);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static const char *health_string(kdp_health h) {
+        return h == KDP_HEALTHY ? "Healthy" : "Unhealthy";
+}
+
+/* Per device: the Device, its TopologyInfo and its NUMANodes, all in one block. */
+typedef struct device_msg {
+        V1beta1__Device dev;
+        V1beta1__TopologyInfo topo;
+        V1beta1__NUMANode nodes[KDP_DEVICE_NUMA_MAX];
+        V1beta1__NUMANode *node_ptrs[KDP_DEVICE_NUMA_MAX];
+} device_msg;
+
+static void fill_device(device_msg *m, const kdp_device *d) {
+        v1beta1__device__init(&m->dev);
+        m->dev.id = d->id;
+        m->dev.health = (char *) health_string(d->health);
+        if (d->n_numa_nodes == 0)
+                return;
+        v1beta1__topology_info__init(&m->topo);
+        for (unsigned i = 0; i < d->n_numa_nodes; i++) {
+                v1beta1__numanode__init(&m->nodes[i]);
+                m->nodes[i].id = d->numa_nodes[i];
+                m->node_ptrs[i] = &m->nodes[i];
+        }
+        m->topo.n_nodes = d->n_numa_nodes;
+        m->topo.nodes = m->node_ptrs;
+        m->dev.topology = &m->topo;
+}
+
+int kdp_proto_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_size) {
+        V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
+        _cleanup_free_ device_msg *msgs = NULL;
+        _cleanup_free_ V1beta1__Device **ptrs = NULL;
+        size_t n = l->n_devices;
+
+        msgs = calloc(n ? n : 1, sizeof(*msgs));
+        ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+        if (!msgs || !ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                fill_device(&msgs[i], &l->devices[i]);
+                ptrs[i] = &msgs[i].dev;
+        }
+        resp.n_devices = n;
+        resp.devices = ptrs;
+        return pack_message(&resp.base, ret, ret_size);
+}
+
+int kdp_proto_pack_options(bool pre_start_required, bool preferred_available, grpc_byte_buffer **ret) {
+        V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+
+        o.pre_start_required = pre_start_required;
+        o.get_preferred_allocation_available = preferred_available;
+        return pack_buffer(&o.base, ret);
+}
+
+int kdp_proto_pack_empty(grpc_byte_buffer **ret) {
+        V1beta1__Empty e = V1BETA1__EMPTY__INIT;
+
+        return pack_buffer(&e.base, ret);
+}
+
+int kdp_proto_pack_register(const char *resource, const char *endpoint, bool pre_start_required,
+                            bool preferred_available, grpc_byte_buffer **ret) {
+        V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
+        V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+
+        o.pre_start_required = pre_start_required;
+        o.get_preferred_allocation_available = preferred_available;
+        req.version = (char *) "v1beta1";
+        req.endpoint = (char *) endpoint;
+        req.resource_name = (char *) resource;
+        req.options = &o;
+        return pack_buffer(&req.base, ret);
+}
+
+/* Scaffolding of one ContainerAllocateResponse; every string is borrowed. */
+typedef struct container_msg {
+        V1beta1__ContainerAllocateResponse msg;
+        EnvsEntry *envs;
+        EnvsEntry **env_ptrs;
+        AnnotationsEntry *annotations;
+        AnnotationsEntry **annotation_ptrs;
+        V1beta1__Mount *mounts;
+        V1beta1__Mount **mount_ptrs;
+        V1beta1__DeviceSpec *devices;
+        V1beta1__DeviceSpec **device_ptrs;
+        V1beta1__CDIDevice *cdi;
+        V1beta1__CDIDevice **cdi_ptrs;
+} container_msg;
+
+static void container_msg_done(container_msg *c) {
+        free(c->envs);
+        free(c->env_ptrs);
+        free(c->annotations);
+        free(c->annotation_ptrs);
+        free(c->mounts);
+        free(c->mount_ptrs);
+        free(c->devices);
+        free(c->device_ptrs);
+        free(c->cdi);
+        free(c->cdi_ptrs);
+}
+
+#define ALLOC_PAIR(items, ptrs, n) \
+        ((items) = calloc((n) ? (n) : 1, sizeof(*(items))), (ptrs) = calloc((n) ? (n) : 1, sizeof(*(ptrs))), \
+         (items) && (ptrs))
+
+static int fill_container(container_msg *c, const kdp_alloc_response *r) {
+        v1beta1__container_allocate_response__init(&c->msg);
+        if (!ALLOC_PAIR(c->envs, c->env_ptrs, r->n_envs) ||
+            !ALLOC_PAIR(c->annotations, c->annotation_ptrs, r->n_annotations) ||
+            !ALLOC_PAIR(c->mounts, c->mount_ptrs, r->n_mounts) ||
+            !ALLOC_PAIR(c->devices, c->device_ptrs, r->n_dev_nodes) ||
+            !ALLOC_PAIR(c->cdi, c->cdi_ptrs, r->n_cdi_devices))
+                return -ENOMEM;
+        for (size_t i = 0; i < r->n_envs; i++) {
+                v1beta1__container_allocate_response__envs_entry__init(&c->envs[i]);
+                c->envs[i].key = (char *) r->envs[i].key;
+                c->envs[i].value = (char *) r->envs[i].value;
+                c->env_ptrs[i] = &c->envs[i];
+        }
+        for (size_t i = 0; i < r->n_annotations; i++) {
+                v1beta1__container_allocate_response__annotations_entry__init(&c->annotations[i]);
+                c->annotations[i].key = (char *) r->annotations[i].key;
+                c->annotations[i].value = (char *) r->annotations[i].value;
+                c->annotation_ptrs[i] = &c->annotations[i];
+        }
+        for (size_t i = 0; i < r->n_mounts; i++) {
+                v1beta1__mount__init(&c->mounts[i]);
+                c->mounts[i].host_path = (char *) r->mounts[i].host_path;
+                c->mounts[i].container_path = (char *) r->mounts[i].container_path;
+                c->mounts[i].read_only = r->mounts[i].read_only != 0;
+                c->mount_ptrs[i] = &c->mounts[i];
+        }
+        for (size_t i = 0; i < r->n_dev_nodes; i++) {
+                v1beta1__device_spec__init(&c->devices[i]);
+                c->devices[i].host_path = (char *) r->dev_nodes[i].host_path;
+                c->devices[i].container_path = (char *) r->dev_nodes[i].container_path;
+                c->devices[i].permissions = (char *) r->dev_nodes[i].permissions;
+                c->device_ptrs[i] = &c->devices[i];
+        }
+        for (size_t i = 0; i < r->n_cdi_devices; i++) {
+                v1beta1__cdidevice__init(&c->cdi[i]);
+                c->cdi[i].name = r->cdi_devices[i];
+                c->cdi_ptrs[i] = &c->cdi[i];
+        }
+        c->msg.n_envs = r->n_envs;
+        c->msg.envs = c->env_ptrs;
+        c->msg.n_annotations = r->n_annotations;
+        c->msg.annotations = c->annotation_ptrs;
+        c->msg.n_mounts = r->n_mounts;
+        c->msg.mounts = c->mount_ptrs;
+        c->msg.n_devices = r->n_dev_nodes;
+        c->msg.devices = c->device_ptrs;
+        c->msg.n_cdi_devices = r->n_cdi_devices;
+        c->msg.cdi_devices = c->cdi_ptrs;
+        return 0;
+}
+
+int kdp_proto_pack_allocate(const kdp_alloc_response *containers, size_t n, grpc_byte_buffer **ret) {
+        V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
+        _cleanup_free_ container_msg *msgs = calloc(n ? n : 1, sizeof(container_msg));
+        _cleanup_free_ V1beta1__ContainerAllocateResponse **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+        int r = msgs && ptrs ? 0 : -ENOMEM;
+
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                r = fill_container(&msgs[i], &containers[i]);
+                ptrs[i] = &msgs[i].msg;
+        }
+        if (r >= 0) {
+                resp.n_container_responses = n;
+                resp.container_responses = ptrs;
+                r = pack_buffer(&resp.base, ret);
+        }
+        for (size_t i = 0; msgs && i < n; i++)
+                container_msg_done(&msgs[i]);
+        return r;
+}
+
+int kdp_proto_pack_preferred(const kdp_pref_response *containers, size_t n, grpc_byte_buffer **ret) {
+        V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
+        _cleanup_free_ V1beta1__ContainerPreferredAllocationResponse *msgs = calloc(n ? n : 1, sizeof(*msgs));
+        _cleanup_free_ V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+
+        if (!msgs || !ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                v1beta1__container_preferred_allocation_response__init(&msgs[i]);
+                msgs[i].n_deviceids = containers[i].n_ids;
+                msgs[i].deviceids = (char **) containers[i].ids;
+                ptrs[i] = &msgs[i];
+        }
+        resp.n_container_responses = n;
+        resp.container_responses = ptrs;
+        return pack_buffer(&resp.base, ret);
+}
+
+int kdp_proto_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret) {
+        grpc_byte_buffer_reader reader;
+        grpc_slice slice;
+        ProtobufCMessage *m;
+
+        if (!bb) {
+                m = protobuf_c_message_unpack(desc, NULL, 0, NULL);
+        } else {
+                if (!grpc_byte_buffer_reader_init(&reader, bb))
+                        return -EBADMSG;
+                slice = grpc_byte_buffer_reader_readall(&reader);
+                grpc_byte_buffer_reader_destroy(&reader);
+                m = protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(slice), GRPC_SLICE_START_PTR(slice));
+                grpc_slice_unref(slice);
+        }
+        if (!m)
+                return -EBADMSG;
+        *ret = m;
+        return 0;
+}

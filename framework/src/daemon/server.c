@@ -1,1 +1,999 @@
-/* placeholder */ typedef int kdp_placeholder_;
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * DevicePlugin servers (see server.h for threads and ownership).
+ *
+ * Life of a call (one kdp_call each, tags embedded):
+ *   request_tag   a registered method (or the catch-all) matched a new call;
+ *                 the next request for that method is armed at once
+ *   unary         handle → one batch [initial md, message, status, recv close]
+ *                 → reply_tag → freed
+ *   ListAndWatch  batch [recv close] → reply_tag when the peer goes away;
+ *                 sends [initial md +] message → send_tag; freed when closed
+ *                 and no send is in flight
+ *   PreStart      queued to the worker, which starts the unary reply batch
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+
+#include <kdp/log.h>
+
+#include "deviceplugin/v1beta1/api.pb-c.h"
+#include "proto-conv.h"
+#include "server.h"
+#include "tag.h"
+
+#define CANCEL_AFTER_MS 500
+#define METHOD_PREFIX "/v1beta1.DevicePlugin/"
+
+typedef enum method {
+        M_OPTIONS,
+        M_LIST_AND_WATCH,
+        M_PREFERRED,
+        M_ALLOCATE,
+        M_PRE_START,
+        _M_REGISTERED,
+        M_UNKNOWN = _M_REGISTERED,
+        _M_MAX,
+} method;
+
+static const char *const method_names[_M_REGISTERED] = {
+        [M_OPTIONS] = METHOD_PREFIX "GetDevicePluginOptions",
+        [M_LIST_AND_WATCH] = METHOD_PREFIX "ListAndWatch",
+        [M_PREFERRED] = METHOD_PREFIX "GetPreferredAllocation",
+        [M_ALLOCATE] = METHOD_PREFIX "Allocate",
+        [M_PRE_START] = METHOD_PREFIX "PreStartContainer",
+};
+
+typedef struct kdp_call kdp_call;
+struct kdp_call {
+        kdp_tag request_tag;
+        kdp_tag reply_tag;
+        kdp_tag send_tag;
+        kdp_server *server;
+        method m;
+        grpc_call *call;
+        gpr_timespec deadline;
+        grpc_metadata_array md;
+        grpc_call_details details;
+        grpc_byte_buffer *payload;
+        grpc_byte_buffer *reply;
+        grpc_byte_buffer *send_buf;
+        int cancelled;
+        /* ListAndWatch, under the server lock */
+        bool closed, send_busy, ended, status_pending, md_sent;
+        uint64_t sent_generation;
+        kdp_call *prev, *next;
+        /* PreStart job */
+        ProtobufCMessage *request;
+        kdp_call *next_job;
+};
+
+struct kdp_server {
+        kdp_server_runtime *rt;
+        pthread_mutex_t lock;
+        unsigned refs;                  /* under lock */
+        char *resource;
+        char *socket_path;
+        grpc_server *server;
+        void *methods[_M_REGISTERED];
+        kdp_backend *backend;
+        kdp_snapshot *snap;             /* under lock */
+        kdp_call *streams;              /* under lock */
+        unsigned n_streams;
+        bool started, stopping;
+        gpr_timespec cancel_at;
+        kdp_tag shutdown_tag;
+        kdp_server_events ev;
+        void *userdata;
+        kdp_server *next_stopping;      /* runtime list, under rt->lock */
+};
+
+struct kdp_server_runtime {
+        grpc_completion_queue *cq;
+        pthread_t cq_thread, worker;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        unsigned n_servers;             /* alive, under lock */
+        kdp_server *stopping;           /* under lock */
+        kdp_call *jobs_head, *jobs_tail;
+        bool worker_quit;
+};
+
+grpc_status_code kdp_server_status_from_errno(int r) {
+        switch (r) {
+        case 0:
+                return GRPC_STATUS_OK;
+        case -EINVAL:
+        case -EBADMSG:
+                return GRPC_STATUS_INVALID_ARGUMENT;
+        case -ENOENT:
+        case -ENODEV:
+                return GRPC_STATUS_NOT_FOUND;
+        case -EBUSY:
+        case -EAGAIN:
+                return GRPC_STATUS_UNAVAILABLE;
+        case -ENOMEM:
+        case -E2BIG:
+        case -EMSGSIZE:
+                return GRPC_STATUS_RESOURCE_EXHAUSTED;
+        case -EOPNOTSUPP:
+                return GRPC_STATUS_UNIMPLEMENTED;
+        default:
+                return GRPC_STATUS_INTERNAL;
+        }
+}
+
+/* ---- reference counting ---- */
+
+static kdp_server *server_ref(kdp_server *s) {
+        pthread_mutex_lock(&s->lock);
+        s->refs++;
+        pthread_mutex_unlock(&s->lock);
+        return s;
+}
+
+static void server_unref(kdp_server *s) {
+        kdp_server_runtime *rt = s->rt;
+        unsigned left;
+
+        pthread_mutex_lock(&s->lock);
+        left = --s->refs;
+        pthread_mutex_unlock(&s->lock);
+        if (left > 0)
+                return;
+        if (s->server)
+                grpc_server_destroy(s->server);
+        if (s->ev.stopped)
+                s->ev.stopped(s->userdata);
+        kdp_snapshot_unref(s->snap);
+        pthread_mutex_destroy(&s->lock);
+        free(s->resource);
+        free(s->socket_path);
+        free(s);
+        pthread_mutex_lock(&rt->lock);
+        rt->n_servers--;
+        pthread_cond_broadcast(&rt->cond);
+        pthread_mutex_unlock(&rt->lock);
+}
+
+static kdp_snapshot *server_snapshot(kdp_server *s) {
+        kdp_snapshot *snap;
+
+        pthread_mutex_lock(&s->lock);
+        snap = kdp_snapshot_ref(s->snap);
+        pthread_mutex_unlock(&s->lock);
+        return snap;
+}
+
+/* ---- calls ---- */
+
+static void call_free(kdp_call *c) {
+        if (c->call)
+                grpc_call_unref(c->call);
+        grpc_metadata_array_destroy(&c->md);
+        grpc_call_details_destroy(&c->details);
+        if (c->payload)
+                grpc_byte_buffer_destroy(c->payload);
+        if (c->reply)
+                grpc_byte_buffer_destroy(c->reply);
+        if (c->send_buf)
+                grpc_byte_buffer_destroy(c->send_buf);
+        if (c->request)
+                protobuf_c_message_free_unpacked(c->request, NULL);
+        server_unref(c->server);
+        free(c);
+}
+
+static void on_request(kdp_tag *tag, bool ok);
+
+static int arm_request(kdp_server *s, method m) {
+        grpc_completion_queue *cq = s->rt->cq;
+        grpc_call_error e;
+        kdp_call *c;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->request_tag.on_done = on_request;
+        c->server = server_ref(s);
+        c->m = m;
+        grpc_metadata_array_init(&c->md);
+        grpc_call_details_init(&c->details);
+        if (m == M_UNKNOWN)
+                e = grpc_server_request_call(s->server, &c->call, &c->details, &c->md, cq, cq, &c->request_tag);
+        else
+                e = grpc_server_request_registered_call(s->server, s->methods[m], &c->call, &c->deadline,
+                                                        &c->md, m == M_LIST_AND_WATCH ? NULL : &c->payload,
+                                                        cq, cq, &c->request_tag);
+        if (e != GRPC_CALL_OK) {
+                call_free(c);
+                return -EIO;
+        }
+        return 0;
+}
+
+static void on_reply_done(kdp_tag *tag, bool ok) {
+        call_free(KDP_CONTAINER_OF(tag, kdp_call, reply_tag));
+}
+
+/* Answers a unary call: `reply` (may be NULL) is sent when status is OK. */
+static void reply_unary(kdp_call *c, grpc_status_code status, const char *details) {
+        grpc_slice slice = grpc_slice_from_copied_string(details ? details : "");
+        grpc_op ops[4] = { 0 };
+        grpc_op *op = ops;
+        grpc_call_error e;
+
+        op->op = GRPC_OP_SEND_INITIAL_METADATA;
+        op++;
+        if (status == GRPC_STATUS_OK && c->reply) {
+                op->op = GRPC_OP_SEND_MESSAGE;
+                op->data.send_message.send_message = c->reply;
+                op++;
+        }
+        op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        op->data.send_status_from_server.status = status;
+        op->data.send_status_from_server.status_details = details ? &slice : NULL;
+        op++;
+        op->op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        op->data.recv_close_on_server.cancelled = &c->cancelled;
+        op++;
+        c->reply_tag.on_done = on_reply_done;
+        e = grpc_call_start_batch(c->call, ops, (size_t) (op - ops), &c->reply_tag, NULL);
+        grpc_slice_unref(slice);
+        if (e != GRPC_CALL_OK) {
+                kdp_log_warning("Failed to answer call", KDP_F_STR("resource", c->server->resource),
+                                KDP_F_STR("grpcError", grpc_call_error_to_string(e)));
+                call_free(c);
+        }
+}
+
+static void reply_error(kdp_call *c, int r, const char *details) {
+        kdp_log_v(2, "Refused call", KDP_F_STR("resource", c->server->resource),
+                  KDP_F_STR("method", c->m < _M_REGISTERED ? method_names[c->m] : "unknown"),
+                  KDP_F_STR("reason", details));
+        reply_unary(c, kdp_server_status_from_errno(r), details);
+}
+
+static void reply_message(kdp_call *c, int r, grpc_byte_buffer *bb) {
+        if (r < 0) {
+                reply_error(c, r, "failed to encode the response");
+                return;
+        }
+        c->reply = bb;
+        reply_unary(c, GRPC_STATUS_OK, NULL);
+}
+
+static void reply_empty(kdp_call *c) {
+        grpc_byte_buffer *bb = NULL;
+        int r = kdp_proto_pack_empty(&bb);
+
+        reply_message(c, r, bb);
+}
+
+/* ---- the methods ---- */
+
+static void handle_options(kdp_call *c) {
+        grpc_byte_buffer *bb = NULL;
+        int r = kdp_proto_pack_options(c->server->backend->pre_start != NULL, true, &bb);
+
+        reply_message(c, r, bb);
+}
+
+/* Checks every ID of a request; on failure writes a message for the peer into err. */
+static int check_ids(kdp_call *c, const kdp_snapshot *snap, char *const *ids, size_t n, bool warn_unhealthy,
+                     char *err, size_t err_size) {
+        if (n > KDP_SERVER_MAX_IDS) {
+                snprintf(err, err_size, "too many device IDs in one request: %zu (limit %d)", n, KDP_SERVER_MAX_IDS);
+                return -E2BIG;
+        }
+        for (size_t i = 0; i < n; i++) {
+                ssize_t idx;
+
+                if (strlen(ids[i]) > KDP_DEVICE_ID_MAX) {
+                        snprintf(err, err_size, "device ID longer than %d characters", KDP_DEVICE_ID_MAX);
+                        return -EINVAL;
+                }
+                idx = kdp_snapshot_find(snap, ids[i]);
+                if (idx < 0) {
+                        snprintf(err, err_size, "unknown device \"%s\" of resource %s", ids[i], c->server->resource);
+                        return -EINVAL;
+                }
+                if (warn_unhealthy && snap->list.devices[idx].health != KDP_HEALTHY)
+                        kdp_log_warning("Allocated unhealthy device", KDP_F_STR("resource", c->server->resource),
+                                        KDP_F_STR("device", ids[i]),
+                                        KDP_F_STR("reason", snap->list.devices[idx].health_reason));
+        }
+        return 0;
+}
+
+static int allocate_container(kdp_call *c, const kdp_snapshot *snap, const V1beta1__ContainerAllocateRequest *cr,
+                              kdp_alloc_response *resp) {
+        kdp_alloc_request req = {
+                .resource = c->server->resource,
+                .device_ids = (const char *const *) cr->devices_ids,
+                .n_device_ids = cr->n_devices_ids,
+        };
+        int r;
+
+        kdp_alloc_response_init(resp, &snap->list);
+        r = kdp_registry_allocate(c->server->backend, &req, resp);
+        if (r != -EOPNOTSUPP)
+                return r;
+        for (size_t i = 0; i < cr->n_devices_ids; i++) {
+                r = kdp_alloc_response_add_device(resp, cr->devices_ids[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void handle_allocate(kdp_call *c, const V1beta1__AllocateRequest *req) {
+        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = server_snapshot(c->server);
+        _cleanup_free_ kdp_alloc_response *resps = NULL;
+        grpc_byte_buffer *bb = NULL;
+        char err[160];
+        size_t n = req->n_container_requests, done = 0;
+        int r = 0;
+
+        if (n == 0 || n > KDP_SERVER_MAX_CONTAINERS) {
+                snprintf(err, sizeof(err), "an AllocateRequest needs 1 to %d container requests, got %zu",
+                         KDP_SERVER_MAX_CONTAINERS, n);
+                reply_error(c, -EINVAL, err);
+                return;
+        }
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = check_ids(c, snap, req->container_requests[i]->devices_ids,
+                              req->container_requests[i]->n_devices_ids, true, err, sizeof(err));
+        if (r < 0) {
+                reply_error(c, r, err);
+                return;
+        }
+        resps = calloc(n, sizeof(*resps));
+        if (!resps) {
+                reply_error(c, -ENOMEM, "out of memory");
+                return;
+        }
+        for (; done < n && r >= 0; done++)
+                r = allocate_container(c, snap, req->container_requests[done], &resps[done]);
+        if (r >= 0)
+                r = kdp_proto_pack_allocate(resps, n, &bb);
+        for (size_t i = 0; i < done; i++)
+                kdp_alloc_response_done(&resps[i]);
+        if (r < 0) {
+                snprintf(err, sizeof(err), "allocation failed: %s", strerror(-r));
+                reply_error(c, r, err);
+                return;
+        }
+        kdp_log_v(2, "Allocated devices", KDP_F_STR("resource", c->server->resource), KDP_F_INT("containers", n));
+        reply_message(c, 0, bb);
+}
+
+/* IDs of `ids` known to the snapshot, as indices; unknown ones are dropped (the kubelet does the same). */
+static size_t known_indices(const kdp_snapshot *snap, char *const *ids, size_t n, size_t *ret) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                ssize_t idx = kdp_snapshot_find(snap, ids[i]);
+
+                if (idx >= 0)
+                        ret[k++] = (size_t) idx;
+        }
+        return k;
+}
+
+/* The backend's answer is used only if it is exactly what the kubelet asked for. */
+static bool pref_answer_valid(const kdp_pref_response *resp, const kdp_pref_request *req, size_t want) {
+        if (resp->n_ids != want)
+                return false;
+        for (size_t i = 0; i < req->n_must_include; i++) {
+                bool found = false;
+
+                for (size_t j = 0; j < resp->n_ids && !found; j++)
+                        found = strcmp(resp->ids[j], req->must_include[i]) == 0;
+                if (!found)
+                        return false;
+        }
+        return true;
+}
+
+static int prefer_container(kdp_call *c, const kdp_snapshot *snap,
+                            const V1beta1__ContainerPreferredAllocationRequest *cr, kdp_pref_request *req,
+                            kdp_pref_response *resp) {
+        size_t na = cr->n_available_deviceids, nm = cr->n_must_include_deviceids;
+        _cleanup_free_ size_t *avail = calloc(na + 1, sizeof(size_t));
+        _cleanup_free_ size_t *must = calloc(nm + 1, sizeof(size_t));
+        _cleanup_free_ size_t *picked = NULL;
+        size_t size = cr->allocation_size > 0 ? (size_t) cr->allocation_size : 0;
+        size_t n_avail, n_must, n_picked;
+        int r;
+
+        if (!avail || !must)
+                return -ENOMEM;
+        *req = (kdp_pref_request){
+                .resource = c->server->resource,
+                .available = (const char *const *) cr->available_deviceids,
+                .n_available = na,
+                .must_include = (const char *const *) cr->must_include_deviceids,
+                .n_must_include = nm,
+                .size = size,
+        };
+        kdp_pref_response_init(resp, req);
+        n_avail = known_indices(snap, cr->available_deviceids, na, avail);
+        n_must = known_indices(snap, cr->must_include_deviceids, nm, must);
+        picked = calloc(size + 1, sizeof(size_t));
+        if (!picked)
+                return -ENOMEM;
+        n_picked = kdp_preferred_pick(snap->pref, avail, n_avail, must, n_must, size, picked);
+        r = kdp_registry_preferred(c->server->backend, req, resp);
+        if (r >= 0 && pref_answer_valid(resp, req, n_picked))
+                return 0;
+        if (r >= 0 || r != -EOPNOTSUPP)
+                kdp_log_warning("Replaced backend preferred allocation by the default",
+                                KDP_F_STR("resource", c->server->resource), KDP_F_INT("err", r));
+        kdp_pref_response_done(resp);
+        kdp_pref_response_init(resp, req);
+        resp->ids = calloc(n_picked + 1, sizeof(char *));
+        if (!resp->ids)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_picked; i++)
+                resp->ids[i] = snap->list.devices[picked[i]].id;
+        resp->n_ids = resp->n_allocated = n_picked;
+        return 0;
+}
+
+static void handle_preferred(kdp_call *c, const V1beta1__PreferredAllocationRequest *req) {
+        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = server_snapshot(c->server);
+        _cleanup_free_ kdp_pref_response *resps = NULL;
+        _cleanup_free_ kdp_pref_request *reqs = NULL;
+        size_t n = req->n_container_requests, done = 0;
+        grpc_byte_buffer *bb = NULL;
+        int r = 0;
+
+        if (n > KDP_SERVER_MAX_CONTAINERS) {
+                reply_error(c, -EINVAL, "too many container requests");
+                return;
+        }
+        resps = calloc(n + 1, sizeof(*resps));
+        reqs = calloc(n + 1, sizeof(*reqs));
+        if (!resps || !reqs) {
+                reply_error(c, -ENOMEM, "out of memory");
+                return;
+        }
+        for (; done < n && r >= 0; done++)
+                r = prefer_container(c, snap, req->container_requests[done], &reqs[done], &resps[done]);
+        if (r >= 0)
+                r = kdp_proto_pack_preferred(resps, n, &bb);
+        for (size_t i = 0; i < done; i++)
+                kdp_pref_response_done(&resps[i]);
+        reply_message(c, r, bb);
+}
+
+static void queue_job(kdp_server_runtime *rt, kdp_call *c) {
+        pthread_mutex_lock(&rt->lock);
+        if (rt->jobs_tail)
+                rt->jobs_tail->next_job = c;
+        else
+                rt->jobs_head = c;
+        rt->jobs_tail = c;
+        pthread_cond_broadcast(&rt->cond);
+        pthread_mutex_unlock(&rt->lock);
+}
+
+static void handle_pre_start(kdp_call *c, ProtobufCMessage *m) {
+        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = server_snapshot(c->server);
+        V1beta1__PreStartContainerRequest *req = (V1beta1__PreStartContainerRequest *) m;
+        char err[160];
+        int r;
+
+        r = check_ids(c, snap, req->devices_ids, req->n_devices_ids, false, err, sizeof(err));
+        if (r < 0) {
+                protobuf_c_message_free_unpacked(m, NULL);
+                reply_error(c, r, err);
+                return;
+        }
+        if (!c->server->backend->pre_start) {
+                protobuf_c_message_free_unpacked(m, NULL);
+                reply_empty(c);
+                return;
+        }
+        c->request = m;                 /* the worker answers */
+        queue_job(c->server->rt, c);
+}
+
+static void run_pre_start(kdp_call *c) {
+        V1beta1__PreStartContainerRequest *req = (V1beta1__PreStartContainerRequest *) c->request;
+        kdp_prestart_request pr = {
+                .resource = c->server->resource,
+                .device_ids = (const char *const *) req->devices_ids,
+                .n_device_ids = req->n_devices_ids,
+        };
+        char err[160];
+        int r;
+
+        r = kdp_registry_pre_start(c->server->backend, &pr);
+        if (r < 0) {
+                kdp_log_warning_errno(r, "Failed to prepare devices for a container",
+                                      KDP_F_STR("resource", c->server->resource));
+                snprintf(err, sizeof(err), "PreStartContainer failed: %s", strerror(-r));
+                reply_error(c, r, err);
+                return;
+        }
+        reply_empty(c);
+}
+
+static void *worker_main(void *userdata) {
+        kdp_server_runtime *rt = userdata;
+
+        for (;;) {
+                kdp_call *c;
+
+                pthread_mutex_lock(&rt->lock);
+                while (!rt->jobs_head && !rt->worker_quit)
+                        pthread_cond_wait(&rt->cond, &rt->lock);
+                c = rt->jobs_head;
+                if (c) {
+                        rt->jobs_head = c->next_job;
+                        if (!rt->jobs_head)
+                                rt->jobs_tail = NULL;
+                }
+                pthread_mutex_unlock(&rt->lock);
+                if (!c)
+                        return NULL;
+                run_pre_start(c);
+        }
+}
+
+static const ProtobufCMessageDescriptor *request_descriptor(method m) {
+        switch (m) {
+        case M_ALLOCATE:
+                return &v1beta1__allocate_request__descriptor;
+        case M_PREFERRED:
+                return &v1beta1__preferred_allocation_request__descriptor;
+        case M_PRE_START:
+                return &v1beta1__pre_start_container_request__descriptor;
+        default:
+                return &v1beta1__empty__descriptor;
+        }
+}
+
+static void handle_unary(kdp_call *c) {
+        ProtobufCMessage *m = NULL;
+        int r;
+
+        r = kdp_proto_unpack(c->payload, request_descriptor(c->m), &m);
+        if (r < 0) {
+                reply_error(c, r, "malformed request message");
+                return;
+        }
+        switch (c->m) {
+        case M_OPTIONS:
+                handle_options(c);
+                break;
+        case M_ALLOCATE:
+                handle_allocate(c, (V1beta1__AllocateRequest *) m);
+                break;
+        case M_PREFERRED:
+                handle_preferred(c, (V1beta1__PreferredAllocationRequest *) m);
+                break;
+        case M_PRE_START:
+                handle_pre_start(c, m);
+                return;                 /* owns m now */
+        default:
+                reply_error(c, -EOPNOTSUPP, "unknown method");
+                break;
+        }
+        protobuf_c_message_free_unpacked(m, NULL);
+}
+
+/* ---- ListAndWatch streams (all under the server lock) ---- */
+
+static void stream_maybe_free(kdp_call *c, bool *ret_free) {
+        *ret_free = c->closed && !c->send_busy;
+}
+
+static void stream_send_status(kdp_call *c) {
+        grpc_op ops[2] = { 0 };
+        grpc_op *op = ops;
+
+        if (!c->md_sent) {
+                op->op = GRPC_OP_SEND_INITIAL_METADATA;
+                op++;
+                c->md_sent = true;
+        }
+        op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        op->data.send_status_from_server.status = GRPC_STATUS_OK;
+        op++;
+        c->ended = true;
+        c->status_pending = false;
+        if (grpc_call_start_batch(c->call, ops, (size_t) (op - ops), &c->send_tag, NULL) == GRPC_CALL_OK)
+                c->send_busy = true;
+}
+
+static void stream_push(kdp_call *c) {
+        kdp_server *s = c->server;
+        grpc_op ops[2] = { 0 };
+        grpc_op *op = ops;
+        grpc_call_error e;
+        grpc_slice slice;
+
+        if (c->send_busy || c->ended || c->closed)
+                return;
+        if (c->status_pending || s->stopping) {
+                stream_send_status(c);
+                return;
+        }
+        if (c->md_sent && c->sent_generation == s->snap->generation)
+                return;
+        slice = grpc_slice_ref(s->snap->law_slice);
+        c->send_buf = grpc_raw_byte_buffer_create(&slice, 1);
+        grpc_slice_unref(slice);
+        if (!c->md_sent) {
+                op->op = GRPC_OP_SEND_INITIAL_METADATA;
+                op++;
+        }
+        op->op = GRPC_OP_SEND_MESSAGE;
+        op->data.send_message.send_message = c->send_buf;
+        op++;
+        e = grpc_call_start_batch(c->call, ops, (size_t) (op - ops), &c->send_tag, NULL);
+        if (e != GRPC_CALL_OK) {
+                kdp_log_warning("Failed to send device list", KDP_F_STR("resource", s->resource),
+                                KDP_F_STR("grpcError", grpc_call_error_to_string(e)));
+                grpc_byte_buffer_destroy(c->send_buf);
+                c->send_buf = NULL;
+                c->ended = true;
+                grpc_call_cancel(c->call, NULL);
+                return;
+        }
+        c->md_sent = true;
+        c->send_busy = true;
+        c->sent_generation = s->snap->generation;
+}
+
+static void on_stream_sent(kdp_tag *tag, bool ok) {
+        kdp_call *c = KDP_CONTAINER_OF(tag, kdp_call, send_tag);
+        kdp_server *s = c->server;
+        bool do_free;
+
+        pthread_mutex_lock(&s->lock);
+        c->send_busy = false;
+        if (c->send_buf) {
+                grpc_byte_buffer_destroy(c->send_buf);
+                c->send_buf = NULL;
+        }
+        if (!ok)
+                c->ended = true;        /* the peer is gone; RECV_CLOSE tells the rest */
+        stream_push(c);
+        stream_maybe_free(c, &do_free);
+        pthread_mutex_unlock(&s->lock);
+        if (do_free)
+                call_free(c);
+}
+
+static void stream_unlink(kdp_server *s, kdp_call *c) {
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->streams = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_streams--;
+}
+
+static void on_stream_closed(kdp_tag *tag, bool ok) {
+        kdp_call *c = KDP_CONTAINER_OF(tag, kdp_call, reply_tag);
+        kdp_server *s = c->server;
+        bool do_free, lost;
+
+        pthread_mutex_lock(&s->lock);
+        c->closed = true;
+        stream_unlink(s, c);
+        lost = !s->stopping && c->cancelled && s->n_streams == 0;
+        stream_maybe_free(c, &do_free);
+        pthread_mutex_unlock(&s->lock);
+        kdp_log_v(2, "Closed ListAndWatch stream", KDP_F_STR("resource", s->resource),
+                  KDP_F_INT("cancelled", c->cancelled));
+        if (lost && s->ev.stream_lost)
+                s->ev.stream_lost(s->userdata);
+        if (do_free)
+                call_free(c);
+}
+
+static void start_stream(kdp_call *c) {
+        kdp_server *s = c->server;
+        grpc_op op = { .op = GRPC_OP_RECV_CLOSE_ON_SERVER };
+
+        op.data.recv_close_on_server.cancelled = &c->cancelled;
+        c->reply_tag.on_done = on_stream_closed;
+        c->send_tag.on_done = on_stream_sent;
+        if (grpc_call_start_batch(c->call, &op, 1, &c->reply_tag, NULL) != GRPC_CALL_OK) {
+                call_free(c);
+                return;
+        }
+        pthread_mutex_lock(&s->lock);
+        c->next = s->streams;
+        if (s->streams)
+                s->streams->prev = c;
+        s->streams = c;
+        s->n_streams++;
+        stream_push(c);
+        pthread_mutex_unlock(&s->lock);
+        kdp_log_v(2, "Opened ListAndWatch stream", KDP_F_STR("resource", s->resource));
+}
+
+static void on_request(kdp_tag *tag, bool ok) {
+        kdp_call *c = KDP_CONTAINER_OF(tag, kdp_call, request_tag);
+        kdp_server *s = c->server;
+        bool stopping;
+
+        if (!ok) {                      /* the server is shutting down */
+                call_free(c);
+                return;
+        }
+        pthread_mutex_lock(&s->lock);
+        stopping = s->stopping;
+        pthread_mutex_unlock(&s->lock);
+        if (!stopping && arm_request(s, c->m) < 0)
+                kdp_log_error(-EIO, "Failed to wait for the next call", KDP_F_STR("resource", s->resource));
+        if (c->m == M_UNKNOWN)
+                reply_error(c, -EOPNOTSUPP, "unknown method");
+        else if (c->m == M_LIST_AND_WATCH)
+                start_stream(c);
+        else
+                handle_unary(c);
+}
+
+/* ---- servers ---- */
+
+static void on_shutdown(kdp_tag *tag, bool ok) {
+        kdp_server *s = KDP_CONTAINER_OF(tag, kdp_server, shutdown_tag);
+        kdp_server_runtime *rt = s->rt;
+
+        pthread_mutex_lock(&rt->lock);
+        for (kdp_server **p = &rt->stopping; *p; p = &(*p)->next_stopping)
+                if (*p == s) {
+                        *p = s->next_stopping;
+                        break;
+                }
+        pthread_mutex_unlock(&rt->lock);
+        kdp_log_v(2, "Stopped serving resource", KDP_F_STR("resource", s->resource),
+                  KDP_F_STR("socket", s->socket_path));
+        server_unref(s);
+}
+
+/* Removes a socket file nobody listens on; leaves a live one alone (-EADDRINUSE). */
+static int remove_stale_socket(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        if (access(path, F_OK) < 0)
+                return 0;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0)
+                return -EADDRINUSE;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+static int server_listen(kdp_server *s) {
+        grpc_arg args[] = {
+                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                  .value.integer = (int) KDP_SNAPSHOT_MAX_MESSAGE },
+        };
+        grpc_channel_args cargs = { .num_args = KDP_ELEMENTSOF(args), .args = args };
+        grpc_server_credentials *creds;
+        _cleanup_free_ char *addr = NULL;
+        int ok, r;
+
+        r = remove_stale_socket(s->socket_path);
+        if (r < 0)
+                return r;
+        s->server = grpc_server_create(&cargs, NULL);
+        grpc_server_register_completion_queue(s->server, s->rt->cq, NULL);
+        for (int m = 0; m < _M_REGISTERED; m++) {
+                s->methods[m] = grpc_server_register_method(
+                        s->server, method_names[m], NULL,
+                        m == M_LIST_AND_WATCH ? GRPC_SRM_PAYLOAD_NONE : GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+                if (!s->methods[m])
+                        return -EIO;
+        }
+        if (asprintf(&addr, "unix:%s", s->socket_path) < 0)
+                return -ENOMEM;
+        creds = grpc_insecure_server_credentials_create();
+        ok = grpc_server_add_http2_port(s->server, addr, creds);
+        grpc_server_credentials_release(creds);
+        if (!ok)
+                return -EADDRINUSE;
+        grpc_server_start(s->server);
+        s->started = true;
+        for (int m = 0; m < _M_MAX; m++) {
+                r = arm_request(s, (method) m);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int kdp_server_new(kdp_server_runtime *rt, const char *resource, const char *socket_path,
+                   kdp_backend *backend, kdp_snapshot *snap, const kdp_server_events *ev,
+                   void *userdata, kdp_server **ret) {
+        kdp_server *s;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        pthread_mutex_init(&s->lock, NULL);
+        s->rt = rt;
+        s->refs = 1;
+        s->resource = strdup(resource);
+        s->socket_path = strdup(socket_path);
+        s->backend = backend;
+        s->snap = kdp_snapshot_ref(snap);
+        s->shutdown_tag.on_done = on_shutdown;
+        if (ev)
+                s->ev = *ev;
+        s->userdata = userdata;
+        pthread_mutex_lock(&rt->lock);
+        rt->n_servers++;
+        pthread_mutex_unlock(&rt->lock);
+        if (!s->resource || !s->socket_path)
+                r = -ENOMEM;
+        else
+                r = server_listen(s);
+        if (r < 0) {
+                s->ev.stopped = NULL;   /* the caller learns from r */
+                if (!s->started && s->server) {
+                        grpc_server_destroy(s->server);
+                        s->server = NULL;
+                }
+                kdp_server_stop(s);
+                return kdp_log_error(r, "Failed to serve resource", KDP_F_STR("resource", resource),
+                                     KDP_F_STR("socket", socket_path));
+        }
+        kdp_log_v(2, "Serving resource", KDP_F_STR("resource", resource), KDP_F_STR("socket", socket_path));
+        *ret = s;
+        return 0;
+}
+
+void kdp_server_publish(kdp_server *s, kdp_snapshot *snap) {
+        kdp_snapshot *old;
+
+        pthread_mutex_lock(&s->lock);
+        old = s->snap;
+        s->snap = kdp_snapshot_ref(snap);
+        for (kdp_call *c = s->streams; c; c = c->next)
+                stream_push(c);
+        pthread_mutex_unlock(&s->lock);
+        kdp_snapshot_unref(old);
+}
+
+unsigned kdp_server_n_streams(kdp_server *s) {
+        unsigned n;
+
+        pthread_mutex_lock(&s->lock);
+        n = s->n_streams;
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
+void kdp_server_stop(kdp_server *s) {
+        kdp_server_runtime *rt = s->rt;
+
+        pthread_mutex_lock(&s->lock);
+        s->stopping = true;
+        for (kdp_call *c = s->streams; c; c = c->next) {
+                if (c->send_busy)
+                        c->status_pending = true;
+                else
+                        stream_push(c);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!s->server) {
+                server_unref(s);
+                return;
+        }
+        s->cancel_at = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                    gpr_time_from_millis(CANCEL_AFTER_MS, GPR_TIMESPAN));
+        pthread_mutex_lock(&rt->lock);
+        s->next_stopping = rt->stopping;
+        rt->stopping = s;
+        pthread_mutex_unlock(&rt->lock);
+        grpc_server_shutdown_and_notify(s->server, rt->cq, &s->shutdown_tag);
+        /* the creator's reference becomes the shutdown tag's */
+}
+
+/* ---- the runtime: CQ thread and worker ---- */
+
+static void cancel_overdue(kdp_server_runtime *rt) {
+        gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+
+        pthread_mutex_lock(&rt->lock);
+        for (kdp_server *s = rt->stopping; s; s = s->next_stopping)
+                if (gpr_time_cmp(now, s->cancel_at) >= 0) {
+                        grpc_server_cancel_all_calls(s->server);
+                        s->cancel_at = gpr_inf_future(GPR_CLOCK_MONOTONIC);
+                }
+        pthread_mutex_unlock(&rt->lock);
+}
+
+static void *cq_main(void *userdata) {
+        kdp_server_runtime *rt = userdata;
+
+        for (;;) {
+                gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                                     gpr_time_from_millis(100, GPR_TIMESPAN));
+                grpc_event ev = grpc_completion_queue_next(rt->cq, deadline, NULL);
+
+                if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                        return NULL;
+                if (ev.type == GRPC_OP_COMPLETE) {
+                        kdp_tag *tag = ev.tag;
+
+                        tag->on_done(tag, ev.success != 0);
+                }
+                cancel_overdue(rt);
+        }
+}
+
+int kdp_server_runtime_new(kdp_server_runtime **ret) {
+        kdp_server_runtime *rt;
+
+        rt = calloc(1, sizeof(*rt));
+        if (!rt)
+                return -ENOMEM;
+        pthread_mutex_init(&rt->lock, NULL);
+        pthread_cond_init(&rt->cond, NULL);
+        rt->cq = grpc_completion_queue_create_for_next(NULL);
+        if (pthread_create(&rt->cq_thread, NULL, cq_main, rt) != 0) {
+                grpc_completion_queue_destroy(rt->cq);
+                free(rt);
+                return -EAGAIN;
+        }
+        if (pthread_create(&rt->worker, NULL, worker_main, rt) != 0) {
+                grpc_completion_queue_shutdown(rt->cq);
+                pthread_join(rt->cq_thread, NULL);
+                grpc_completion_queue_destroy(rt->cq);
+                free(rt);
+                return -EAGAIN;
+        }
+        *ret = rt;
+        return 0;
+}
+
+grpc_completion_queue *kdp_server_runtime_cq(kdp_server_runtime *rt) {
+        return rt->cq;
+}
+
+kdp_server_runtime *kdp_server_runtime_free(kdp_server_runtime *rt) {
+        if (!rt)
+                return NULL;
+        pthread_mutex_lock(&rt->lock);
+        while (rt->n_servers > 0)
+                pthread_cond_wait(&rt->cond, &rt->lock);
+        rt->worker_quit = true;
+        pthread_cond_broadcast(&rt->cond);
+        pthread_mutex_unlock(&rt->lock);
+        pthread_join(rt->worker, NULL);
+        grpc_completion_queue_shutdown(rt->cq);
+        pthread_join(rt->cq_thread, NULL);
+        grpc_completion_queue_destroy(rt->cq);
+        pthread_cond_destroy(&rt->cond);
+        pthread_mutex_destroy(&rt->lock);
+        free(rt);
+        return NULL;
+}

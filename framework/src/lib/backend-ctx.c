@@ -1,1 +1,251 @@
-/* placeholder */ typedef int kdp_placeholder_;
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The context a backend gets in init(): its name, its resolved params and the
+ * path roots (see backend-ctx.h and <kdp/backend.h>).
+ *
+ * A param's value comes from, in order: the last -o override, the config
+ * file, the spec's default; its origin says which ("-o gpu.x=1",
+ * "/etc/kdp/config.yaml:12", "default"). A name the backend did not declare
+ * has no value: kdp_backend_param() returns NULL and the typed getters return
+ * -EINVAL (an argument error of the backend, not logged).
+ *
+ * Typed getters log a malformed value at error level with the backend's
+ * field, key="<backend>.<param>" (as written in -o), the value, its origin
+ * and, for integers, min and max.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "backend-ctx.h"
+
+static const char *const default_roots[_KDP_PATH_KIND_MAX] = {
+        [KDP_PATH_SYSFS] = "/sys",
+        [KDP_PATH_DEV] = "/dev",
+        [KDP_PATH_PROC] = "/proc",
+        [KDP_PATH_CDI] = "/var/run/cdi",
+};
+
+kdp_backend_ctx *kdp_backend_ctx_free(kdp_backend_ctx *ctx) {
+        if (!ctx)
+                return NULL;
+
+        for (size_t i = 0; i < ctx->n_params; i++) {
+                free(ctx->params[i].value);
+                free(ctx->params[i].origin);
+        }
+        free(ctx->params);
+        for (size_t i = 0; i < _KDP_PATH_KIND_MAX; i++)
+                free(ctx->roots[i]);
+        free(ctx->name);
+        free(ctx);
+        return NULL;
+}
+
+int kdp_backend_ctx_new(const char *name, const char *const roots[_KDP_PATH_KIND_MAX],
+                        const kdp_param_spec *specs, const kdp_config *config,
+                        kdp_backend_ctx **ret) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!name || !*name || !ret)
+                return -EINVAL;
+
+        r = kdp_config_check_section(config, name, specs);
+        if (r < 0)
+                return r;
+
+        ctx = calloc(1, sizeof(*ctx));
+        if (!ctx)
+                return -ENOMEM;
+        ctx->name = strdup(name);
+        if (!ctx->name)
+                return -ENOMEM;
+        ctx->log_field = KDP_F_STR("backend", ctx->name);
+
+        for (size_t i = 0; i < _KDP_PATH_KIND_MAX; i++) {
+                ctx->roots[i] = strdup((roots && roots[i]) ? roots[i] : default_roots[i]);
+                if (!ctx->roots[i])
+                        return -ENOMEM;
+        }
+
+        while (specs && specs[n].name)
+                n++;
+        if (n > 0) {
+                ctx->params = calloc(n, sizeof(kdp_backend_ctx_param));
+                if (!ctx->params)
+                        return -ENOMEM;
+                ctx->n_params = n;
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                kdp_backend_ctx_param *p = &ctx->params[i];
+                const char *value, *origin = NULL;
+
+                p->name = specs[i].name;
+                value = kdp_config_get(config, name, specs[i].name, &origin);
+                if (!value) {
+                        value = specs[i].default_value;
+                        origin = "default";
+                }
+                if (!value)
+                        continue;
+
+                p->value = strdup(value);
+                p->origin = strdup(origin);
+                if (!p->value || !p->origin)
+                        return -ENOMEM;
+        }
+
+        *ret = KDP_TAKE_PTR(ctx);
+        return 0;
+}
+
+const char *kdp_backend_name(const kdp_backend_ctx *ctx) {
+        return ctx ? ctx->name : NULL;
+}
+
+static const kdp_backend_ctx_param *ctx_find_param(const kdp_backend_ctx *ctx, const char *name) {
+        if (!ctx || !name)
+                return NULL;
+
+        for (size_t i = 0; i < ctx->n_params; i++)
+                if (strcmp(ctx->params[i].name, name) == 0)
+                        return &ctx->params[i];
+        return NULL;
+}
+
+const char *kdp_backend_param(const kdp_backend_ctx *ctx, const char *name) {
+        const kdp_backend_ctx_param *p = ctx_find_param(ctx, name);
+
+        return p ? p->value : NULL;
+}
+
+/* "<backend>.<param>" (free()), or NULL when out of memory. */
+static char *param_key(const kdp_backend_ctx *ctx, const char *name) {
+        char *s;
+
+        if (asprintf(&s, "%s.%s", ctx->name, name) < 0)
+                return NULL;
+        return s;
+}
+
+int kdp_backend_param_int(const kdp_backend_ctx *ctx, const char *name, int64_t min, int64_t max,
+                          int64_t *ret) {
+        _cleanup_free_ char *key = NULL;
+        const kdp_backend_ctx_param *p;
+        const char *s;
+        bool ok = true;
+        int64_t v = 0;
+
+        if (!ctx || !name || !ret || min > max)
+                return -EINVAL;
+        p = ctx_find_param(ctx, name);
+        if (!p)
+                return -EINVAL;
+        if (!p->value)
+                return -ENOENT;
+
+        /* decimal, optional sign, the whole string; accumulated negatively so INT64_MIN parses */
+        s = p->value;
+        if (*s == '+' || *s == '-')
+                s++;
+        if (*s == '\0')
+                ok = false;
+        for (; ok && *s; s++) {
+                int digit = *s - '0';
+
+                if (digit < 0 || digit > 9 || v < (INT64_MIN + digit) / 10)
+                        ok = false;
+                else
+                        v = v * 10 - digit;
+        }
+        if (ok && p->value[0] != '-') {
+                if (v == INT64_MIN)
+                        ok = false;
+                else
+                        v = -v;
+        }
+
+        if (!ok || v < min || v > max) {
+                key = param_key(ctx, name);
+                return kdp_backend_log_error(ctx, -EINVAL, "Rejected config value", KDP_F_STR("key", key ?: name),
+                                             KDP_F_STR("value", p->value), KDP_F_STR("origin", p->origin),
+                                             KDP_F_STR("reason", "not a decimal integer in range"),
+                                             KDP_F_INT("min", min), KDP_F_INT("max", max));
+        }
+
+        *ret = v;
+        return 0;
+}
+
+int kdp_backend_param_bool(const kdp_backend_ctx *ctx, const char *name, bool *ret) {
+        static const char *const yes[] = { "true", "yes", "on", "1" };
+        static const char *const no[] = { "false", "no", "off", "0" };
+        _cleanup_free_ char *key = NULL;
+        const kdp_backend_ctx_param *p;
+
+        if (!ctx || !name || !ret)
+                return -EINVAL;
+        p = ctx_find_param(ctx, name);
+        if (!p)
+                return -EINVAL;
+        if (!p->value)
+                return -ENOENT;
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(yes); i++) {
+                if (strcasecmp(p->value, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(p->value, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+
+        key = param_key(ctx, name);
+        return kdp_backend_log_error(ctx, -EINVAL, "Rejected config value", KDP_F_STR("key", key ?: name),
+                                     KDP_F_STR("value", p->value), KDP_F_STR("origin", p->origin),
+                                     KDP_F_STR("reason", "not one of true/false/yes/no/on/off/1/0"));
+}
+
+int kdp_backend_path(const kdp_backend_ctx *ctx, kdp_path_kind kind, const char *rel, char **ret) {
+        const char *root;
+        size_t root_len;
+        char *s;
+
+        if (!ctx || !rel || !ret || (int) kind < 0 || kind >= _KDP_PATH_KIND_MAX)
+                return -EINVAL;
+
+        /*
+         * exactly one '/' at the join: trailing ones of the root and leading ones of rel are
+         * dropped; "" is the root itself. rel is not otherwise normalised.
+         */
+        root = ctx->roots[kind];
+        root_len = strlen(root);
+        while (root_len > 0 && root[root_len - 1] == '/')
+                root_len--;
+        while (*rel == '/')
+                rel++;
+
+        if (*rel == '\0')      /* the root itself */
+                s = root_len > 0 ? strndup(root, root_len) : strdup("/");
+        else if (asprintf(&s, "%.*s/%s", (int) root_len, root, rel) < 0)
+                s = NULL;
+        if (!s)
+                return -ENOMEM;
+
+        *ret = s;
+        return 0;
+}
+
+const kdp_log_field *kdp_backend_log_field(const kdp_backend_ctx *ctx) {
+        static const kdp_log_field none = { .key = "backend", .type = KDP_LOG_FIELD_NONE };
+
+        return ctx ? &ctx->log_field : &none;
+}

@@ -1,1 +1,604 @@
-/* placeholder */ typedef int kdp_placeholder_;
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * kdpd's configuration file (see config.h), read with libfyaml.
+ *
+ * Input. A path ending in ".json" is parsed in JSON mode (FYPCF_JSON_FORCE),
+ * anything else as YAML 1.2 with JSON input disabled (FYPCF_JSON_NONE); this is
+ * what FYPCF_JSON_AUTO does, decided here so that it does not depend on how the
+ * input is handed to libfyaml. libfyaml's diagnostics are collected, never
+ * printed, and each becomes one log line.
+ *
+ * Shape. One document; an empty file (also a .json one), a file of comments
+ * or an empty or null document is an empty config. The top level is a mapping of sections; a
+ * section is a mapping of keys to scalars, or null (no keys). Keys and
+ * section names are non-empty scalars. Anchors are allowed, aliases (and so
+ * merge keys) are not: every value is written where it applies.
+ *
+ * Values are kept as the text of the scalar ("16", "true", "0x10"); the
+ * consumer decides the type. A null value (`key:`, `key: ~`, `key: null`, JSON
+ * null) is stored as the empty string, the same as `-o backend.key=`: the key
+ * is set, to nothing, and a consumer that needs a number or a boolean reports
+ * it as malformed instead of silently using the default. A quoted "null" is the
+ * four-letter string.
+ *
+ * Errors. Every problem in the file is logged at error level as
+ *   "Rejected config file" path="..." line=N key="section.key" reason="..."
+ * (line is 1-based; line and key are left out when they do not exist, column
+ * is added for syntax errors), all problems of the file are reported, and the
+ * load fails with -EINVAL. Duplicate sections and keys are detected here, not
+ * by libfyaml, so that the error names the section and key.
+ *
+ * Lookup. Entries keep their order: file entries first, then overrides in the
+ * order given. The last entry for section.key is the effective one, so a later
+ * -o wins over an earlier one and over the file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libfyaml.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <kdp/cleanup.h>
+#include <kdp/log.h>
+
+#include "config.h"
+
+typedef struct yaml_input {
+        FILE *f;
+        struct fy_diag *diag;
+        struct fy_parser *parser;
+        struct fy_document *doc;
+        struct fy_document *extra;      /* a second document, which is an error */
+} yaml_input;
+
+static void yaml_input_done(yaml_input *y) {
+        if (y->parser) {
+                if (y->extra)
+                        fy_parse_document_destroy(y->parser, y->extra);
+                if (y->doc)
+                        fy_parse_document_destroy(y->parser, y->doc);
+                fy_parser_destroy(y->parser);
+        }
+        if (y->diag)
+                fy_diag_destroy(y->diag);
+        if (y->f)
+                (void) fclose(y->f);
+        *y = (yaml_input) {};
+}
+
+typedef struct config_loader {
+        kdp_config *config;
+        const char *path;
+        int r;                  /* the first error */
+} config_loader;
+
+static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len) {
+}
+
+static kdp_log_field field_line(int line) {
+        return (kdp_log_field) {
+                .key = "line",
+                .type = line > 0 ? KDP_LOG_FIELD_INT : KDP_LOG_FIELD_NONE,
+                .num = line,
+        };
+}
+
+/* "section.key" (free()), or NULL when out of memory. */
+static char *join_key(const char *section, const char *key) {
+        char *s;
+
+        if (asprintf(&s, "%s.%s", section, key) < 0)
+                return NULL;
+        return s;
+}
+
+/* Logs one problem of the file; `section` and `key` may be NULL. */
+static void loader_error(config_loader *ld, int line, const char *section, const char *key, const char *reason) {
+        _cleanup_free_ char *full = NULL;
+        const char *k = section;
+
+        if (section && key) {
+                full = join_key(section, key);
+                k = full ?: key;
+        }
+
+        kdp_log_error(-EINVAL, "Rejected config file", KDP_F_STR("path", ld->path), field_line(line),
+                      (kdp_log_field) { .key = "key", .type = k ? KDP_LOG_FIELD_STR : KDP_LOG_FIELD_NONE, .str = k },
+                      KDP_F_STR("reason", reason));
+        if (ld->r == 0)
+                ld->r = -EINVAL;
+}
+
+/* The 1-based line where a node starts, 0 when libfyaml does not know. */
+static int node_line(struct fy_node *n) {
+        void *it = NULL;
+
+        if (!n)
+                return 0;
+
+        switch (fy_node_get_type(n)) {
+        case FYNT_SCALAR: {
+                struct fy_token *t = fy_node_get_scalar_token(n);
+                const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
+
+                return m ? m->line + 1 : 0;
+        }
+        case FYNT_MAPPING: {
+                struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
+
+                return p ? node_line(fy_node_pair_key(p)) : 0;
+        }
+        case FYNT_SEQUENCE:
+                return node_line(fy_node_sequence_iterate(n, &it));
+        }
+        return 0;
+}
+
+static bool node_is_alias(struct fy_node *n) {
+        return n && fy_node_get_type(n) == FYNT_SCALAR && fy_node_get_style(n) == FYNS_ALIAS;
+}
+
+/* A plain scalar that YAML 1.2 (core schema) and JSON read as null, or no node at all. */
+static bool node_is_null(struct fy_node *n) {
+        static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
+        const char *s;
+        size_t len;
+
+        if (!n)
+                return true;
+        if (fy_node_get_type(n) != FYNT_SCALAR || fy_node_get_style(n) != FYNS_PLAIN)
+                return false;
+
+        s = fy_node_get_scalar(n, &len);
+        if (!s)
+                return true;
+        for (size_t i = 0; i < KDP_ELEMENTSOF(nulls); i++)
+                if (len == strlen(nulls[i]) && memcmp(s, nulls[i], len) == 0)
+                        return true;
+        return false;
+}
+
+/* Copies a scalar's text; -EINVAL if it holds a NUL byte. */
+static int node_text(struct fy_node *n, char **ret) {
+        const char *s;
+        size_t len = 0;
+        char *c;
+
+        s = fy_node_get_scalar(n, &len);
+        if (!s)
+                len = 0;
+        if (len > 0 && memchr(s, '\0', len))
+                return -EINVAL;
+
+        c = strndup(s ?: "", len);
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+static bool scalars_equal(struct fy_node *a, struct fy_node *b) {
+        const char *sa, *sb;
+        size_t la = 0, lb = 0;
+
+        sa = fy_node_get_scalar(a, &la);
+        sb = fy_node_get_scalar(b, &lb);
+        return sa && sb && la == lb && memcmp(sa, sb, la) == 0;
+}
+
+/* True if an earlier key of `map` has the text of `key` (maps here are small). */
+static bool key_seen_before(struct fy_node *map, struct fy_node_pair *pair, struct fy_node *key) {
+        struct fy_node_pair *p;
+        void *it = NULL;
+
+        while ((p = fy_node_mapping_iterate(map, &it)) && p != pair) {
+                struct fy_node *k = fy_node_pair_key(p);
+
+                if (k && fy_node_get_type(k) == FYNT_SCALAR && scalars_equal(k, key))
+                        return true;
+        }
+        return false;
+}
+
+static int config_append(kdp_config *c, const char *section, const char *key, const char *value,
+                         const char *origin) {
+        _cleanup_free_ char *s = NULL, *k = NULL, *v = NULL, *o = NULL;
+        kdp_config_entry *e;
+
+        s = strdup(section);
+        k = strdup(key);
+        v = strdup(value);
+        o = strdup(origin);
+        if (!s || !k || !v || !o)
+                return -ENOMEM;
+
+        if (c->n_entries + 1 > SIZE_MAX / sizeof(kdp_config_entry))
+                return -ENOMEM;
+        e = realloc(c->entries, (c->n_entries + 1) * sizeof(kdp_config_entry));
+        if (!e)
+                return -ENOMEM;
+        c->entries = e;
+
+        c->entries[c->n_entries++] = (kdp_config_entry) {
+                .section = KDP_TAKE_PTR(s),
+                .key = KDP_TAKE_PTR(k),
+                .value = KDP_TAKE_PTR(v),
+                .origin = KDP_TAKE_PTR(o),
+        };
+        return 0;
+}
+
+/*
+ * Checks a mapping key (`section` NULL: a section name). Returns 1 and its text
+ * in *ret, 0 when it is not usable (logged), or a negative errno.
+ */
+static int loader_key(config_loader *ld, struct fy_node *map, struct fy_node_pair *pair, const char *section,
+                      char **ret) {
+        struct fy_node *key = fy_node_pair_key(pair);
+        int line = node_line(key) ?: node_line(fy_node_pair_value(pair));
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        if (!key || fy_node_get_type(key) != FYNT_SCALAR) {
+                loader_error(ld, line, section, NULL, section ? "key is not a scalar" : "section name is not a scalar");
+                return 0;
+        }
+        if (node_is_alias(key)) {
+                loader_error(ld, line, section, NULL, "aliases are not supported");
+                return 0;
+        }
+        r = node_text(key, &text);
+        if (r == -EINVAL) {
+                loader_error(ld, line, section, NULL, "contains a NUL byte");
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if (!*text) {
+                loader_error(ld, line, section, NULL, section ? "empty key" : "empty section name");
+                return 0;
+        }
+        if (key_seen_before(map, pair, key)) {
+                loader_error(ld, line, section ?: text, section ? text : NULL,
+                             section ? "duplicate key" : "duplicate section");
+                return 0;
+        }
+
+        *ret = KDP_TAKE_PTR(text);
+        return 1;
+}
+
+static int loader_section(config_loader *ld, const char *section, int section_line, struct fy_node *map) {
+        struct fy_node_pair *pair;
+        void *it = NULL;
+        int r;
+
+        if (node_is_null(map))
+                return 0;
+        if (node_is_alias(map)) {
+                loader_error(ld, section_line, section, NULL, "aliases are not supported");
+                return 0;
+        }
+        if (fy_node_get_type(map) != FYNT_MAPPING) {
+                loader_error(ld, section_line, section, NULL, "section is not a mapping");
+                return 0;
+        }
+
+        while ((pair = fy_node_mapping_iterate(map, &it))) {
+                _cleanup_free_ char *key = NULL, *value = NULL, *origin = NULL;
+                struct fy_node *v = fy_node_pair_value(pair);
+                char *tmp;
+                int line;
+
+                r = loader_key(ld, map, pair, section, &key);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                line = node_line(fy_node_pair_key(pair)) ?: section_line;
+
+                if (node_is_alias(v)) {
+                        loader_error(ld, line, section, key, "aliases are not supported");
+                        continue;
+                }
+                if (node_is_null(v))
+                        value = strdup("");
+                else if (fy_node_get_type(v) != FYNT_SCALAR) {
+                        loader_error(ld, line, section, key, "value must be a scalar");
+                        continue;
+                } else {
+                        r = node_text(v, &value);
+                        if (r == -EINVAL) {
+                                loader_error(ld, line, section, key, "contains a NUL byte");
+                                continue;
+                        }
+                        if (r < 0)
+                                return r;
+                }
+                if (!value)
+                        return -ENOMEM;
+
+                if (asprintf(&tmp, "%s:%d", ld->path, line) < 0)
+                        return -ENOMEM;
+                origin = tmp;
+                r = config_append(ld->config, section, key, value, origin);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int loader_root(config_loader *ld, struct fy_node *root) {
+        struct fy_node_pair *pair;
+        void *it = NULL;
+        int r;
+
+        if (node_is_null(root))
+                return 0;
+        if (fy_node_get_type(root) != FYNT_MAPPING) {
+                loader_error(ld, node_line(root), NULL, NULL, "top level is not a mapping");
+                return 0;
+        }
+
+        while ((pair = fy_node_mapping_iterate(root, &it))) {
+                _cleanup_free_ char *section = NULL;
+
+                r = loader_key(ld, root, pair, NULL, &section);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+
+                r = loader_section(ld, section, node_line(fy_node_pair_key(pair)), fy_node_pair_value(pair));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Logs libfyaml's collected errors; returns how many there were. */
+static unsigned loader_diag_errors(config_loader *ld, struct fy_diag *diag) {
+        struct fy_diag_error *e;
+        void *it = NULL;
+        unsigned n = 0;
+
+        while ((e = fy_diag_errors_iterate(diag, &it))) {
+                if (e->type < FYET_ERROR)
+                        continue;
+                kdp_log_error(-EINVAL, "Rejected config file", KDP_F_STR("path", ld->path), field_line(e->line),
+                              KDP_F_INT("column", e->column), KDP_F_STR("reason", e->msg));
+                n++;
+        }
+        if (ld->r == 0)
+                ld->r = -EINVAL;
+        return n;
+}
+
+static bool path_is_json(const char *path) {
+        size_t n = strlen(path);
+
+        return n >= 5 && strcmp(path + n - 5, ".json") == 0;
+}
+
+static int config_parse_file(kdp_config *c, const char *path) {
+        _cleanup_(yaml_input_done) yaml_input y = {};
+        config_loader ld = { .config = c, .path = path };
+        struct fy_diag_cfg dcfg;
+        struct fy_parse_cfg pcfg;
+        struct stat st;
+        int fd, r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return kdp_log_error(-errno, "Failed to open config file", KDP_F_STR("path", path));
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                (void) close(fd);
+                return kdp_log_error(r, "Failed to open config file", KDP_F_STR("path", path));
+        }
+        if (S_ISDIR(st.st_mode)) {
+                (void) close(fd);
+                return kdp_log_error(-EISDIR, "Failed to open config file", KDP_F_STR("path", path));
+        }
+        if (S_ISREG(st.st_mode) && st.st_size == 0) {
+                (void) close(fd);
+                return 0;       /* empty, also in JSON mode (where libfyaml wants a value) */
+        }
+        y.f = fdopen(fd, "r");
+        if (!y.f) {
+                r = -errno;
+                (void) close(fd);
+                return kdp_log_error(r, "Failed to open config file", KDP_F_STR("path", path));
+        }
+
+        fy_diag_cfg_default(&dcfg);
+        dcfg.fp = NULL;
+        dcfg.output_fn = diag_discard;
+        y.diag = fy_diag_create(&dcfg);
+        if (!y.diag)
+                return -ENOMEM;
+        fy_diag_set_collect_errors(y.diag, true);
+
+        pcfg = (struct fy_parse_cfg) {
+                .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_ALLOW_DUPLICATE_KEYS |
+                         (path_is_json(path) ? FYPCF_JSON_FORCE : FYPCF_JSON_NONE),
+                .diag = y.diag,
+        };
+        y.parser = fy_parser_create(&pcfg);
+        if (!y.parser)
+                return -ENOMEM;
+        if (fy_parser_set_input_fp(y.parser, path, y.f) < 0)
+                return -ENOMEM;
+
+        y.doc = fy_parse_load_document(y.parser);
+        if (y.doc)
+                y.extra = fy_parse_load_document(y.parser);
+
+        if (fy_diag_got_error(y.diag) || (!y.doc && fy_parser_get_stream_error(y.parser))) {
+                if (loader_diag_errors(&ld, y.diag) == 0)
+                        loader_error(&ld, 0, NULL, NULL, "not valid YAML");
+                return ld.r;
+        }
+        if (!y.doc)
+                return 0;       /* no document at all: empty config */
+
+        if (y.extra) {
+                struct fy_document_state *ds = fy_document_get_document_state(y.extra);
+                const struct fy_mark *m = ds ? fy_document_state_start_mark(ds) : NULL;
+
+                loader_error(&ld, m ? m->line + 1 : 0, NULL, NULL, "more than one document");
+        }
+
+        r = loader_root(&ld, fy_document_root(y.doc));
+        if (r < 0)
+                return r;
+        return ld.r;
+}
+
+int kdp_config_load(const char *path, kdp_config **ret) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+
+        if (path) {
+                c->path = strdup(path);
+                if (!c->path)
+                        return -ENOMEM;
+                r = config_parse_file(c, path);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret = KDP_TAKE_PTR(c);
+        return 0;
+}
+
+kdp_config *kdp_config_free(kdp_config *c) {
+        if (!c)
+                return NULL;
+
+        for (size_t i = 0; i < c->n_entries; i++) {
+                free(c->entries[i].section);
+                free(c->entries[i].key);
+                free(c->entries[i].value);
+                free(c->entries[i].origin);
+        }
+        free(c->entries);
+        free(c->path);
+        free(c);
+        return NULL;
+}
+
+int kdp_config_add_override(kdp_config *c, const char *assignment) {
+        _cleanup_free_ char *section = NULL, *key = NULL, *origin = NULL;
+        const char *dot, *eq;
+        char *tmp;
+
+        if (!c || !assignment)
+                return -EINVAL;
+
+        /* section up to the first '.', key up to the first '=' after it, both non-empty */
+        dot = strchr(assignment, '.');
+        eq = strchr(assignment, '=');
+        if (!dot || !eq || eq < dot || dot == assignment || eq == dot + 1)
+                return kdp_log_error(-EINVAL, "Rejected config override", KDP_F_STR("override", assignment),
+                                     KDP_F_STR("reason", "not of the form BACKEND.KEY=VALUE"));
+
+        section = strndup(assignment, (size_t) (dot - assignment));
+        key = strndup(dot + 1, (size_t) (eq - dot - 1));
+        if (!section || !key || asprintf(&tmp, "-o %s", assignment) < 0)
+                return -ENOMEM;
+        origin = tmp;
+
+        return config_append(c, section, key, eq + 1, origin);
+}
+
+static const kdp_config_entry *config_find(const kdp_config *c, const char *section, const char *key) {
+        if (!c || !section || !key)
+                return NULL;
+
+        for (size_t i = c->n_entries; i > 0; i--) {
+                const kdp_config_entry *e = &c->entries[i - 1];
+
+                if (strcmp(e->section, section) == 0 && strcmp(e->key, key) == 0)
+                        return e;
+        }
+        return NULL;
+}
+
+const char *kdp_config_get(const kdp_config *c, const char *section, const char *key, const char **ret_origin) {
+        const kdp_config_entry *e = config_find(c, section, key);
+
+        if (!e)
+                return NULL;
+        if (ret_origin)
+                *ret_origin = e->origin;
+        return e->value;
+}
+
+static bool spec_has(const kdp_param_spec *specs, const char *key) {
+        for (const kdp_param_spec *s = specs; s && s->name; s++)
+                if (strcmp(s->name, key) == 0)
+                        return true;
+        return false;
+}
+
+int kdp_config_check_section(const kdp_config *c, const char *section, const kdp_param_spec *specs) {
+        int r = 0;
+
+        if (!section)
+                return -EINVAL;
+        if (!c)
+                return 0;
+
+        /* every offending entry is reported, from the file and from -o, before failing */
+        for (size_t i = 0; i < c->n_entries; i++) {
+                const kdp_config_entry *e = &c->entries[i];
+                _cleanup_free_ char *full = NULL;
+
+                if (strcmp(e->section, section) != 0 || spec_has(specs, e->key))
+                        continue;
+
+                full = join_key(e->section, e->key);
+                r = kdp_log_error(-EINVAL, "Unknown config key", KDP_F_STR("key", full ?: e->key),
+                                  KDP_F_STR("origin", e->origin));
+        }
+        return r;
+}
+
+/* True if every key `a` sets in `section` has the same effective value in `b`. */
+static bool section_covered(const kdp_config *a, const kdp_config *b, const char *section) {
+        if (!a)
+                return true;
+
+        for (size_t i = 0; i < a->n_entries; i++) {
+                const kdp_config_entry *e = &a->entries[i];
+                const char *va, *vb;
+
+                if (strcmp(e->section, section) != 0)
+                        continue;
+                va = kdp_config_get(a, section, e->key, NULL);
+                vb = kdp_config_get(b, section, e->key, NULL);
+                if (!vb || strcmp(va, vb) != 0)
+                        return false;
+        }
+        return true;
+}
+
+bool kdp_config_section_equal(const kdp_config *a, const kdp_config *b, const char *section) {
+        if (!section)
+                return false;
+
+        return section_covered(a, b, section) && section_covered(b, a, section);
+}

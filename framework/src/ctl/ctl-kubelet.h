@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The stand-in kubelet behind `kdpctl kubelet`: serves Registration on
+ * <dir>/kubelet.sock, dials every registered plugin back, follows its
+ * ListAndWatch and admits test pods, printing one event per stdout line.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One pod asking `n` devices of `resource`, admitted after its first device list. */
+typedef struct kdp_ctl_kubelet_admit {
+        const char *resource;                   /* borrowed */
+        unsigned n;
+} kdp_ctl_kubelet_admit;
+
+typedef struct kdp_ctl_kubelet_config {
+        const char *dir;                        /* the device-plugins directory */
+        const kdp_ctl_kubelet_admit *admits;
+        size_t n_admits;
+        bool exit_after_admit;                  /* stop once every admission is done */
+        int64_t duration_ms;                    /* stop after this long; 0 = at SIGTERM/SIGINT */
+} kdp_ctl_kubelet_config;
+
+/*
+ * Runs until SIGTERM/SIGINT, the duration or the last admission, then shuts
+ * down cleanly. Must be called before any other thread exists (it blocks the
+ * signals). Returns the exit code: 0, or 1 on a start-up failure, a failed
+ * admission (with exit_after_admit) or admissions still pending at the end
+ * of the duration.
+ */
+int kdp_ctl_kubelet_run(const kdp_ctl_kubelet_config *cfg);
+
+/* KUBELET.md §1.3: IsExtendedResourceName, exactly. */
+bool kdp_ctl_kubelet_resource_name_valid(const char *name);

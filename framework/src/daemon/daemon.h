@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * kdpd's state machine, on the loop thread:
+ *
+ *   start    config → load and start backends → remove our stale sockets →
+ *            scan → per resource: snapshot, server on a fresh socket, Register
+ *   scan     (udev event, timer, probe, reload) → diff per resource:
+ *            new → serve + register; changed → publish; gone → empty list, stop
+ *   kubelet.sock created   → every resource re-served on a fresh socket and re-registered
+ *   stream lost, kubelet.sock unchanged → that resource re-served and re-registered
+ *   SIGHUP   reload config; only backends whose section changed restart, and
+ *            only their resources re-register
+ *   SIGTERM/SIGINT  stop serving, remove our sockets, exit
+ *
+ * The daemon owns backends, resources, the kubelet client and the server
+ * runtime; a resource borrows its backend; a server borrows its resource's
+ * backend and holds its own snapshot references.
+ */
+#pragma once
+
+#include <kdp/backend.h>
+#include <kdp/cleanup.h>
+
+typedef struct kdp_daemon kdp_daemon;
+
+typedef struct kdp_daemon_options {
+        const char *const *backends;    /* names or paths, NULL-terminated */
+        const char *config_path;        /* may be NULL */
+        const char *const *overrides;   /* "backend.key=value", NULL-terminated, may be NULL */
+        const char *kubelet_dir;
+        const char *roots[_KDP_PATH_KIND_MAX];  /* NULL: default */
+        const char *const *backend_dirs;        /* NULL: kdp_registry_default_dirs() */
+} kdp_daemon_options;
+
+/* Everything up to the first registrations; errors are logged. */
+int kdp_daemon_new(const kdp_daemon_options *opts, kdp_daemon **ret);
+/* Serves until SIGTERM or SIGINT; returns 0 on a clean stop. */
+int kdp_daemon_run(kdp_daemon *d);
+kdp_daemon *kdp_daemon_free(kdp_daemon *d);
+KDP_DEFINE_CLEANUP_FUNC(kdp_daemon, kdp_daemon_free)
+
+/* Prints each backend's params (for --help). */
+int kdp_daemon_print_params(const char *const *backends, const char *const *backend_dirs);

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The only place (with server.c) that knows protobuf-c: our types to and from
+ * wire bytes. Messages are built on the stack or in short-lived arrays whose
+ * strings are borrowed from the caller's objects, packed once, and dropped;
+ * nothing built here is ever given to *_free_unpacked.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <grpc/byte_buffer.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "alloc.h"
+#include "device.h"
+
+/* ListAndWatchResponse for every device of `l`, into a malloc()ed buffer. */
+int kdp_proto_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_size);
+
+/* A byte buffer holding a copy of data[0..size). NULL on allocation failure. */
+grpc_byte_buffer *kdp_proto_buffer(const uint8_t *data, size_t size);
+
+int kdp_proto_pack_options(bool pre_start_required, bool preferred_available, grpc_byte_buffer **ret);
+int kdp_proto_pack_empty(grpc_byte_buffer **ret);
+int kdp_proto_pack_register(const char *resource, const char *endpoint, bool pre_start_required,
+                            bool preferred_available, grpc_byte_buffer **ret);
+/* AllocateResponse with one ContainerAllocateResponse per element of `containers`. */
+int kdp_proto_pack_allocate(const kdp_alloc_response *containers, size_t n, grpc_byte_buffer **ret);
+/* PreferredAllocationResponse with one container per element. */
+int kdp_proto_pack_preferred(const kdp_pref_response *containers, size_t n, grpc_byte_buffer **ret);
+
+/* Unpacks `bb` (may be NULL: an empty message) as `desc`; -EBADMSG if malformed. */
+int kdp_proto_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret);

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The backend loader and the one place that calls backend hooks.
+ *
+ *   kdp_registry_load()   dlopen + checks (file, entry symbol, ABI, hooks, name)
+ *   kdp_registry_start()  ctx from config, ops->init       (loop thread)
+ *   kdp_registry_scan()   ops->scan into a fresh tree       (loop thread)
+ *   kdp_registry_*()      allocate/preferred: gRPC thread; pre_start: worker
+ *   kdp_registry_stop()   ops->fini, ctx freed              (loop thread)
+ *
+ * Every hook runs under the backend's mutex, so a backend never sees two hooks
+ * at once. The daemon owns each kdp_backend; resources borrow it.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include <kdp/backend.h>
+
+#include "alloc.h"
+#include "backend-ctx.h"
+#include "config.h"
+#include "device-tree.h"
+
+typedef struct kdp_backend {
+        char *name;
+        char *path;
+        void *dl;
+        const kdp_backend_ops *ops;
+        pthread_mutex_t lock;
+        kdp_backend_ctx *ctx;           /* NULL while stopped */
+        void *state;
+        bool started;
+        /* optional hooks, NULL when the backend's struct_size does not cover them */
+        int (*allocate)(void *state, const kdp_alloc_request *req, kdp_alloc_response *resp);
+        int (*preferred)(void *state, const kdp_pref_request *req, kdp_pref_response *resp);
+        int (*pre_start)(void *state, const kdp_prestart_request *req);
+        int (*probe)(void *state, const char *resource, const char *device_id, char **ret_reason);
+        uint32_t probe_interval_ms;
+        uint32_t rescan_interval_ms;
+} kdp_backend;
+
+/*
+ * `name_or_path`: a path if it contains '/', else a name searched in
+ * `search_dirs` (NULL-terminated) as kdp-backend-<name>.so.
+ * Returns 0; -ENOENT (file missing), -ELIBBAD (dlopen failed), -ENOEXEC (no
+ * entry symbol), -EPROTO (ABI major, struct size, missing required hook,
+ * name not matching the file). Each refusal is logged with its reason.
+ */
+int kdp_registry_load(const char *name_or_path, const char *const *search_dirs, kdp_backend **ret);
+kdp_backend *kdp_registry_free(kdp_backend *b);
+KDP_DEFINE_CLEANUP_FUNC(kdp_backend, kdp_registry_free)
+
+/* The directories kdpd searches: the build tree's plugins/ beside the binary, then the install dir. */
+int kdp_registry_default_dirs(char ***ret);
+
+int kdp_registry_start(kdp_backend *b, const kdp_config *config, const char *const roots[_KDP_PATH_KIND_MAX]);
+void kdp_registry_stop(kdp_backend *b);
+
+/* Runs scan() and probe() for every device; *ret is finished (sorted, topology checked). */
+int kdp_registry_scan(kdp_backend *b, const char *sysfs_root, kdp_device_tree **ret);
+
+int kdp_registry_allocate(kdp_backend *b, const kdp_alloc_request *req, kdp_alloc_response *resp);
+int kdp_registry_preferred(kdp_backend *b, const kdp_pref_request *req, kdp_pref_response *resp);
+int kdp_registry_pre_start(kdp_backend *b, const kdp_prestart_request *req);

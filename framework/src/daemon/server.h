@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The DevicePlugin gRPC servers: one grpc_server per resource, each on its own
+ * unix socket, all on one completion queue served by one CQ thread.
+ *
+ *   loop thread      kdp_server_new / _publish / _stop
+ *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
+ *                    answered from the snapshot in microseconds; stream sends;
+ *                    Register completions of kubelet-client.c (same queue)
+ *   worker thread    PreStartContainer when the backend has a pre_start hook;
+ *                    it answers the call itself when the hook returns
+ *
+ * Ownership: a kdp_server is reference counted: the creator holds one until
+ * kdp_server_stop(), every call in flight holds one, and the pending shutdown
+ * holds one. The server's lock guards its snapshot pointer and its stream list.
+ * Each ListAndWatch stream has at most one send in flight; a publish while it
+ * is busy is coalesced and the newest snapshot follows when the send completes
+ * (STACK-NOTES §1: a second send poisons the call).
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include <grpc/grpc.h>
+
+#include "registry.h"
+#include "snapshot.h"
+
+/* What a peer may make one call allocate (beyond the 4 MiB message limit). */
+#define KDP_SERVER_MAX_CONTAINERS 64
+#define KDP_SERVER_MAX_IDS 65536
+
+typedef struct kdp_server_runtime kdp_server_runtime;
+typedef struct kdp_server kdp_server;
+
+typedef struct kdp_server_events {
+        /* CQ thread: a peer cancelled the last open ListAndWatch stream of a running server */
+        void (*stream_lost)(void *userdata);
+        /* CQ thread: a stopped server is gone (socket removed); userdata may be freed now */
+        void (*stopped)(void *userdata);
+} kdp_server_events;
+
+int kdp_server_runtime_new(kdp_server_runtime **ret);
+grpc_completion_queue *kdp_server_runtime_cq(kdp_server_runtime *rt);
+/* Waits for every stopped server to finish, then ends the threads and the queue. */
+kdp_server_runtime *kdp_server_runtime_free(kdp_server_runtime *rt);
+
+/*
+ * Serves `resource` on unix socket `socket_path` (removed first if stale).
+ * Takes a reference on `snap`. -EADDRINUSE if grpc cannot bind the path.
+ */
+int kdp_server_new(kdp_server_runtime *rt, const char *resource, const char *socket_path,
+                   kdp_backend *backend, kdp_snapshot *snap, const kdp_server_events *ev,
+                   void *userdata, kdp_server **ret);
+
+/* Makes `snap` current (takes a reference) and wakes every stream. */
+void kdp_server_publish(kdp_server *s, kdp_snapshot *snap);
+
+/* Number of ListAndWatch streams open now. */
+unsigned kdp_server_n_streams(kdp_server *s);
+
+/*
+ * Ends every stream with status OK, stops accepting calls and drops the
+ * creator's reference; ev->stopped fires when the server is gone. Calls still
+ * running after 500 ms are cancelled.
+ */
+void kdp_server_stop(kdp_server *s);
+
+/* The one errno → gRPC status mapping (STYLE §3). */
+grpc_status_code kdp_server_status_from_errno(int r);

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Shared helpers of the e2e scenarios: each scenario sources this file, starts
+# a stand-in kubelet (`kdpctl kubelet`) and kdpd in a private temp dir, and
+# asserts exact lines of their output. Everything is killed on exit.
+#
+# KDP_VALGRIND=1 runs kdpd under valgrind and fails the scenario on any
+# definite or indirect leak or memory error.
+
+set -u
+
+: "${KDP_BUILD_DIR:?}" "${KDP_SOURCE_DIR:?}"
+KDPD="$KDP_BUILD_DIR/kdpd"
+KDPCTL="$KDP_BUILD_DIR/kdpctl"
+T=$(mktemp -d /tmp/kdp-e2e.XXXXXX)
+DIR="$T/device-plugins"
+mkdir -p "$DIR"
+PIDS=()
+FAILED=0
+VALGRIND_LOG="$T/valgrind.log"
+
+cleanup() {
+        local p
+        for p in "${PIDS[@]}"; do
+                kill -TERM "$p" 2>/dev/null
+        done
+        for p in "${PIDS[@]}"; do
+                wait "$p" 2>/dev/null
+        done
+        if [ "$FAILED" = 0 ]; then
+                rm -rf "$T"
+        else
+                echo "kept $T for inspection"
+        fi
+}
+trap cleanup EXIT
+
+fail() {
+        FAILED=1
+        echo "FAIL: $*" >&2
+        for f in "$T"/*.out "$T"/*.err; do
+                [ -f "$f" ] || continue
+                echo "---- $f" >&2
+                tail -n 40 "$f" >&2
+        done
+        exit 1
+}
+
+pass() {
+        echo "ok: $*"
+}
+
+now_ms() {
+        date +%s%3N
+}
+
+# wait_line FILE REGEX [TIMEOUT_S]: waits until a line of FILE matches.
+wait_line() {
+        local file=$1 re=$2 timeout=${3:-10} end
+        end=$(($(now_ms) + timeout * 1000))
+        while [ "$(now_ms)" -lt "$end" ]; do
+                if grep -Eq -- "$re" "$file" 2>/dev/null; then
+                        return 0
+                fi
+                sleep 0.02
+        done
+        fail "no line matching '$re' in $file after ${timeout}s"
+}
+
+# count_lines FILE REGEX
+count_lines() {
+        grep -Ec -- "$2" "$1" 2>/dev/null || true
+}
+
+# within_ms DT LIMIT WHAT: a functional bound (not a benchmark); not enforced under valgrind
+within_ms() {
+        [ "${KDP_VALGRIND:-}" = 1 ] && return 0
+        [ "$1" -lt "$2" ] || fail "$3 took $1 ms (limit $2 ms)"
+}
+
+assert_eq() {
+        [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"
+}
+
+# start_kubelet NAME [ARGS...]: a stand-in kubelet on $DIR, output in $T/NAME.out
+start_kubelet() {
+        local name=$1
+        shift
+        "$KDPCTL" kubelet --dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+        PIDS+=($!)
+        KUBELET_PID=$!
+        wait_line "$T/$name.err" "Serving Registration|listening|kubelet.sock" 5 2>/dev/null || true
+        local end=$(($(now_ms) + 5000))
+        while [ ! -S "$DIR/kubelet.sock" ] && [ "$(now_ms)" -lt "$end" ]; do
+                sleep 0.01
+        done
+        [ -S "$DIR/kubelet.sock" ] || fail "stand-in kubelet did not create kubelet.sock"
+}
+
+stop_kubelet() {
+        kill -TERM "$KUBELET_PID" 2>/dev/null
+        wait "$KUBELET_PID" 2>/dev/null
+}
+
+# start_kdpd NAME [ARGS...]: kdpd serving $DIR, stderr (klog) in $T/NAME.err
+start_kdpd() {
+        local name=$1
+        shift
+        if [ "${KDP_VALGRIND:-}" = 1 ]; then
+                valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
+                        --show-leak-kinds=definite,indirect --error-exitcode=99 \
+                        --suppressions="$KDP_SOURCE_DIR/tests/valgrind/grpc-absl.supp" \
+                        --log-file="$VALGRIND_LOG.$name" \
+                        "$KDPD" --kubelet-dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+        else
+                "$KDPD" --kubelet-dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+        fi
+        KDPD_PID=$!
+        PIDS+=($KDPD_PID)
+}
+
+# stop_kdpd: SIGTERM and expect exit 0 (and a clean valgrind run)
+stop_kdpd() {
+        local rc
+        kill -TERM "$KDPD_PID"
+        wait "$KDPD_PID"
+        rc=$?
+        assert_eq "$rc" 0 "kdpd exit code after SIGTERM"
+        if [ "${KDP_VALGRIND:-}" = 1 ]; then
+                for f in "$VALGRIND_LOG".*; do
+                        [ -s "$f" ] && fail "valgrind reported errors: $(head -c 3000 "$f")"
+                done
+        fi
+}
+
+# plugin_socket RESOURCE_PART: the newest socket kdpd serves for a resource
+plugin_socket() {
+        ls -t "$DIR"/kdp-*"$1"* 2>/dev/null | head -n 1
+}

@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <kdp/backend.h>
+#include <kdp/cleanup.h>
+
+#include "backend-ctx.h"
+#include "config.h"
+
+/* ---- helpers ---- */
+
+static char *write_yaml(const char *content) {
+        char *path = strdup("/tmp/kdp-test-backend-ctx-XXXXXX.yaml");
+        int fd;
+
+        ck_assert_ptr_nonnull(path);
+        fd = mkostemps(path, 5, O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, content, strlen(content)), (ssize_t) strlen(content));
+        ck_assert_int_eq(close(fd), 0);
+        return path;
+}
+
+static void unlink_freep(char **path) {
+        if (*path)
+                (void) unlink(*path);
+        free(*path);
+}
+
+typedef struct capture {
+        int fd;
+        int saved;
+} capture;
+
+static void capture_stderr_begin(capture *c) {
+        c->fd = memfd_create("stderr", MFD_CLOEXEC);
+        ck_assert_int_ge(c->fd, 0);
+        c->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        ck_assert_int_ge(c->saved, 0);
+        ck_assert_int_eq(dup2(c->fd, STDERR_FILENO), STDERR_FILENO);
+}
+
+static char *capture_stderr_end(capture *c) {
+        char *text;
+        off_t size;
+
+        ck_assert_int_eq(dup2(c->saved, STDERR_FILENO), STDERR_FILENO);
+        (void) close(c->saved);
+        size = lseek(c->fd, 0, SEEK_END);
+        ck_assert_int_ge(size, 0);
+        text = calloc(1, (size_t) size + 1);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_int_eq(pread(c->fd, text, (size_t) size, 0), size);
+        (void) close(c->fd);
+        return text;
+}
+
+/* Checks that *text starts with one klog line of `level` from `file` whose body is `body`; moves past it. */
+static void expect_line(const char **text, char level, const char *file, const char *body) {
+        char pattern[512];
+        regmatch_t m[1];
+        regex_t re;
+        const char *nl;
+
+        (void) snprintf(pattern, sizeof(pattern),
+                        "^%c[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} [ 0-9]{6}[0-9] %s:[0-9]+\\] ", level, file);
+        ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED), 0);
+        ck_assert_msg(regexec(&re, *text, 1, m, 0) == 0, "'%s' does not start with /%s/", *text, pattern);
+        regfree(&re);
+
+        nl = strchr(*text, '\n');
+        ck_assert_ptr_nonnull(nl);
+        ck_assert_msg(strncmp(*text + m[0].rm_eo, body, strlen(body)) == 0 &&
+                      *text + m[0].rm_eo + strlen(body) == nl,
+                      "'%.*s' is not '%s'", (int) (nl - *text - m[0].rm_eo), *text + m[0].rm_eo, body);
+        *text = nl + 1;
+}
+
+static const kdp_param_spec specs[] = {
+        { "devices", "4", "how many widgets" },
+        { "resource", "example.com/widget", "resource name" },
+        { "health-file", NULL, "a file whose presence marks widgets unhealthy" },
+        { "verbose", "no", "log more" },
+        { 0 },
+};
+
+/* A context for backend "example" whose params are set by -o overrides (NULL-terminated). */
+static kdp_backend_ctx *ctx_with(const char *const *overrides) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        kdp_backend_ctx *ctx = NULL;
+
+        ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
+        for (; overrides && *overrides; overrides++)
+                ck_assert_int_eq(kdp_config_add_override(c, *overrides), 0);
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, c, &ctx), 0);
+        return ctx;
+}
+
+/* ---- creating ---- */
+
+START_TEST(test_backend_ctx_new_takes_override_then_file_then_default) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  verbose: yes\nother:\n  x: 1\n");
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        _cleanup_free_ char *origin = NULL;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.verbose=on"), 0);
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, c, &ctx), 0);
+
+        ck_assert_str_eq(kdp_backend_name(ctx), "example");
+        ck_assert_uint_eq(ctx->n_params, 4);
+        ck_assert_str_eq(ctx->params[0].name, "devices");
+        ck_assert_str_eq(ctx->params[0].value, "16");
+        ck_assert_int_ge(asprintf(&origin, "%s:2", path), 0);
+        ck_assert_str_eq(ctx->params[0].origin, origin);
+        ck_assert_str_eq(ctx->params[1].value, "example.com/widget");
+        ck_assert_str_eq(ctx->params[1].origin, "default");
+        ck_assert_ptr_null(ctx->params[2].value);
+        ck_assert_ptr_null(ctx->params[2].origin);
+        ck_assert_str_eq(ctx->params[3].value, "on");
+        ck_assert_str_eq(ctx->params[3].origin, "-o example.verbose=on");
+
+        ck_assert_str_eq(kdp_backend_param(ctx, "devices"), "16");
+        ck_assert_str_eq(kdp_backend_param(ctx, "resource"), "example.com/widget");
+        ck_assert_ptr_null(kdp_backend_param(ctx, "health-file"));
+        ck_assert_ptr_null(kdp_backend_param(ctx, "x"));
+        ck_assert_ptr_null(kdp_backend_param(ctx, NULL));
+        ck_assert_ptr_null(kdp_backend_param(NULL, "devices"));
+}
+END_TEST
+
+START_TEST(test_backend_ctx_new_without_config_or_specs_uses_defaults) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL, *bare = NULL;
+
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, NULL, &ctx), 0);
+        ck_assert_str_eq(kdp_backend_param(ctx, "devices"), "4");
+        ck_assert_str_eq(kdp_backend_param(ctx, "verbose"), "no");
+
+        ck_assert_int_eq(kdp_backend_ctx_new("bare", NULL, NULL, NULL, &bare), 0);
+        ck_assert_uint_eq(bare->n_params, 0);
+        ck_assert_ptr_null(kdp_backend_param(bare, "devices"));
+        ck_assert_ptr_null(kdp_backend_ctx_free(NULL));
+}
+END_TEST
+
+START_TEST(test_backend_ctx_new_rejects_undeclared_config_key) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        _cleanup_free_ char *log = NULL;
+        kdp_backend_ctx *ctx = (kdp_backend_ctx *) 0x1;
+        const char *p;
+        capture cap;
+
+        ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.device=2"), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "other.device=2"), 0);
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, c, &ctx), -EINVAL);
+        log = capture_stderr_end(&cap);
+
+        ck_assert_ptr_eq(ctx, (kdp_backend_ctx *) 0x1);
+        p = log;
+        expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.device\" origin=\"-o example.device=2\" "
+                                         "err=\"Invalid argument\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_backend_ctx_new_rejects_bad_arguments) {
+        kdp_backend_ctx *ctx = NULL;
+
+        ck_assert_int_eq(kdp_backend_ctx_new(NULL, NULL, specs, NULL, &ctx), -EINVAL);
+        ck_assert_int_eq(kdp_backend_ctx_new("", NULL, specs, NULL, &ctx), -EINVAL);
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, NULL, NULL), -EINVAL);
+        ck_assert_ptr_null(ctx);
+}
+END_TEST
+
+START_TEST(test_backend_log_macros_prefix_the_backend_field) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = ctx_with(NULL);
+        _cleanup_free_ char *log = NULL;
+        const kdp_log_field *f;
+        const char *p;
+        capture cap;
+        int r;
+
+        f = kdp_backend_log_field(ctx);
+        ck_assert_str_eq(f->key, "backend");
+        ck_assert_int_eq(f->type, KDP_LOG_FIELD_STR);
+        ck_assert_str_eq(f->str, "example");
+        ck_assert_int_eq(kdp_backend_log_field(NULL)->type, KDP_LOG_FIELD_NONE);
+        ck_assert_ptr_null(kdp_backend_name(NULL));
+
+        capture_stderr_begin(&cap);
+        kdp_backend_log_info(ctx, "Scanned widgets", KDP_F_INT("devices", 4));
+        kdp_backend_log_warning(ctx, "Skipped device without driver");
+        r = kdp_backend_log_error(ctx, -ENODEV, "Failed to open widget", KDP_F_STR("path", "/dev/w0"));
+        kdp_backend_log_v(ctx, 4, "Scanned widget");
+        kdp_backend_log_info(NULL, "Started");
+        log = capture_stderr_end(&cap);
+
+        ck_assert_int_eq(r, -ENODEV);
+        p = log;
+        expect_line(&p, 'I', "test-backend-ctx.c", "\"Scanned widgets\" backend=\"example\" devices=4");
+        expect_line(&p, 'W', "test-backend-ctx.c", "\"Skipped device without driver\" backend=\"example\"");
+        expect_line(&p, 'E', "test-backend-ctx.c", "\"Failed to open widget\" backend=\"example\" path=\"/dev/w0\" "
+                                                   "err=\"No such device\"");
+        expect_line(&p, 'I', "test-backend-ctx.c", "\"Started\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+/* ---- integers ---- */
+
+static const struct {
+        const char *text;
+        int64_t value;
+} good_ints[] = {
+        { "0", 0 },
+        { "16", 16 },
+        { "-5", -5 },
+        { "+7", 7 },
+        { "007", 7 },
+        { "-0", 0 },
+        { "9223372036854775807", INT64_MAX },
+        { "-9223372036854775808", INT64_MIN },
+};
+
+START_TEST(test_backend_param_int_parses_signed_decimal) {
+        _cleanup_free_ char *o = NULL;
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        int64_t v = 12345;
+
+        ck_assert_int_ge(asprintf(&o, "example.devices=%s", good_ints[_i].text), 0);
+        ctx = ctx_with((const char *const[]) { o, NULL });
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", INT64_MIN, INT64_MAX, &v), 0);
+        ck_assert_int_eq(v, good_ints[_i].value);
+}
+END_TEST
+
+static const char *const bad_ints[] = {
+        "", "+", "-", "1.5", " 1", "1 ", "0x10", "1e3", "abc", "--1", "+-1", "1-",
+        "9223372036854775808", "-9223372036854775809", "99999999999999999999",
+};
+
+START_TEST(test_backend_param_int_rejects_malformed_value_naming_origin_and_range) {
+        _cleanup_free_ char *o = NULL, *log = NULL, *body = NULL;
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        int64_t v = 12345;
+        const char *p;
+        capture cap;
+
+        ck_assert_int_ge(asprintf(&o, "example.devices=%s", bad_ints[_i]), 0);
+        ctx = ctx_with((const char *const[]) { o, NULL });
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", INT64_MIN, INT64_MAX, &v), -EINVAL);
+        log = capture_stderr_end(&cap);
+        ck_assert_int_eq(v, 12345);
+
+        ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.devices\" "
+                                         "value=\"%s\" origin=\"-o %s\" reason=\"not a decimal integer in range\" "
+                                         "min=-9223372036854775808 max=9223372036854775807 err=\"Invalid argument\"",
+                                  bad_ints[_i], o), 0);
+        p = log;
+        expect_line(&p, 'E', "backend-ctx.c", body);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_backend_param_int_enforces_the_range) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n\n  devices: 11\n");
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        _cleanup_free_ char *log = NULL, *body = NULL;
+        int64_t v = -1;
+        const char *p;
+        capture cap;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, c, &ctx), 0);
+
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 11, 11, &v), 0);
+        ck_assert_int_eq(v, 11);
+        v = -1;
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 0, 10, &v), -EINVAL);
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 12, 100, &v), -EINVAL);
+        log = capture_stderr_end(&cap);
+        ck_assert_int_eq(v, -1);
+
+        p = log;
+        ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.devices\" "
+                                         "value=\"11\" origin=\"%s:3\" reason=\"not a decimal integer in range\" "
+                                         "min=0 max=10 err=\"Invalid argument\"", path), 0);
+        expect_line(&p, 'E', "backend-ctx.c", body);
+        free(body);
+        ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.devices\" "
+                                         "value=\"11\" origin=\"%s:3\" reason=\"not a decimal integer in range\" "
+                                         "min=12 max=100 err=\"Invalid argument\"", path), 0);
+        expect_line(&p, 'E', "backend-ctx.c", body);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_backend_param_int_reads_default_and_reports_unset_and_undeclared) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = ctx_with(NULL);
+        _cleanup_free_ char *log = NULL;
+        int64_t v = -1;
+        capture cap;
+
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 0, 100, &v), 0);
+        ck_assert_int_eq(v, 4);
+
+        v = -1;
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "health-file", 0, 100, &v), -ENOENT);
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "undeclared", 0, 100, &v), -EINVAL);
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 100, 0, &v), -EINVAL);
+        ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 0, 100, NULL), -EINVAL);
+        ck_assert_int_eq(kdp_backend_param_int(ctx, NULL, 0, 100, &v), -EINVAL);
+        ck_assert_int_eq(kdp_backend_param_int(NULL, "devices", 0, 100, &v), -EINVAL);
+        log = capture_stderr_end(&cap);
+
+        ck_assert_int_eq(v, -1);
+        ck_assert_str_eq(log, "");      /* argument errors and unset values are the caller's to report */
+}
+END_TEST
+
+/* ---- booleans ---- */
+
+static const struct {
+        const char *text;
+        bool value;
+} good_bools[] = {
+        { "true", true }, { "TRUE", true }, { "True", true }, { "yes", true }, { "YES", true }, { "on", true },
+        { "On", true }, { "1", true }, { "false", false }, { "False", false }, { "no", false }, { "NO", false },
+        { "off", false }, { "OFF", false }, { "0", false },
+};
+
+START_TEST(test_backend_param_bool_accepts_words_in_any_case) {
+        _cleanup_free_ char *o = NULL;
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        bool v = !good_bools[_i].value;
+
+        ck_assert_int_ge(asprintf(&o, "example.verbose=%s", good_bools[_i].text), 0);
+        ctx = ctx_with((const char *const[]) { o, NULL });
+        ck_assert_int_eq(kdp_backend_param_bool(ctx, "verbose", &v), 0);
+        ck_assert_int_eq(v, good_bools[_i].value);
+}
+END_TEST
+
+static const char *const bad_bools[] = { "", "2", "y", "n", "t", "truee", " true", "enable", "-1" };
+
+START_TEST(test_backend_param_bool_rejects_other_words_naming_origin) {
+        _cleanup_free_ char *o = NULL, *log = NULL, *body = NULL;
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        bool v = true;
+        const char *p;
+        capture cap;
+
+        ck_assert_int_ge(asprintf(&o, "example.verbose=%s", bad_bools[_i]), 0);
+        ctx = ctx_with((const char *const[]) { o, NULL });
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_backend_param_bool(ctx, "verbose", &v), -EINVAL);
+        log = capture_stderr_end(&cap);
+        ck_assert(v);
+
+        ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.verbose\" "
+                                         "value=\"%s\" origin=\"-o %s\" "
+                                         "reason=\"not one of true/false/yes/no/on/off/1/0\" err=\"Invalid argument\"",
+                                  bad_bools[_i], o), 0);
+        p = log;
+        expect_line(&p, 'E', "backend-ctx.c", body);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_backend_param_bool_reads_default_and_reports_unset_and_undeclared) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = ctx_with(NULL);
+        bool v = true;
+
+        ck_assert_int_eq(kdp_backend_param_bool(ctx, "verbose", &v), 0);
+        ck_assert(!v);
+        v = true;
+        ck_assert_int_eq(kdp_backend_param_bool(ctx, "health-file", &v), -ENOENT);
+        ck_assert_int_eq(kdp_backend_param_bool(ctx, "undeclared", &v), -EINVAL);
+        ck_assert_int_eq(kdp_backend_param_bool(ctx, "verbose", NULL), -EINVAL);
+        ck_assert_int_eq(kdp_backend_param_bool(NULL, "verbose", &v), -EINVAL);
+        ck_assert(v);
+}
+END_TEST
+
+/* ---- paths ---- */
+
+static void expect_path(const kdp_backend_ctx *ctx, kdp_path_kind kind, const char *rel, const char *expect) {
+        _cleanup_free_ char *p = NULL;
+
+        ck_assert_int_eq(kdp_backend_path(ctx, kind, rel, &p), 0);
+        ck_assert_str_eq(p, expect);
+}
+
+START_TEST(test_backend_path_joins_default_roots) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = ctx_with(NULL);
+
+        expect_path(ctx, KDP_PATH_SYSFS, "bus/pci/devices", "/sys/bus/pci/devices");
+        expect_path(ctx, KDP_PATH_DEV, "dri/card0", "/dev/dri/card0");
+        expect_path(ctx, KDP_PATH_PROC, "self/mountinfo", "/proc/self/mountinfo");
+        expect_path(ctx, KDP_PATH_CDI, "example.yaml", "/var/run/cdi/example.yaml");
+        expect_path(ctx, KDP_PATH_SYSFS, "/class/drm", "/sys/class/drm");
+        expect_path(ctx, KDP_PATH_SYSFS, "", "/sys");
+}
+END_TEST
+
+START_TEST(test_backend_path_joins_configured_roots_with_one_slash) {
+        char sysfs[] = "/tmp/fixture/sys/";
+        const char *const roots[_KDP_PATH_KIND_MAX] = {
+                [KDP_PATH_SYSFS] = sysfs,
+                [KDP_PATH_DEV] = "/",
+                [KDP_PATH_PROC] = NULL,
+                [KDP_PATH_CDI] = "/etc/cdi//",
+        };
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+
+        ck_assert_int_eq(kdp_backend_ctx_new("example", roots, specs, NULL, &ctx), 0);
+        sysfs[1] = 'X';         /* roots are copied */
+
+        expect_path(ctx, KDP_PATH_SYSFS, "bus/pci", "/tmp/fixture/sys/bus/pci");
+        expect_path(ctx, KDP_PATH_SYSFS, "//bus/pci", "/tmp/fixture/sys/bus/pci");
+        expect_path(ctx, KDP_PATH_SYSFS, "", "/tmp/fixture/sys");
+        expect_path(ctx, KDP_PATH_DEV, "dri", "/dri");
+        expect_path(ctx, KDP_PATH_DEV, "", "/");
+        expect_path(ctx, KDP_PATH_PROC, "1/status", "/proc/1/status");
+        expect_path(ctx, KDP_PATH_CDI, "x.json", "/etc/cdi/x.json");
+}
+END_TEST
+
+START_TEST(test_backend_path_rejects_bad_kind_and_arguments) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = ctx_with(NULL);
+        char *p = (char *) "untouched";
+
+        ck_assert_int_eq(kdp_backend_path(ctx, _KDP_PATH_KIND_MAX, "x", &p), -EINVAL);
+        ck_assert_int_eq(kdp_backend_path(ctx, (kdp_path_kind) -1, "x", &p), -EINVAL);
+        ck_assert_int_eq(kdp_backend_path(ctx, _KDP_PATH_KIND_INVALID, "x", &p), -EINVAL);
+        ck_assert_int_eq(kdp_backend_path(ctx, KDP_PATH_SYSFS, NULL, &p), -EINVAL);
+        ck_assert_int_eq(kdp_backend_path(ctx, KDP_PATH_SYSFS, "x", NULL), -EINVAL);
+        ck_assert_int_eq(kdp_backend_path(NULL, KDP_PATH_SYSFS, "x", &p), -EINVAL);
+        ck_assert_str_eq(p, "untouched");
+}
+END_TEST
+
+static Suite *backend_ctx_suite(void) {
+        Suite *s = suite_create("backend-ctx");
+        TCase *tc;
+
+        tc = tcase_create("new");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_backend_ctx_new_takes_override_then_file_then_default);
+        tcase_add_test(tc, test_backend_ctx_new_without_config_or_specs_uses_defaults);
+        tcase_add_test(tc, test_backend_ctx_new_rejects_undeclared_config_key);
+        tcase_add_test(tc, test_backend_ctx_new_rejects_bad_arguments);
+        tcase_add_test(tc, test_backend_log_macros_prefix_the_backend_field);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("params");
+        tcase_set_timeout(tc, 10);
+        tcase_add_loop_test(tc, test_backend_param_int_parses_signed_decimal, 0, (int) KDP_ELEMENTSOF(good_ints));
+        tcase_add_loop_test(tc, test_backend_param_int_rejects_malformed_value_naming_origin_and_range, 0,
+                            (int) KDP_ELEMENTSOF(bad_ints));
+        tcase_add_test(tc, test_backend_param_int_enforces_the_range);
+        tcase_add_test(tc, test_backend_param_int_reads_default_and_reports_unset_and_undeclared);
+        tcase_add_loop_test(tc, test_backend_param_bool_accepts_words_in_any_case, 0, (int) KDP_ELEMENTSOF(good_bools));
+        tcase_add_loop_test(tc, test_backend_param_bool_rejects_other_words_naming_origin, 0,
+                            (int) KDP_ELEMENTSOF(bad_bools));
+        tcase_add_test(tc, test_backend_param_bool_reads_default_and_reports_unset_and_undeclared);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("paths");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_backend_path_joins_default_roots);
+        tcase_add_test(tc, test_backend_path_joins_configured_roots_with_one_slash);
+        tcase_add_test(tc, test_backend_path_rejects_bad_kind_and_arguments);
+        suite_add_tcase(s, tc);
+
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(backend_ctx_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_ENV);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,751 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <kdp/cleanup.h>
+
+#include "config.h"
+
+/* ---- helpers ---- */
+
+/* Writes `content` to a new temp file ending in `suffix` (".yaml", ".json") and returns its path. */
+static char *write_temp(const char *suffix, const char *content, size_t len) {
+        char *path = NULL;
+        int fd;
+
+        ck_assert_int_ge(asprintf(&path, "/tmp/kdp-test-config-XXXXXX%s", suffix), 0);
+        fd = mkostemps(path, (int) strlen(suffix), O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, content, len), (ssize_t) len);
+        ck_assert_int_eq(close(fd), 0);
+        return path;
+}
+
+static char *write_yaml(const char *content) {
+        return write_temp(".yaml", content, strlen(content));
+}
+
+static void unlink_freep(char **path) {
+        if (*path)
+                (void) unlink(*path);
+        free(*path);
+}
+
+typedef struct capture {
+        int fd;
+        int saved;
+} capture;
+
+static void capture_stderr_begin(capture *c) {
+        c->fd = memfd_create("stderr", MFD_CLOEXEC);
+        ck_assert_int_ge(c->fd, 0);
+        c->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        ck_assert_int_ge(c->saved, 0);
+        ck_assert_int_eq(dup2(c->fd, STDERR_FILENO), STDERR_FILENO);
+}
+
+static char *capture_stderr_end(capture *c) {
+        char *text;
+        off_t size;
+
+        ck_assert_int_eq(dup2(c->saved, STDERR_FILENO), STDERR_FILENO);
+        (void) close(c->saved);
+        size = lseek(c->fd, 0, SEEK_END);
+        ck_assert_int_ge(size, 0);
+        text = calloc(1, (size_t) size + 1);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_int_eq(pread(c->fd, text, (size_t) size, 0), size);
+        (void) close(c->fd);
+        return text;
+}
+
+/* Checks that *text starts with one klog line of `level` from `file` whose body is `body`; moves past it. */
+static void expect_line(const char **text, char level, const char *file, const char *body) {
+        char pattern[512];
+        regmatch_t m[1];
+        regex_t re;
+        const char *nl;
+
+        (void) snprintf(pattern, sizeof(pattern),
+                        "^%c[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} [ 0-9]{6}[0-9] %s:[0-9]+\\] ", level, file);
+        ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED), 0);
+        ck_assert_msg(regexec(&re, *text, 1, m, 0) == 0, "'%s' does not start with /%s/", *text, pattern);
+        regfree(&re);
+
+        nl = strchr(*text, '\n');
+        ck_assert_ptr_nonnull(nl);
+        ck_assert_msg(strncmp(*text + m[0].rm_eo, body, strlen(body)) == 0 &&
+                      *text + m[0].rm_eo + strlen(body) == nl,
+                      "'%.*s' is not '%s'", (int) (nl - *text - m[0].rm_eo), *text + m[0].rm_eo, body);
+        *text = nl + 1;
+}
+
+/* Expects exactly one "Rejected config file" error line with the given fields (printf-formatted path). */
+static void expect_file_error(const char **text, const char *path, const char *fields) {
+        _cleanup_free_ char *body = NULL;
+
+        ck_assert_int_ge(asprintf(&body, "\"Rejected config file\" path=\"%s\" %s err=\"Invalid argument\"", path,
+                                  fields), 0);
+        expect_line(text, 'E', "config.c", body);
+}
+
+/* Loads `path`, which must fail with -EINVAL, leaving *ret alone; returns the log (free()). */
+static char *load_fails(const char *path, int expect) {
+        kdp_config *c = (kdp_config *) 0x1;
+        capture cap;
+        char *log;
+
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_config_load(path, &c), expect);
+        log = capture_stderr_end(&cap);
+        ck_assert_ptr_eq(c, (kdp_config *) 0x1);
+        return log;
+}
+
+static void expect_value(const kdp_config *c, const char *section, const char *key, const char *value,
+                         const char *origin) {
+        const char *o = NULL;
+
+        ck_assert_str_eq(kdp_config_get(c, section, key, &o), value);
+        ck_assert_str_eq(o, origin);
+}
+
+static void expect_origin_line(const kdp_config *c, const char *section, const char *key, const char *value,
+                               const char *path, int line) {
+        _cleanup_free_ char *origin = NULL;
+
+        ck_assert_int_ge(asprintf(&origin, "%s:%d", path, line), 0);
+        expect_value(c, section, key, value, origin);
+}
+
+/* ---- loading ---- */
+
+START_TEST(test_config_load_reads_sections_keys_and_origins) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "# kdpd config\n"
+                "example:\n"
+                "  devices: 16\n"
+                "  resource: example.com/widget\n"
+                "  verbose: true\n"
+                "gpu:\n"
+                "  hex: 0x10\n"
+                "  quoted: \"a b\"\n"
+                "  single: 'it''s'\n"
+                "  multi: |\n"
+                "    line1\n"
+                "    line2\n");
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_str_eq(c->path, path);
+        ck_assert_uint_eq(c->n_entries, 7);
+
+        expect_origin_line(c, "example", "devices", "16", path, 3);
+        expect_origin_line(c, "example", "resource", "example.com/widget", path, 4);
+        expect_origin_line(c, "example", "verbose", "true", path, 5);
+        expect_origin_line(c, "gpu", "hex", "0x10", path, 7);
+        expect_origin_line(c, "gpu", "quoted", "a b", path, 8);
+        expect_origin_line(c, "gpu", "single", "it's", path, 9);
+        expect_origin_line(c, "gpu", "multi", "line1\nline2\n", path, 10);
+
+        ck_assert_str_eq(c->entries[0].section, "example");
+        ck_assert_str_eq(c->entries[0].key, "devices");
+        ck_assert_ptr_null(kdp_config_get(c, "example", "hex", NULL));
+        ck_assert_ptr_null(kdp_config_get(c, "other", "devices", NULL));
+        ck_assert_str_eq(kdp_config_get(c, "gpu", "hex", NULL), "0x10");
+}
+END_TEST
+
+START_TEST(test_config_load_without_path_is_empty) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
+        ck_assert_ptr_null(c->path);
+        ck_assert_uint_eq(c->n_entries, 0);
+        ck_assert_ptr_null(kdp_config_get(c, "example", "devices", NULL));
+        ck_assert_int_eq(kdp_config_load("/x", NULL), -EINVAL);
+        ck_assert_ptr_null(kdp_config_free(NULL));
+}
+END_TEST
+
+static const char *const empty_documents[] = {
+        "",
+        "# nothing but a comment\n",
+        "---\n",
+        "---\n...\n",
+        "~\n",
+        "null\n",
+        "\n\n   \n",
+};
+
+START_TEST(test_config_load_treats_empty_file_and_empty_document_as_empty_config) {
+        _cleanup_(unlink_freep) char *path = write_yaml(empty_documents[_i]);
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_uint_eq(c->n_entries, 0);
+        ck_assert_str_eq(c->path, path);
+}
+END_TEST
+
+START_TEST(test_config_load_treats_empty_json_file_as_empty_config) {
+        _cleanup_(unlink_freep) char *empty = write_temp(".json", "", 0), *object = write_temp(".json", "{}", 2),
+                                     *null = write_temp(".json", "null\n", 5);
+        _cleanup_(kdp_config_freep) kdp_config *a = NULL, *b = NULL, *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(empty, &a), 0);
+        ck_assert_uint_eq(a->n_entries, 0);
+        ck_assert_int_eq(kdp_config_load(object, &b), 0);
+        ck_assert_uint_eq(b->n_entries, 0);
+        ck_assert_int_eq(kdp_config_load(null, &c), 0);
+        ck_assert_uint_eq(c->n_entries, 0);
+}
+END_TEST
+
+START_TEST(test_config_load_stores_null_values_as_empty_strings) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "example:\n"
+                "  bare:\n"
+                "  tilde: ~\n"
+                "  word: null\n"
+                "  upper: NULL\n"
+                "  quoted: \"null\"\n"
+                "  empty: ''\n"
+                "empty_section:\n"
+                "null_section: ~\n"
+                "flow_section: {}\n");
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_uint_eq(c->n_entries, 6);
+        expect_origin_line(c, "example", "bare", "", path, 2);
+        expect_origin_line(c, "example", "tilde", "", path, 3);
+        expect_origin_line(c, "example", "word", "", path, 4);
+        expect_origin_line(c, "example", "upper", "", path, 5);
+        expect_origin_line(c, "example", "quoted", "null", path, 6);
+        expect_origin_line(c, "example", "empty", "", path, 7);
+}
+END_TEST
+
+START_TEST(test_config_load_reads_json_by_extension) {
+        static const char json[] =
+                "{\n"
+                "  \"example\": {\n"
+                "    \"devices\": 16,\n"
+                "    \"resource\": \"example.com/widget\",\n"
+                "    \"enabled\": false,\n"
+                "    \"unset\": null,\n"
+                "    \"escaped\": \"a\\tb\"\n"
+                "  },\n"
+                "  \"gpu\": {}\n"
+                "}\n";
+        _cleanup_(unlink_freep) char *path = write_temp(".json", json, strlen(json));
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_uint_eq(c->n_entries, 5);
+        expect_origin_line(c, "example", "devices", "16", path, 3);
+        expect_origin_line(c, "example", "resource", "example.com/widget", path, 4);
+        expect_origin_line(c, "example", "enabled", "false", path, 5);
+        expect_origin_line(c, "example", "unset", "", path, 6);
+        expect_origin_line(c, "example", "escaped", "a\tb", path, 7);
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_yaml_only_syntax_in_a_json_file) {
+        static const char json[] = "example:\n  devices: 16\n";
+        _cleanup_(unlink_freep) char *path = write_temp(".json", json, strlen(json));
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=1 column=1 reason=\"Invalid JSON plain scalar\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_json_syntax_error_naming_line_and_column) {
+        static const char json[] = "{\"example\": {\"devices\": 16,}}";
+        _cleanup_(unlink_freep) char *path = write_temp(".json", json, strlen(json));
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=1 column=27 reason=\"JSON disallows trailing comma before closing brace\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_yaml_syntax_error_naming_line_and_column) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  a: b: c\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=3 column=7 reason=\"invalid nested block mapping on the same line\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_tab_indentation) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n\tdevices: 16\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=2 column=1 reason=\"tab character may not be used as indentation\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_duplicate_key_naming_line_and_key) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "example:\n"
+                "  devices: 1\n"
+                "  resource: example.com/widget\n"
+                "  devices: 2\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=4 key=\"example.devices\" reason=\"duplicate key\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_duplicate_key_in_json) {
+        static const char json[] = "{\n  \"example\": {\n    \"a\": 1,\n    \"a\": 2\n  }\n}\n";
+        _cleanup_(unlink_freep) char *path = write_temp(".json", json, strlen(json));
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=4 key=\"example.a\" reason=\"duplicate key\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_duplicate_section) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "example:\n"
+                "  a: 1\n"
+                "gpu:\n"
+                "  b: 2\n"
+                "example:\n"
+                "  c: 3\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=5 key=\"example\" reason=\"duplicate section\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_value_that_is_not_a_scalar) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "example:\n"
+                "  list: [1, 2]\n"
+                "  fine: 1\n"
+                "  map:\n"
+                "    x: 1\n"
+                "  block:\n"
+                "    - 1\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=2 key=\"example.list\" reason=\"value must be a scalar\"");
+        expect_file_error(&p, path, "line=4 key=\"example.map\" reason=\"value must be a scalar\"");
+        expect_file_error(&p, path, "line=6 key=\"example.block\" reason=\"value must be a scalar\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_top_level_that_is_not_a_mapping) {
+        _cleanup_(unlink_freep) char *seq = write_yaml("# a list\n- example\n- gpu\n");
+        _cleanup_(unlink_freep) char *scalar = write_yaml("\n\nexample\n");
+        _cleanup_(unlink_freep) char *empty_seq = write_yaml("[]\n");
+        _cleanup_free_ char *log1 = load_fails(seq, -EINVAL), *log2 = load_fails(scalar, -EINVAL),
+                            *log3 = load_fails(empty_seq, -EINVAL);
+        const char *p;
+
+        p = log1;
+        expect_file_error(&p, seq, "line=2 reason=\"top level is not a mapping\"");
+        ck_assert_str_eq(p, "");
+        p = log2;
+        expect_file_error(&p, scalar, "line=3 reason=\"top level is not a mapping\"");
+        ck_assert_str_eq(p, "");
+        p = log3;       /* an empty flow sequence has no line to name */
+        expect_file_error(&p, empty_seq, "reason=\"top level is not a mapping\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_section_that_is_not_a_mapping) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "example: 5\n"
+                "gpu: [a]\n"
+                "fpga: \"\"\n"
+                "ok:\n"
+                "  a: 1\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=1 key=\"example\" reason=\"section is not a mapping\"");
+        expect_file_error(&p, path, "line=2 key=\"gpu\" reason=\"section is not a mapping\"");
+        expect_file_error(&p, path, "line=3 key=\"fpga\" reason=\"section is not a mapping\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_aliases_and_merge_keys) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "base: &base\n"
+                "  x: 1\n"
+                "example:\n"
+                "  a: &v 1\n"
+                "  b: *v\n"
+                "gpu:\n"
+                "  <<: *base\n"
+                "fpga: *base\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=5 key=\"example.b\" reason=\"aliases are not supported\"");
+        expect_file_error(&p, path, "line=7 key=\"gpu.<<\" reason=\"aliases are not supported\"");
+        expect_file_error(&p, path, "line=8 key=\"fpga\" reason=\"aliases are not supported\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_bad_keys) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "example:\n"
+                "  \"\": 1\n"
+                "  ? [a, b]\n"
+                "  : 2\n"
+                "  \"nul\\0key\": 3\n"
+                "\"\":\n"
+                "  a: 1\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=2 key=\"example\" reason=\"empty key\"");
+        expect_file_error(&p, path, "line=3 key=\"example\" reason=\"key is not a scalar\"");
+        expect_file_error(&p, path, "line=5 key=\"example\" reason=\"contains a NUL byte\"");
+        expect_file_error(&p, path, "line=6 reason=\"empty section name\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_nul_byte_in_value) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  a: \"x\\0y\"\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=2 key=\"example.a\" reason=\"contains a NUL byte\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_rejects_more_than_one_document) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  a: 1\n---\ngpu:\n  b: 2\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=3 reason=\"more than one document\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_reports_every_problem_of_the_file) {
+        _cleanup_(unlink_freep) char *path = write_yaml(
+                "example:\n"
+                "  a: [1]\n"
+                "  b: 2\n"
+                "  b: 3\n"
+                "gpu: 7\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=2 key=\"example.a\" reason=\"value must be a scalar\"");
+        expect_file_error(&p, path, "line=4 key=\"example.b\" reason=\"duplicate key\"");
+        expect_file_error(&p, path, "line=5 key=\"gpu\" reason=\"section is not a mapping\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_fails_on_missing_file_or_directory) {
+        _cleanup_free_ char *log1 = load_fails("/nonexistent/kdp.yaml", -ENOENT), *log2 = load_fails("/tmp", -EISDIR);
+        const char *p;
+
+        p = log1;
+        expect_line(&p, 'E', "config.c",
+                    "\"Failed to open config file\" path=\"/nonexistent/kdp.yaml\" err=\"No such file or directory\"");
+        ck_assert_str_eq(p, "");
+        p = log2;
+        expect_line(&p, 'E', "config.c", "\"Failed to open config file\" path=\"/tmp\" err=\"Is a directory\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_fails_on_unreadable_file_with_eacces) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  a: 1\n");
+        _cleanup_free_ char *log = NULL, *body = NULL;
+        const char *p;
+
+        ck_assert_int_eq(chmod(path, 0), 0);
+        if (access(path, R_OK) == 0)
+                return;         /* root (CAP_DAC_OVERRIDE) reads it anyway: nothing to test */
+
+        log = load_fails(path, -EACCES);
+        ck_assert_int_ge(asprintf(&body, "\"Failed to open config file\" path=\"%s\" err=\"Permission denied\"",
+                                  path), 0);
+        p = log;
+        expect_line(&p, 'E', "config.c", body);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+/* ---- overrides ---- */
+
+START_TEST(test_config_add_override_adds_keys_and_later_values_win) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  resource: example.com/widget\n");
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.devices=4"), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.path=/a=b.c"), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "gpu.sysfs.path=/x"), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "gpu.empty="), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.devices=8"), 0);
+
+        expect_value(c, "example", "devices", "8", "-o example.devices=8");
+        expect_origin_line(c, "example", "resource", "example.com/widget", path, 3);
+        expect_value(c, "example", "path", "/a=b.c", "-o example.path=/a=b.c");
+        expect_value(c, "gpu", "sysfs.path", "/x", "-o gpu.sysfs.path=/x");
+        expect_value(c, "gpu", "empty", "", "-o gpu.empty=");
+        ck_assert_ptr_null(kdp_config_get(c, "gpu", "sysfs", NULL));
+}
+END_TEST
+
+START_TEST(test_config_add_override_works_without_a_file) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.devices=2"), 0);
+        ck_assert_uint_eq(c->n_entries, 1);
+        expect_value(c, "example", "devices", "2", "-o example.devices=2");
+}
+END_TEST
+
+static const char *const bad_overrides[] = {
+        "example", "example.devices", ".devices=1", "example.=1", "=1", "devices=example.1", "", "example=.x",
+};
+
+START_TEST(test_config_add_override_rejects_assignment_of_the_wrong_shape) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        _cleanup_free_ char *log = NULL, *body = NULL;
+        const char *p;
+        capture cap;
+
+        ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_config_add_override(c, bad_overrides[_i]), -EINVAL);
+        log = capture_stderr_end(&cap);
+        ck_assert_uint_eq(c->n_entries, 0);
+
+        ck_assert_int_ge(asprintf(&body, "\"Rejected config override\" override=\"%s\" "
+                                         "reason=\"not of the form BACKEND.KEY=VALUE\" err=\"Invalid argument\"",
+                                  bad_overrides[_i]), 0);
+        p = log;
+        expect_line(&p, 'E', "config.c", body);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_add_override_and_get_reject_null_arguments) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        const char *origin = "untouched";
+
+        ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
+        ck_assert_int_eq(kdp_config_add_override(NULL, "a.b=c"), -EINVAL);
+        ck_assert_int_eq(kdp_config_add_override(c, NULL), -EINVAL);
+        ck_assert_ptr_null(kdp_config_get(NULL, "a", "b", &origin));
+        ck_assert_ptr_null(kdp_config_get(c, NULL, "b", &origin));
+        ck_assert_ptr_null(kdp_config_get(c, "a", NULL, &origin));
+        ck_assert_ptr_null(kdp_config_get(c, "a", "b", &origin));
+        ck_assert_str_eq(origin, "untouched");
+}
+END_TEST
+
+/* ---- checking a section ---- */
+
+static const kdp_param_spec example_specs[] = {
+        { "devices", "4", "how many widgets" },
+        { "resource", NULL, "resource name" },
+        { 0 },
+};
+
+START_TEST(test_config_check_section_accepts_declared_keys_and_ignores_other_sections) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\ngpu:\n  anything: 1\n");
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.resource=example.com/w"), 0);
+        ck_assert_int_eq(kdp_config_check_section(c, "example", example_specs), 0);
+        ck_assert_int_eq(kdp_config_check_section(c, "fpga", NULL), 0);
+        ck_assert_int_eq(kdp_config_check_section(NULL, "example", example_specs), 0);
+        ck_assert_int_eq(kdp_config_check_section(c, NULL, example_specs), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_config_check_section_rejects_unknown_keys_naming_each_origin) {
+        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  devcies: 3\n  typo: x\n");
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        _cleanup_free_ char *log = NULL, *body = NULL;
+        const char *p;
+        capture cap;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.resorce=x"), 0);
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_config_check_section(c, "example", example_specs), -EINVAL);
+        log = capture_stderr_end(&cap);
+
+        p = log;
+        ck_assert_int_ge(asprintf(&body, "\"Unknown config key\" key=\"example.devcies\" origin=\"%s:3\" "
+                                         "err=\"Invalid argument\"", path), 0);
+        expect_line(&p, 'E', "config.c", body);
+        free(body);
+        ck_assert_int_ge(asprintf(&body, "\"Unknown config key\" key=\"example.typo\" origin=\"%s:4\" "
+                                         "err=\"Invalid argument\"", path), 0);
+        expect_line(&p, 'E', "config.c", body);
+        expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.resorce\" "
+                                         "origin=\"-o example.resorce=x\" err=\"Invalid argument\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_check_section_without_specs_rejects_every_key) {
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        _cleanup_free_ char *log = NULL;
+        const char *p;
+        capture cap;
+
+        ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.devices=1"), 0);
+        capture_stderr_begin(&cap);
+        ck_assert_int_eq(kdp_config_check_section(c, "example", NULL), -EINVAL);
+        ck_assert_int_eq(kdp_config_check_section(c, "example", (const kdp_param_spec[]) { { 0 } }), -EINVAL);
+        log = capture_stderr_end(&cap);
+
+        p = log;
+        expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.devices\" "
+                                         "origin=\"-o example.devices=1\" err=\"Invalid argument\"");
+        expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.devices\" "
+                                         "origin=\"-o example.devices=1\" err=\"Invalid argument\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+/* ---- comparing sections ---- */
+
+START_TEST(test_config_section_equal_compares_effective_values) {
+        _cleanup_(unlink_freep) char *pa = write_yaml("example:\n  devices: 16\n  resource: r\ngpu:\n  x: 1\n");
+        _cleanup_(unlink_freep) char *pb = write_yaml("# reordered\nexample:\n  resource: r\n  devices: 16\n");
+        _cleanup_(kdp_config_freep) kdp_config *a = NULL, *b = NULL, *empty = NULL;
+
+        ck_assert_int_eq(kdp_config_load(pa, &a), 0);
+        ck_assert_int_eq(kdp_config_load(pb, &b), 0);
+        ck_assert_int_eq(kdp_config_load(NULL, &empty), 0);
+
+        /* same values from other lines; other sections do not matter */
+        ck_assert(kdp_config_section_equal(a, b, "example"));
+        ck_assert(!kdp_config_section_equal(a, b, "gpu"));
+        ck_assert(kdp_config_section_equal(a, b, "fpga"));
+        ck_assert(kdp_config_section_equal(empty, NULL, "example"));
+        ck_assert(!kdp_config_section_equal(a, NULL, "example"));
+        ck_assert(!kdp_config_section_equal(a, b, NULL));
+
+        /* an override changes the effective value ... */
+        ck_assert_int_eq(kdp_config_add_override(b, "example.devices=8"), 0);
+        ck_assert(!kdp_config_section_equal(a, b, "example"));
+        /* ... and a later one can make it equal again */
+        ck_assert_int_eq(kdp_config_add_override(b, "example.devices=16"), 0);
+        ck_assert(kdp_config_section_equal(a, b, "example"));
+        ck_assert(kdp_config_section_equal(b, a, "example"));
+
+        /* a key only one side has */
+        ck_assert_int_eq(kdp_config_add_override(b, "example.extra="), 0);
+        ck_assert(!kdp_config_section_equal(a, b, "example"));
+        ck_assert(!kdp_config_section_equal(b, a, "example"));
+}
+END_TEST
+
+static Suite *config_suite(void) {
+        Suite *s = suite_create("config");
+        TCase *tc;
+
+        tc = tcase_create("load");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_config_load_reads_sections_keys_and_origins);
+        tcase_add_test(tc, test_config_load_without_path_is_empty);
+        tcase_add_loop_test(tc, test_config_load_treats_empty_file_and_empty_document_as_empty_config, 0,
+                            (int) KDP_ELEMENTSOF(empty_documents));
+        tcase_add_test(tc, test_config_load_treats_empty_json_file_as_empty_config);
+        tcase_add_test(tc, test_config_load_stores_null_values_as_empty_strings);
+        tcase_add_test(tc, test_config_load_reads_json_by_extension);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("load-errors");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_config_load_rejects_yaml_only_syntax_in_a_json_file);
+        tcase_add_test(tc, test_config_load_rejects_json_syntax_error_naming_line_and_column);
+        tcase_add_test(tc, test_config_load_rejects_yaml_syntax_error_naming_line_and_column);
+        tcase_add_test(tc, test_config_load_rejects_tab_indentation);
+        tcase_add_test(tc, test_config_load_rejects_duplicate_key_naming_line_and_key);
+        tcase_add_test(tc, test_config_load_rejects_duplicate_key_in_json);
+        tcase_add_test(tc, test_config_load_rejects_duplicate_section);
+        tcase_add_test(tc, test_config_load_rejects_value_that_is_not_a_scalar);
+        tcase_add_test(tc, test_config_load_rejects_top_level_that_is_not_a_mapping);
+        tcase_add_test(tc, test_config_load_rejects_section_that_is_not_a_mapping);
+        tcase_add_test(tc, test_config_load_rejects_aliases_and_merge_keys);
+        tcase_add_test(tc, test_config_load_rejects_bad_keys);
+        tcase_add_test(tc, test_config_load_rejects_nul_byte_in_value);
+        tcase_add_test(tc, test_config_load_rejects_more_than_one_document);
+        tcase_add_test(tc, test_config_load_reports_every_problem_of_the_file);
+        tcase_add_test(tc, test_config_load_fails_on_missing_file_or_directory);
+        tcase_add_test(tc, test_config_load_fails_on_unreadable_file_with_eacces);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("override");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_config_add_override_adds_keys_and_later_values_win);
+        tcase_add_test(tc, test_config_add_override_works_without_a_file);
+        tcase_add_loop_test(tc, test_config_add_override_rejects_assignment_of_the_wrong_shape, 0,
+                            (int) KDP_ELEMENTSOF(bad_overrides));
+        tcase_add_test(tc, test_config_add_override_and_get_reject_null_arguments);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("section");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_config_check_section_accepts_declared_keys_and_ignores_other_sections);
+        tcase_add_test(tc, test_config_check_section_rejects_unknown_keys_naming_each_origin);
+        tcase_add_test(tc, test_config_check_section_without_specs_rejects_every_key);
+        tcase_add_test(tc, test_config_section_equal_compares_effective_values);
+        suite_add_tcase(s, tc);
+
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(config_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_ENV);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

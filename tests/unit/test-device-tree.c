@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <kdp/cleanup.h>
+#include <kdp/device.h>
+
+#include "device-tree.h"
+
+/* ---- helpers ---- */
+
+typedef struct capture {
+        int fd;
+        int saved;
+} capture;
+
+static void capture_stderr_begin(capture *c) {
+        c->fd = memfd_create("stderr", MFD_CLOEXEC);
+        ck_assert_int_ge(c->fd, 0);
+        c->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        ck_assert_int_ge(c->saved, 0);
+        ck_assert_int_eq(dup2(c->fd, STDERR_FILENO), STDERR_FILENO);
+}
+
+/* Restores stderr and returns what was written meanwhile (free()). */
+static char *capture_stderr_end(capture *c) {
+        char *text;
+        off_t size;
+
+        ck_assert_int_eq(dup2(c->saved, STDERR_FILENO), STDERR_FILENO);
+        (void) close(c->saved);
+        size = lseek(c->fd, 0, SEEK_END);
+        ck_assert_int_ge(size, 0);
+        text = calloc(1, (size_t) size + 1);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_int_eq(pread(c->fd, text, (size_t) size, 0), size);
+        (void) close(c->fd);
+        return text;
+}
+
+/*
+ * Checks that *text starts with one klog line of `level` from `file` (any
+ * line number) whose body is `body`, and moves *text past it.
+ */
+static void expect_line(const char **text, char level, const char *file, const char *body) {
+        char pattern[512];
+        regmatch_t m[3];
+        regex_t re;
+        const char *nl;
+
+        (void) snprintf(pattern, sizeof(pattern),
+                        "^%c[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} [ 0-9]{6}[0-9] %s:[0-9]+\\] ", level, file);
+        ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED), 0);
+        ck_assert_msg(regexec(&re, *text, 3, m, 0) == 0, "'%s' does not start with /%s/", *text, pattern);
+        regfree(&re);
+
+        nl = strchr(*text, '\n');
+        ck_assert_ptr_nonnull(nl);
+        ck_assert_msg(strncmp(*text + m[0].rm_eo, body, strlen(body)) == 0 &&
+                      *text + m[0].rm_eo + strlen(body) == nl,
+                      "'%.*s' is not '%s'", (int) (nl - *text - m[0].rm_eo), *text + m[0].rm_eo, body);
+        *text = nl + 1;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void rm_rfp(char **dir) {
+        if (*dir)
+                ck_assert_int_eq(nftw(*dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+        free(*dir);
+}
+
+/* ---- declaring ---- */
+
+START_TEST(test_device_tree_new_copies_sysfs_root_and_starts_empty) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL, *u = NULL;
+        char root[] = "/tmp/fixture/sys";
+
+        ck_assert_int_eq(kdp_device_tree_new(root, &t), 0);
+        root[1] = 'X';
+        ck_assert_str_eq(t->sysfs_root, "/tmp/fixture/sys");
+        ck_assert_uint_eq(t->n_resources, 0);
+        ck_assert_uint_eq(t->n_rejected, 0);
+        ck_assert_ptr_null(kdp_device_tree_find(t, "example.com/widget"));
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &u), 0);
+        ck_assert_ptr_null(u->sysfs_root);
+        ck_assert_ptr_null(kdp_device_tree_free(NULL));
+}
+END_TEST
+
+START_TEST(test_device_tree_add_resource_declares_a_resource_once) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        kdp_device_list *l;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        ck_assert_int_eq(kdp_device_tree_add_resource(t, "example.com/widget"), 0);
+        ck_assert_int_eq(kdp_device_tree_add_resource(t, "example.com/gadget"), 0);
+        ck_assert_int_eq(kdp_device_tree_add_resource(t, "example.com/widget"), 0);
+
+        ck_assert_uint_eq(t->n_resources, 2);
+        ck_assert_str_eq(t->resources[0].resource, "example.com/widget");
+        ck_assert_str_eq(t->resources[1].resource, "example.com/gadget");
+        l = kdp_device_tree_find(t, "example.com/gadget");
+        ck_assert_ptr_eq(l, &t->resources[1]);
+        ck_assert_uint_eq(l->n_devices, 0);
+        ck_assert_ptr_null(kdp_device_tree_find(t, "example.com/other"));
+        ck_assert_ptr_null(kdp_device_tree_find(t, NULL));
+        ck_assert_ptr_null(kdp_device_tree_find(NULL, "example.com/widget"));
+}
+END_TEST
+
+START_TEST(test_device_tree_add_resource_rejects_invalid_name_with_warning) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_free_ char *log = NULL;
+        const char *p;
+        capture c;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        capture_stderr_begin(&c);
+        ck_assert_int_eq(kdp_device_tree_add_resource(t, "kubernetes.io/gpu"), -EINVAL);
+        ck_assert_int_eq(kdp_device_tree_add_resource(t, NULL), -EINVAL);
+        ck_assert_int_eq(kdp_device_tree_add_resource(NULL, "example.com/widget"), -EINVAL);
+        log = capture_stderr_end(&c);
+
+        ck_assert_uint_eq(t->n_resources, 0);
+        p = log;
+        expect_line(&p, 'W', "device-tree.c", "\"Rejected resource\" resource=\"kubernetes.io/gpu\" err=\"Invalid argument\"");
+        expect_line(&p, 'W', "device-tree.c", "\"Rejected resource\" resource=\"\" err=\"Invalid argument\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+/* ---- adding devices ---- */
+
+START_TEST(test_device_tree_add_stores_devices_sorted_per_resource) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        kdp_device_list *w, *g;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) {
+                .id = "w1",
+                .dev_nodes = (const kdp_dev_node[]) { { .host_path = "/dev/w1" }, { 0 } },
+        }), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/gadget", &(kdp_device_info) { .id = "g0" }), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) { .id = "w0" }), 0);
+        kdp_device_tree_finish(t);
+
+        ck_assert_uint_eq(t->n_rejected, 0);
+        ck_assert_uint_eq(t->n_resources, 2);
+        w = kdp_device_tree_find(t, "example.com/widget");
+        g = kdp_device_tree_find(t, "example.com/gadget");
+        ck_assert_uint_eq(w->n_devices, 2);
+        ck_assert_str_eq(w->devices[0].id, "w0");
+        ck_assert_str_eq(w->devices[1].id, "w1");
+        ck_assert_str_eq(w->devices[1].dev_nodes[0].container_path, "/dev/w1");
+        ck_assert_uint_eq(g->n_devices, 1);
+        ck_assert_str_eq(g->devices[0].id, "g0");
+}
+END_TEST
+
+START_TEST(test_device_tree_add_rejects_long_id) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_free_ char *log = NULL, *expect = NULL;
+        const char *p;
+        char id[65];
+        capture c;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        memset(id, 'a', sizeof(id) - 1);
+        id[sizeof(id) - 1] = '\0';
+
+        capture_stderr_begin(&c);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) { .id = id }), -EINVAL);
+        log = capture_stderr_end(&c);
+
+        ck_assert_uint_eq(t->n_rejected, 1);
+        /* the resource is declared all the same, so the kubelet keeps seeing it */
+        ck_assert_uint_eq(t->n_resources, 1);
+        ck_assert_uint_eq(kdp_device_tree_find(t, "example.com/widget")->n_devices, 0);
+
+        ck_assert_int_ge(asprintf(&expect, "\"Rejected device\" resource=\"example.com/widget\" device=\"%s\" "
+                                           "err=\"Invalid argument\"", id), 0);
+        p = log;
+        expect_line(&p, 'W', "device-tree.c", expect);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_device_tree_add_rejects_invalid_resource_name_without_declaring_it) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_free_ char *log = NULL;
+        const char *p;
+        capture c;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        capture_stderr_begin(&c);
+        ck_assert_int_eq(kdp_device_tree_add(t, "widget", &(kdp_device_info) { .id = "w0" }), -EINVAL);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", NULL), -EINVAL);
+        ck_assert_int_eq(kdp_device_tree_add(NULL, "example.com/widget", &(kdp_device_info) { .id = "w0" }), -EINVAL);
+        log = capture_stderr_end(&c);
+
+        ck_assert_uint_eq(t->n_rejected, 2);
+        ck_assert_uint_eq(t->n_resources, 0);
+        p = log;
+        expect_line(&p, 'W', "device-tree.c",
+                    "\"Rejected device\" resource=\"widget\" device=\"w0\" err=\"Invalid argument\"");
+        expect_line(&p, 'W', "device-tree.c",
+                    "\"Rejected device\" resource=\"example.com/widget\" device=\"\" err=\"Invalid argument\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_device_tree_add_rejects_duplicate_id_and_keeps_the_first) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_free_ char *log = NULL;
+        kdp_device_list *l;
+        const char *p;
+        capture c;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        capture_stderr_begin(&c);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) { .id = "w0" }), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) {
+                .id = "w0", .health = KDP_UNHEALTHY }), -EEXIST);
+        /* the same ID in another resource is fine */
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/gadget", &(kdp_device_info) { .id = "w0" }), 0);
+        log = capture_stderr_end(&c);
+
+        ck_assert_uint_eq(t->n_rejected, 1);
+        l = kdp_device_tree_find(t, "example.com/widget");
+        ck_assert_uint_eq(l->n_devices, 1);
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        p = log;
+        expect_line(&p, 'W', "device-tree.c",
+                    "\"Rejected device\" resource=\"example.com/widget\" device=\"w0\" err=\"File exists\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+static const kdp_device_info refused[] = {
+        { .id = "w0", .health = (kdp_health) 5 },
+        { .id = "w0", .numa_nodes = { -1 }, .n_numa_nodes = 1 },
+        { .id = "w0", .dev_nodes = (const kdp_dev_node[]) { { .host_path = "dev/w0" }, { 0 } } },
+        { .id = "w0", .mounts = (const kdp_mount[]) { { .host_path = "/opt", .container_path = "opt" }, { 0 } } },
+        { .id = "w0", .cdi_devices = (const char *const[]) { "not-cdi", NULL } },
+        { .id = "" },
+        { .id = "w\n0" },
+};
+
+START_TEST(test_device_tree_add_counts_every_refused_device) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_free_ char *log = NULL;
+        capture c;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        capture_stderr_begin(&c);
+        for (size_t i = 0; i < KDP_ELEMENTSOF(refused); i++)
+                ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &refused[i]), -EINVAL);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) { .id = "ok" }), 0);
+        log = capture_stderr_end(&c);
+
+        ck_assert_uint_eq(t->n_rejected, KDP_ELEMENTSOF(refused));
+        ck_assert_uint_eq(kdp_device_tree_find(t, "example.com/widget")->n_devices, 1);
+        ck_assert_ptr_nonnull(strstr(log, "device=\"w\\n0\" err=\"Invalid argument\"\n"));
+}
+END_TEST
+
+START_TEST(test_device_tree_add_resolves_pci_path_under_sysfs_root) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_(rm_rfp) char *root = strdup("/tmp/kdp-test-tree-XXXXXX");
+        _cleanup_free_ char *dir = NULL, *link = NULL;
+        kdp_device_list *l;
+
+        ck_assert_ptr_nonnull(mkdtemp(root));
+        ck_assert_int_ge(asprintf(&dir, "%s/devices", root), 0);
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+        free(dir);
+        ck_assert_int_ge(asprintf(&dir, "%s/devices/pci0000:00", root), 0);
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+        free(dir);
+        ck_assert_int_ge(asprintf(&dir, "%s/devices/pci0000:00/0000:00:02.0", root), 0);
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+        free(dir);
+        ck_assert_int_ge(asprintf(&dir, "%s/bus", root), 0);
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+        free(dir);
+        ck_assert_int_ge(asprintf(&dir, "%s/bus/pci", root), 0);
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+        free(dir);
+        ck_assert_int_ge(asprintf(&dir, "%s/bus/pci/devices", root), 0);
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+        ck_assert_int_ge(asprintf(&link, "%s/0000:00:02.0", dir), 0);
+        ck_assert_int_eq(symlink("../../../devices/pci0000:00/0000:00:02.0", link), 0);
+
+        ck_assert_int_eq(kdp_device_tree_new(root, &t), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/gpu", &(kdp_device_info) {
+                .id = "card0", .pci_address = "0000:00:02.0" }), 0);
+        l = kdp_device_tree_find(t, "example.com/gpu");
+        ck_assert_str_eq(l->devices[0].pci_path, "pci0000:00/0000:00:02.0");
+}
+END_TEST
+
+/* ---- finishing ---- */
+
+START_TEST(test_device_tree_finish_drops_numa_of_a_resource_that_mixes_it) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_free_ char *log = NULL;
+        kdp_device_list *mixed, *all, *none;
+        const char *p;
+        capture c;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/mixed", &(kdp_device_info) {
+                .id = "m0", .numa_nodes = { 0 }, .n_numa_nodes = 1 }), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/mixed", &(kdp_device_info) { .id = "m1" }), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/mixed", &(kdp_device_info) {
+                .id = "m2", .numa_nodes = { 1, 0 }, .n_numa_nodes = 2 }), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/all", &(kdp_device_info) {
+                .id = "a0", .numa_nodes = { 1 }, .n_numa_nodes = 1 }), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/all", &(kdp_device_info) {
+                .id = "a1", .numa_nodes = { 0 }, .n_numa_nodes = 1 }), 0);
+        ck_assert_int_eq(kdp_device_tree_add(t, "example.com/none", &(kdp_device_info) { .id = "n0" }), 0);
+
+        capture_stderr_begin(&c);
+        kdp_device_tree_finish(t);
+        log = capture_stderr_end(&c);
+
+        mixed = kdp_device_tree_find(t, "example.com/mixed");
+        for (size_t i = 0; i < mixed->n_devices; i++) {
+                ck_assert(!kdp_device_has_topology(&mixed->devices[i]));
+                ck_assert_int_eq(mixed->devices[i].numa_nodes[0], 0);
+                ck_assert_int_eq(mixed->devices[i].numa_nodes[1], 0);
+        }
+        all = kdp_device_tree_find(t, "example.com/all");
+        ck_assert_uint_eq(all->devices[0].n_numa_nodes, 1);
+        ck_assert_int_eq(all->devices[0].numa_nodes[0], 1);
+        ck_assert_int_eq(all->devices[1].numa_nodes[0], 0);
+        none = kdp_device_tree_find(t, "example.com/none");
+        ck_assert(!kdp_device_has_topology(&none->devices[0]));
+
+        p = log;
+        expect_line(&p, 'W', "device-tree.c",
+                    "\"Dropped NUMA affinity of a resource that mixes devices with and without it\" "
+                    "resource=\"example.com/mixed\" withTopology=2 withoutTopology=1");
+        ck_assert_str_eq(p, "");
+
+        /* a second finish finds nothing left to fix */
+        capture_stderr_begin(&c);
+        kdp_device_tree_finish(t);
+        free(log);
+        log = capture_stderr_end(&c);
+        ck_assert_str_eq(log, "");
+}
+END_TEST
+
+START_TEST(test_device_tree_finish_sorts_and_deduplicates_a_list_filled_by_hand) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_free_ char *log = NULL;
+        kdp_device_list *l;
+        const char *p;
+        capture c;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        ck_assert_int_eq(kdp_device_tree_add_resource(t, "example.com/widget"), 0);
+        l = kdp_device_tree_find(t, "example.com/widget");
+        l->devices = calloc(4, sizeof(kdp_device));
+        ck_assert_ptr_nonnull(l->devices);
+        l->n_allocated = 4;
+        ck_assert_int_eq(kdp_device_from_info(&(kdp_device_info) { .id = "b" }, NULL, &l->devices[0]), 0);
+        ck_assert_int_eq(kdp_device_from_info(&(kdp_device_info) { .id = "a" }, NULL, &l->devices[1]), 0);
+        ck_assert_int_eq(kdp_device_from_info(&(kdp_device_info) { .id = "b" }, NULL, &l->devices[2]), 0);
+        ck_assert_int_eq(kdp_device_from_info(&(kdp_device_info) { .id = "c" }, NULL, &l->devices[3]), 0);
+        l->n_devices = 4;
+
+        capture_stderr_begin(&c);
+        kdp_device_tree_finish(t);
+        log = capture_stderr_end(&c);
+
+        ck_assert_uint_eq(l->n_devices, 3);
+        ck_assert_str_eq(l->devices[0].id, "a");
+        ck_assert_str_eq(l->devices[1].id, "b");
+        ck_assert_str_eq(l->devices[2].id, "c");
+        ck_assert_uint_eq(t->n_rejected, 1);
+        p = log;
+        expect_line(&p, 'W', "device-tree.c",
+                    "\"Rejected device\" resource=\"example.com/widget\" device=\"b\" err=\"File exists\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_device_tree_holds_4096_devices_per_resource) {
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
+        _cleanup_free_ char *log = NULL;
+        kdp_device_list *vf, *gpu;
+        char id[32];
+        capture c;
+
+        ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
+        capture_stderr_begin(&c);
+        for (unsigned i = 0; i < 4096; i++) {
+                unsigned n = (i * 2654435761u) % 4096;          /* a permutation: no order to rely on */
+
+                (void) snprintf(id, sizeof(id), "0000:%02x:%02x.%u", n >> 6, (n >> 3) & 7, n & 7);
+                ck_assert_int_eq(kdp_device_tree_add(t, "example.com/vf", &(kdp_device_info) {
+                        .id = id,
+                        .numa_nodes = { (int) (n / 2048) },
+                        .n_numa_nodes = 1,
+                        .dev_nodes = (const kdp_dev_node[]) { { .host_path = "/dev/vfio/vfio" }, { 0 } },
+                        .envs = (const kdp_kv[]) { { "PCIDEVICE", id }, { 0 } },
+                }), 0);
+                (void) snprintf(id, sizeof(id), "gpu-%u", 4095 - i);
+                ck_assert_int_eq(kdp_device_tree_add(t, "example.com/gpu", &(kdp_device_info) { .id = id }), 0);
+        }
+        kdp_device_tree_finish(t);
+        log = capture_stderr_end(&c);
+
+        ck_assert_str_eq(log, "");
+        ck_assert_uint_eq(t->n_rejected, 0);
+        vf = kdp_device_tree_find(t, "example.com/vf");
+        gpu = kdp_device_tree_find(t, "example.com/gpu");
+        ck_assert_uint_eq(vf->n_devices, 4096);
+        ck_assert_uint_eq(gpu->n_devices, 4096);
+        for (size_t i = 1; i < 4096; i++) {
+                ck_assert_int_lt(strcmp(vf->devices[i - 1].id, vf->devices[i].id), 0);
+                ck_assert_int_lt(strcmp(gpu->devices[i - 1].id, gpu->devices[i].id), 0);
+        }
+        ck_assert_int_eq(kdp_device_list_find(vf, "0000:3f:07.7")->numa_nodes[0], 1);
+        ck_assert_int_eq(kdp_device_list_find(vf, "0000:00:00.0")->numa_nodes[0], 0);
+        ck_assert_str_eq(kdp_device_list_find(vf, "0000:12:03.4")->envs[0].value, "0000:12:03.4");
+        ck_assert_ptr_nonnull(kdp_device_list_find(gpu, "gpu-0"));
+        ck_assert_ptr_nonnull(kdp_device_list_find(gpu, "gpu-4095"));
+        ck_assert_ptr_null(kdp_device_list_find(gpu, "gpu-4096"));
+}
+END_TEST
+
+static Suite *device_tree_suite(void) {
+        Suite *s = suite_create("device-tree");
+        TCase *tc;
+
+        tc = tcase_create("declare");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_device_tree_new_copies_sysfs_root_and_starts_empty);
+        tcase_add_test(tc, test_device_tree_add_resource_declares_a_resource_once);
+        tcase_add_test(tc, test_device_tree_add_resource_rejects_invalid_name_with_warning);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("add");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_device_tree_add_stores_devices_sorted_per_resource);
+        tcase_add_test(tc, test_device_tree_add_rejects_long_id);
+        tcase_add_test(tc, test_device_tree_add_rejects_invalid_resource_name_without_declaring_it);
+        tcase_add_test(tc, test_device_tree_add_rejects_duplicate_id_and_keeps_the_first);
+        tcase_add_test(tc, test_device_tree_add_counts_every_refused_device);
+        tcase_add_test(tc, test_device_tree_add_resolves_pci_path_under_sysfs_root);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("finish");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_device_tree_finish_drops_numa_of_a_resource_that_mixes_it);
+        tcase_add_test(tc, test_device_tree_finish_sorts_and_deduplicates_a_list_filled_by_hand);
+        tcase_add_test(tc, test_device_tree_holds_4096_devices_per_resource);
+        suite_add_tcase(s, tc);
+
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(device_tree_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_ENV);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * unit/preferred: the default GetPreferredAllocation (framework/src/daemon/preferred.c).
+ *
+ * The main fixture is an 8-GPU box: two NUMA nodes, one host bridge each, two
+ * root ports per host bridge, each with a PCIe switch (upstream port, two
+ * downstream ports) and one GPU per downstream port:
+ *
+ *   NUMA 0  pci0000:00  root port 00:01.0  switch A  gpu 0, gpu 1
+ *                       root port 00:02.0  switch B  gpu 2, gpu 3
+ *   NUMA 1  pci0000:80  root port 80:01.0  switch C  gpu 4, gpu 5
+ *                       root port 80:02.0  switch D  gpu 6, gpu 7
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "preferred.h"
+
+typedef struct test_device {
+        const char *id;
+        int numa;               /* -1: no NUMA affinity */
+        const char *pci_path;   /* NULL: none */
+} test_device;
+
+static const test_device gpus[] = {
+        { "gpu0", 0, "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0" },
+        { "gpu1", 0, "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0" },
+        { "gpu2", 0, "pci0000:00/0000:00:02.0/0000:05:00.0/0000:06:00.0/0000:07:00.0" },
+        { "gpu3", 0, "pci0000:00/0000:00:02.0/0000:05:00.0/0000:06:01.0/0000:08:00.0" },
+        { "gpu4", 1, "pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:00.0/0000:83:00.0" },
+        { "gpu5", 1, "pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:01.0/0000:84:00.0" },
+        { "gpu6", 1, "pci0000:80/0000:80:02.0/0000:85:00.0/0000:86:00.0/0000:87:00.0" },
+        { "gpu7", 1, "pci0000:80/0000:80:02.0/0000:85:00.0/0000:86:01.0/0000:88:00.0" },
+};
+
+/* Builds kdp_device records (only what the index reads) and their index. */
+static kdp_preferred_index *index_from(const test_device *t, size_t n) {
+        _cleanup_free_ kdp_device *devs = calloc(n ? n : 1, sizeof(kdp_device));
+        kdp_preferred_index *idx = NULL;
+
+        ck_assert_ptr_nonnull(devs);
+        for (size_t i = 0; i < n; i++) {
+                devs[i].id = (char *) t[i].id;
+                devs[i].pci_path = (char *) t[i].pci_path;
+                if (t[i].numa >= 0) {
+                        devs[i].numa_nodes[0] = t[i].numa;
+                        devs[i].n_numa_nodes = 1;
+                }
+        }
+        ck_assert_int_eq(kdp_preferred_index_new(devs, n, &idx), 0);
+        ck_assert_ptr_nonnull(idx);
+        return idx;
+}
+
+static void format_indices(const size_t *v, size_t n, char *buf, size_t buf_size) {
+        size_t off = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < n && off < buf_size; i++)
+                off += (size_t) snprintf(buf + off, buf_size - off, "%s%zu", i ? "," : "", v[i]);
+}
+
+static void check_pick(const kdp_preferred_index *idx,
+                       const size_t *avail, size_t n_avail,
+                       const size_t *must, size_t n_must, size_t size,
+                       const size_t *expected, size_t n_expected, int line) {
+        size_t picked[size + 1];
+        char got[256], want[256];
+        size_t n;
+
+        picked[size] = SIZE_MAX;        /* canary: nothing is written past `size` */
+        n = kdp_preferred_pick(idx, avail, n_avail, must, n_must, size, picked);
+        format_indices(picked, n <= size ? n : size, got, sizeof(got));
+        format_indices(expected, n_expected, want, sizeof(want));
+        ck_assert_msg(n == n_expected && (n == 0 || memcmp(picked, expected, n * sizeof(size_t)) == 0),
+                      "line %d: picked [%s], expected [%s]", line, got, want);
+        ck_assert_uint_eq(picked[size], SIZE_MAX);
+}
+
+#define IDX(...) ((const size_t[]){ __VA_ARGS__ }), KDP_ELEMENTSOF(((const size_t[]){ __VA_ARGS__ }))
+#define NO_IDX NULL, 0
+#define SPAN(p, n) (p), (n)
+#define ALL_GPUS IDX(0, 1, 2, 3, 4, 5, 6, 7)
+#define CHECK_PICK(idx, avail, must, size, expected) \
+        check_pick((idx), avail, must, (size), expected, __LINE__)
+
+/* ---- locality ---- */
+
+START_TEST(test_preferred_pick_size_two_takes_a_switch_pair) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        CHECK_PICK(idx, ALL_GPUS, NO_IDX, 2, IDX(0, 1));
+        /* lowest indices would be 1,2 across switches A and B */
+        CHECK_PICK(idx, IDX(1, 2, 3, 5, 6, 7), NO_IDX, 2, IDX(2, 3));
+        CHECK_PICK(idx, IDX(7, 6, 5, 4), NO_IDX, 2, IDX(4, 5));
+        /* NUMA 0 holds exactly two (best fit) and keeps three free on NUMA 1 for a larger request */
+        CHECK_PICK(idx, IDX(0, 2, 4, 6, 7), NO_IDX, 2, IDX(0, 2));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_size_four_takes_one_numa_node) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        CHECK_PICK(idx, ALL_GPUS, NO_IDX, 4, IDX(0, 1, 2, 3));
+        CHECK_PICK(idx, IDX(0, 2, 4, 5, 6, 7), NO_IDX, 4, IDX(4, 5, 6, 7));
+        /* NUMA 0 has 3 free, NUMA 1 has 4: all of NUMA 1 */
+        CHECK_PICK(idx, IDX(1, 2, 3, 4, 5, 6, 7), NO_IDX, 4, IDX(4, 5, 6, 7));
+        /* three fit on NUMA 0 exactly (best fit), leaving NUMA 1 whole */
+        CHECK_PICK(idx, IDX(1, 2, 3, 4, 5, 6, 7), NO_IDX, 3, IDX(1, 2, 3));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_must_include_takes_partner_on_same_switch) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        CHECK_PICK(idx, ALL_GPUS, IDX(2), 2, IDX(2, 3));
+        CHECK_PICK(idx, ALL_GPUS, IDX(3), 2, IDX(3, 2));
+        CHECK_PICK(idx, ALL_GPUS, IDX(6), 2, IDX(6, 7));
+        /* with switch B's partner busy, stay on switch B's NUMA node */
+        CHECK_PICK(idx, IDX(0, 1, 2, 4, 5, 6, 7), IDX(2), 2, IDX(2, 0));
+        CHECK_PICK(idx, IDX(0, 1, 2, 4, 5, 6, 7), IDX(2), 3, IDX(2, 0, 1));
+        /* size 4 from switch B: NUMA 0 */
+        CHECK_PICK(idx, ALL_GPUS, IDX(2), 4, IDX(2, 0, 1, 3));
+        /* more than NUMA 0 has left: the rest from NUMA 1 */
+        CHECK_PICK(idx, IDX(0, 2, 3, 4, 5, 6, 7), IDX(2), 4, IDX(2, 0, 3, 4));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_must_include_across_numa_nodes_fills_near_them) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        /* subtrees holding must_include devices first: switch B's partner, then switch A */
+        CHECK_PICK(idx, ALL_GPUS, IDX(2, 5), 4, IDX(2, 5, 0, 3));
+        CHECK_PICK(idx, ALL_GPUS, IDX(2, 5), 3, IDX(2, 5, 3));
+        /* both NUMA nodes hold one and have 3 free: the first (lowest device) gets the fill */
+        CHECK_PICK(idx, ALL_GPUS, IDX(0, 7), 4, IDX(0, 7, 1, 2));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_fragmented_takes_best_fit) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        /* gpu 1 is in use: gpu 0 is the lone device of switch A */
+        CHECK_PICK(idx, IDX(0, 2, 3, 4, 5, 6, 7), NO_IDX, 1, IDX(0));
+        CHECK_PICK(idx, IDX(0, 2, 3, 4, 5, 6, 7), NO_IDX, 2, IDX(2, 3));
+        CHECK_PICK(idx, IDX(0, 2, 3, 4, 5, 6, 7), NO_IDX, 3, IDX(0, 2, 3));
+        CHECK_PICK(idx, IDX(0, 2, 3, 4, 5, 6, 7), NO_IDX, 4, IDX(4, 5, 6, 7));
+        CHECK_PICK(idx, IDX(0, 2, 3, 4, 5, 6, 7), NO_IDX, 5, IDX(0, 4, 5, 6, 7));
+        CHECK_PICK(idx, IDX(0, 2, 3, 4, 5, 6, 7), NO_IDX, 6, IDX(2, 3, 4, 5, 6, 7));
+        /* gpus 0 and 5 are in use: NUMA nodes tie, lone gpu 1 on the first */
+        CHECK_PICK(idx, IDX(1, 2, 3, 4, 6, 7), NO_IDX, 1, IDX(1));
+        /* only lone devices left: one from each switch of NUMA 0 */
+        CHECK_PICK(idx, IDX(1, 3, 5, 7), NO_IDX, 2, IDX(1, 3));
+}
+END_TEST
+
+/* ---- edge cases of the request ---- */
+
+START_TEST(test_preferred_pick_size_above_available_returns_all) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        CHECK_PICK(idx, IDX(6, 1, 4), NO_IDX, 5, IDX(1, 4, 6));
+        CHECK_PICK(idx, IDX(6, 1, 4), IDX(3), 8, IDX(3, 1, 4, 6));
+        CHECK_PICK(idx, NO_IDX, NO_IDX, 3, NO_IDX);
+}
+END_TEST
+
+START_TEST(test_preferred_pick_ignores_duplicate_and_unknown_available) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        CHECK_PICK(idx, IDX(3, 3, 2, 2, 8, SIZE_MAX), NO_IDX, 4, IDX(2, 3));
+        /* a must_include device also listed as available is picked once */
+        CHECK_PICK(idx, IDX(2, 3, 2), IDX(2), 4, IDX(2, 3));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_must_include_not_available_comes_first) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        CHECK_PICK(idx, IDX(0, 1, 2, 3), IDX(5), 2, IDX(5, 0));
+        CHECK_PICK(idx, IDX(0, 1, 2, 3), IDX(7, 5), 3, IDX(7, 5, 0));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_must_include_keeps_order_drops_duplicates_caps_at_size) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        CHECK_PICK(idx, ALL_GPUS, IDX(6, 2, 2, 6), 3, IDX(6, 2, 3));
+        CHECK_PICK(idx, ALL_GPUS, IDX(3, 1, 2), 2, IDX(3, 1));
+        CHECK_PICK(idx, ALL_GPUS, IDX(99, SIZE_MAX, 4), 2, IDX(4, 5));
+        CHECK_PICK(idx, NO_IDX, IDX(99), 2, NO_IDX);
+}
+END_TEST
+
+START_TEST(test_preferred_pick_size_zero_picks_nothing) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        ck_assert_uint_eq(kdp_preferred_pick(idx, IDX(0, 1), IDX(2), 0, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_preferred_pick_empty_index_picks_nothing) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = index_from(NULL, 0);
+
+        CHECK_PICK(idx, IDX(0, 1), IDX(0), 2, NO_IDX);
+}
+END_TEST
+
+/* ---- devices without (full) topology ---- */
+
+START_TEST(test_preferred_pick_without_topology_takes_lowest_indices) {
+        static const test_device plain[] = {
+                { "a", -1, NULL }, { "b", -1, NULL }, { "c", -1, NULL }, { "d", -1, NULL },
+                { "e", -1, NULL }, { "f", -1, NULL }, { "g", -1, NULL }, { "h", -1, NULL },
+        };
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(plain, KDP_ELEMENTSOF(plain));
+
+        CHECK_PICK(idx, IDX(7, 5, 3, 1, 0, 2), NO_IDX, 3, IDX(0, 1, 2));
+        CHECK_PICK(idx, IDX(7, 5, 3, 1, 0, 2), IDX(6), 3, IDX(6, 0, 1));
+        CHECK_PICK(idx, IDX(7, 5), NO_IDX, 3, IDX(5, 7));
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 7), 0);
+}
+END_TEST
+
+START_TEST(test_preferred_pick_numa_without_pci_path_prefers_one_node) {
+        static const test_device numa_only[] = {
+                { "a", 0, NULL }, { "b", 0, NULL },
+                { "c", 1, NULL }, { "d", 1, NULL }, { "e", 1, NULL },
+        };
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(numa_only, KDP_ELEMENTSOF(numa_only));
+
+        CHECK_PICK(idx, IDX(0, 1, 2, 3, 4), NO_IDX, 2, IDX(0, 1));
+        CHECK_PICK(idx, IDX(0, 1, 2, 3, 4), NO_IDX, 3, IDX(2, 3, 4));
+        CHECK_PICK(idx, IDX(1, 2, 3, 4), NO_IDX, 2, IDX(2, 3));
+        CHECK_PICK(idx, IDX(0, 1, 2, 3, 4), IDX(4), 2, IDX(4, 2));
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 1), 0);
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 1, 2), 2);
+}
+END_TEST
+
+START_TEST(test_preferred_pick_pci_path_without_numa_uses_pci_locality) {
+        static const test_device no_numa[] = {
+                { "a", -1, "pci0000:00/0000:00:01.0/0000:01:00.0" },
+                { "b", -1, "pci0000:00/0000:00:02.0/0000:02:00.0" },
+                { "c", -1, "pci0000:00/0000:00:02.0/0000:02:00.1" },
+                { "d", -1, "pci0000:40/0000:40:01.0/0000:41:00.0" },
+        };
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(no_numa, KDP_ELEMENTSOF(no_numa));
+
+        CHECK_PICK(idx, IDX(0, 1, 2, 3), NO_IDX, 2, IDX(1, 2));
+        CHECK_PICK(idx, IDX(0, 1, 2, 3), IDX(3), 2, IDX(3, 0));
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 1, 2), 2);
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 1), 4);
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 3), 6);
+}
+END_TEST
+
+/* ---- distance ---- */
+
+START_TEST(test_preferred_distance_counts_tree_edges) {
+        static const test_device mixed[] = {
+                { "a", 0, "pci0000:00/0000:00:01.0/0000:01:00.0" },
+                { "b", 0, "pci0000:00/0000:00:01.0/0000:01:00.0" },      /* same PCI function */
+                { "c", 0, NULL },
+                { "d", 0, "/pci0000:00//0000:00:01.0/0000:01:00.0/" },  /* empty components skipped */
+                { "e", 1, "pci0000:00/0000:00:01.0/0000:01:00.0" },      /* same path, other node */
+        };
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *gpu_idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(mixed, KDP_ELEMENTSOF(mixed));
+
+        ck_assert_uint_eq(kdp_preferred_distance(gpu_idx, 0, 0), 0);
+        ck_assert_uint_eq(kdp_preferred_distance(gpu_idx, 0, 1), 4);   /* same switch */
+        ck_assert_uint_eq(kdp_preferred_distance(gpu_idx, 1, 0), 4);
+        ck_assert_uint_eq(kdp_preferred_distance(gpu_idx, 0, 2), 8);   /* same host bridge */
+        ck_assert_uint_eq(kdp_preferred_distance(gpu_idx, 0, 4), 12);  /* other NUMA node */
+        ck_assert_uint_eq(kdp_preferred_distance(gpu_idx, 7, 6), 4);
+
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 1), 0);
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 3), 0);
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 2), 3);
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 4), 8);
+        /* devices sharing a leaf are still two devices */
+        CHECK_PICK(idx, IDX(0, 1, 2, 3, 4), NO_IDX, 3, IDX(0, 1, 3));
+}
+END_TEST
+
+/* ---- scale and threads ---- */
+
+#define N_LARGE 4096
+
+/* 2 NUMA nodes, 8 host bridges, 64 root ports, 512 switches of 8 devices each. */
+static kdp_preferred_index *large_index(void) {
+        _cleanup_free_ test_device *t = calloc(N_LARGE, sizeof(test_device));
+        _cleanup_free_ char *ids = calloc(N_LARGE, 16), *paths = calloc(N_LARGE, 96);
+
+        ck_assert_ptr_nonnull(t);
+        ck_assert_ptr_nonnull(ids);
+        ck_assert_ptr_nonnull(paths);
+        for (unsigned i = 0; i < N_LARGE; i++) {
+                char *id = ids + 16 * i, *path = paths + 96 * i;
+
+                snprintf(id, 16, "dev%04u", i);
+                snprintf(path, 96, "pci0000:%02x/0000:%02x:%02x.0/0000:%02x:00.0/0000:%02x:%02x.%u",
+                         i / 512, i / 512, i / 64 % 8, i / 8 % 256, i / 8 % 256, i / 2 % 4, i % 2);
+                t[i] = (test_device){ id, (int) (i / 2048), path };
+        }
+        return index_from(t, N_LARGE);
+}
+
+START_TEST(test_preferred_pick_4096_devices_returns_distinct_best_fit) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = large_index();
+        _cleanup_free_ size_t *all = calloc(N_LARGE, sizeof(size_t));
+        _cleanup_free_ size_t *odd = calloc(N_LARGE / 2, sizeof(size_t));
+        _cleanup_free_ uint8_t *seen = NULL;
+        size_t picked[8];
+
+        ck_assert_ptr_nonnull(all);
+        ck_assert_ptr_nonnull(odd);
+        for (size_t i = 0; i < N_LARGE; i++)
+                all[i] = N_LARGE - 1 - i;
+        for (size_t i = 0; i < N_LARGE / 2; i++)
+                odd[i] = 2 * i + 1;
+
+        CHECK_PICK(idx, SPAN(all, N_LARGE), NO_IDX, 8, IDX(0, 1, 2, 3, 4, 5, 6, 7));
+        CHECK_PICK(idx, SPAN(odd, N_LARGE / 2), NO_IDX, 8, IDX(1, 3, 5, 7, 9, 11, 13, 15));
+        CHECK_PICK(idx, SPAN(all, N_LARGE), IDX(4095), 8, IDX(4095, 4088, 4089, 4090, 4091, 4092, 4093, 4094));
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 1), 2);
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 7), 2);      /* same switch */
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 8), 4);      /* same root port */
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 64), 6);     /* same host bridge */
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 512), 8);    /* same NUMA node */
+        ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 4095), 10);
+
+        /* 1000 picks with a moving must_include: always 8 distinct available devices */
+        for (size_t round = 0; round < 1000; round++) {
+                size_t must = (round * 37) % N_LARGE, n;
+
+                n = kdp_preferred_pick(idx, all, N_LARGE, &must, 1, 8, picked);
+                ck_assert_uint_eq(n, 8);
+                ck_assert_uint_eq(picked[0], must);
+                seen = calloc(N_LARGE, 1);
+                ck_assert_ptr_nonnull(seen);
+                for (size_t i = 0; i < n; i++) {
+                        ck_assert_uint_lt(picked[i], N_LARGE);
+                        ck_assert_uint_eq(seen[picked[i]], 0);
+                        seen[picked[i]] = 1;
+                        /* all 8 from the must_include device's switch */
+                        ck_assert_uint_eq(picked[i] / 8, must / 8);
+                }
+                free(KDP_TAKE_PTR(seen));
+        }
+}
+END_TEST
+
+START_TEST(test_preferred_pick_4096_devices_without_topology_takes_lowest) {
+        _cleanup_free_ test_device *t = calloc(N_LARGE, sizeof(test_device));
+        _cleanup_free_ size_t *all = calloc(N_LARGE, sizeof(size_t));
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = NULL;
+
+        ck_assert_ptr_nonnull(t);
+        ck_assert_ptr_nonnull(all);
+        for (size_t i = 0; i < N_LARGE; i++) {
+                t[i] = (test_device){ "x", -1, NULL };
+                all[i] = N_LARGE - 1 - i;
+        }
+        idx = index_from(t, N_LARGE);
+        CHECK_PICK(idx, SPAN(all + 100, N_LARGE - 100), IDX(4095), 8, IDX(4095, 0, 1, 2, 3, 4, 5, 6));
+}
+END_TEST
+
+typedef struct pick_thread {
+        const kdp_preferred_index *idx;
+        size_t mismatches;
+} pick_thread;
+
+static void *pick_thread_run(void *userdata) {
+        pick_thread *pt = userdata;
+        const size_t avail[] = { 0, 2, 3, 4, 5, 6, 7 };
+
+        for (unsigned i = 0; i < 2000; i++) {
+                size_t picked[2] = { 0 };
+                size_t n = kdp_preferred_pick(pt->idx, avail, KDP_ELEMENTSOF(avail), NULL, 0, 2, picked);
+
+                if (n != 2 || picked[0] != 2 || picked[1] != 3)
+                        pt->mismatches++;
+        }
+        return NULL;
+}
+
+START_TEST(test_preferred_pick_concurrent_on_one_index) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+        pthread_t threads[4];
+        pick_thread pt[4];
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(threads); i++) {
+                pt[i] = (pick_thread){ .idx = idx };
+                ck_assert_int_eq(pthread_create(&threads[i], NULL, pick_thread_run, &pt[i]), 0);
+        }
+        for (size_t i = 0; i < KDP_ELEMENTSOF(threads); i++) {
+                ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+                ck_assert_uint_eq(pt[i].mismatches, 0);
+        }
+}
+END_TEST
+
+static Suite *preferred_suite(void) {
+        Suite *s = suite_create("preferred");
+        TCase *tc;
+
+        tc = tcase_create("locality");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_preferred_pick_size_two_takes_a_switch_pair);
+        tcase_add_test(tc, test_preferred_pick_size_four_takes_one_numa_node);
+        tcase_add_test(tc, test_preferred_pick_must_include_takes_partner_on_same_switch);
+        tcase_add_test(tc, test_preferred_pick_must_include_across_numa_nodes_fills_near_them);
+        tcase_add_test(tc, test_preferred_pick_fragmented_takes_best_fit);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("request");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_preferred_pick_size_above_available_returns_all);
+        tcase_add_test(tc, test_preferred_pick_ignores_duplicate_and_unknown_available);
+        tcase_add_test(tc, test_preferred_pick_must_include_not_available_comes_first);
+        tcase_add_test(tc, test_preferred_pick_must_include_keeps_order_drops_duplicates_caps_at_size);
+        tcase_add_test(tc, test_preferred_pick_size_zero_picks_nothing);
+        tcase_add_test(tc, test_preferred_pick_empty_index_picks_nothing);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("topology");
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_preferred_pick_without_topology_takes_lowest_indices);
+        tcase_add_test(tc, test_preferred_pick_numa_without_pci_path_prefers_one_node);
+        tcase_add_test(tc, test_preferred_pick_pci_path_without_numa_uses_pci_locality);
+        tcase_add_test(tc, test_preferred_distance_counts_tree_edges);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("scale");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_preferred_pick_4096_devices_returns_distinct_best_fit);
+        tcase_add_test(tc, test_preferred_pick_4096_devices_without_topology_takes_lowest);
+        tcase_add_test(tc, test_preferred_pick_concurrent_on_one_index);
+        suite_add_tcase(s, tc);
+
+        return s;
+}
+
+int main(void) {
+        SRunner *sr = srunner_create(preferred_suite());
+        int failed;
+
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
