@@ -468,7 +468,7 @@ END_TEST
 
 /* ---- lists ---- */
 
-START_TEST(test_device_list_append_keeps_ids_sorted_and_find_uses_it) {
+START_TEST(test_device_list_append_finds_ids_and_sort_orders_them) {
         _cleanup_(kdp_device_list_done) kdp_device_list l = {};
         static const char *const ids[] = { "w10", "w2", "w1", "a", "z", "w3" };
         static const char *const sorted[] = { "a", "w1", "w10", "w2", "w3", "z" };
@@ -480,6 +480,16 @@ START_TEST(test_device_list_append_keeps_ids_sorted_and_find_uses_it) {
         for (size_t i = 0; i < KDP_ELEMENTSOF(ids); i++)
                 list_add(&l, ids[i]);
         ck_assert_uint_eq(l.n_devices, 6);
+        ck_assert(l.unsorted);
+        for (size_t i = 0; i < KDP_ELEMENTSOF(ids); i++) {
+                ck_assert_str_eq(l.devices[i].id, ids[i]);      /* appended in order given */
+                ck_assert_ptr_eq(kdp_device_list_find(&l, ids[i]), &l.devices[i]);
+        }
+        ck_assert_ptr_null(kdp_device_list_find(&l, "w"));
+
+        kdp_device_list_sort(&l);
+        ck_assert(!l.unsorted);
+        ck_assert_ptr_null(l.id_slots);
         for (size_t i = 0; i < KDP_ELEMENTSOF(sorted); i++) {
                 ck_assert_str_eq(l.devices[i].id, sorted[i]);
                 ck_assert_ptr_eq(kdp_device_list_find(&l, sorted[i]), &l.devices[i]);
@@ -489,10 +499,6 @@ START_TEST(test_device_list_append_keeps_ids_sorted_and_find_uses_it) {
         ck_assert_ptr_null(kdp_device_list_find(&l, "0"));
         ck_assert_ptr_null(kdp_device_list_find(&l, NULL));
         ck_assert_ptr_null(kdp_device_list_find(NULL, "a"));
-
-        kdp_device_list_sort(&l);
-        ck_assert_str_eq(l.devices[0].id, "a");
-        ck_assert_str_eq(l.devices[5].id, "z");
 }
 END_TEST
 
@@ -546,6 +552,8 @@ START_TEST(test_device_list_equal_compares_devices_in_order) {
         list_add(&a, "w1");
         list_add(&b, "w1");
         list_add(&b, "w0");
+        ck_assert(!kdp_device_list_equal(&a, &b));     /* order matters */
+        kdp_device_list_sort(&b);
         ck_assert(kdp_device_list_equal(&a, &b));
 
         list_add(&c, "w0");
@@ -578,6 +586,11 @@ START_TEST(test_device_list_append_handles_4096_devices_in_any_order) {
         }
 
         ck_assert_uint_eq(l.n_devices, 4096);
+        for (unsigned i = 0; i < 4096; i++) {
+                (void) snprintf(id, sizeof(id), "widget-%04u", i);
+                ck_assert_str_eq(kdp_device_list_find(&l, id)->id, id);
+        }
+        kdp_device_list_sort(&l);
         for (unsigned i = 0; i < 4096; i++) {
                 (void) snprintf(id, sizeof(id), "widget-%04u", i);
                 ck_assert_str_eq(l.devices[i].id, id);
@@ -633,7 +646,7 @@ static Suite *device_suite(void) {
 
         tc = tcase_create("list");
         tcase_set_timeout(tc, 30);
-        tcase_add_test(tc, test_device_list_append_keeps_ids_sorted_and_find_uses_it);
+        tcase_add_test(tc, test_device_list_append_finds_ids_and_sort_orders_them);
         tcase_add_test(tc, test_device_list_append_rejects_duplicate_id_and_leaves_device);
         tcase_add_test(tc, test_device_list_sort_orders_a_list_built_by_hand);
         tcase_add_test(tc, test_device_list_equal_compares_devices_in_order);

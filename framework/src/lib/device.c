@@ -16,11 +16,10 @@
  * The reason for a refusal is logged at verbosity 4 (libkdp does not log above it);
  * the caller decides whether the refusal is worth a warning.
  *
- * Lists are kept sorted by ID at all times: kdp_device_list_append() inserts at
- * the position a binary search finds, which is also where it sees a duplicate.
- * Appending in ascending order costs O(log n) per device; out of order it adds
- * a memmove of the tail (4096 devices in reverse order take about 20 ms in a
- * debug build, in random order about 7 ms).
+ * Lists: kdp_device_list_append() pushes at the end and finds duplicates in a
+ * hash of the IDs (O(1)); kdp_device_list_sort() sorts once, when the scan is
+ * finished, and drops the hash. Lookups use the hash while there is one, else
+ * a binary search, so a list filled by hand must be sorted before lookups.
  */
 #include <assert.h>
 #include <errno.h>
@@ -548,19 +547,15 @@ void kdp_device_list_done(kdp_device_list *l) {
         for (size_t i = 0; i < l->n_devices; i++)
                 kdp_device_done(&l->devices[i]);
         free(l->devices);
+        free(l->id_slots);
         free(l->resource);
         *l = (kdp_device_list) {};
 }
 
 /* The index of `id`, or where it would be inserted; *ret_found tells which. */
+/* Binary search in a sorted list: the index of `id`, or where it would go. */
 static size_t list_search(const kdp_device_list *l, const char *id, bool *ret_found) {
         size_t lo = 0, hi = l->n_devices;
-
-        /* fast path: IDs arriving in order go to the end */
-        if (hi > 0 && strcmp(id, l->devices[hi - 1].id) > 0) {
-                *ret_found = false;
-                return hi;
-        }
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
@@ -579,34 +574,84 @@ static size_t list_search(const kdp_device_list *l, const char *id, bool *ret_fo
         return lo;
 }
 
+static size_t id_hash(const char *id) {
+        size_t h = 14695981039346656037ULL;     /* FNV-1a */
+
+        for (; *id; id++)
+                h = (h ^ (unsigned char) *id) * 1099511628211ULL;
+        return h;
+}
+
+/* The slot holding `id`, or the free slot where it would go. */
+static size_t *id_slot(const kdp_device_list *l, const char *id) {
+        size_t mask = l->n_id_slots - 1;
+
+        for (size_t i = id_hash(id) & mask;; i = (i + 1) & mask) {
+                size_t *slot = &l->id_slots[i];
+
+                if (*slot == 0 || strcmp(l->devices[*slot - 1].id, id) == 0)
+                        return slot;
+        }
+}
+
+/* Keeps the ID hash at most half full, rebuilding it from the devices when it grows. */
+static int id_hash_reserve(kdp_device_list *l, size_t n) {
+        size_t want = 64;
+        size_t *slots;
+
+        while (want < 2 * n)
+                want *= 2;
+        if (l->id_slots && want <= l->n_id_slots)
+                return 0;
+        slots = calloc(want, sizeof(size_t));
+        if (!slots)
+                return -ENOMEM;
+        free(l->id_slots);
+        l->id_slots = slots;
+        l->n_id_slots = want;
+        for (size_t i = 0; i < l->n_devices; i++)
+                *id_slot(l, l->devices[i].id) = i + 1;
+        return 0;
+}
+
+static int list_reserve(kdp_device_list *l) {
+        size_t n;
+        kdp_device *p;
+
+        if (l->n_devices < l->n_allocated)
+                return 0;
+        n = l->n_allocated ? l->n_allocated * 2 : 16;
+        if (n > SIZE_MAX / sizeof(kdp_device))
+                return -ENOMEM;
+        p = realloc(l->devices, n * sizeof(kdp_device));
+        if (!p)
+                return -ENOMEM;
+        l->devices = p;
+        l->n_allocated = n;
+        return 0;
+}
+
 int kdp_device_list_append(kdp_device_list *l, kdp_device *d) {
-        bool found;
-        size_t i;
+        size_t *slot;
+        int r;
 
         assert(l);
         assert(d);
         assert(d->id);
 
-        i = list_search(l, d->id, &found);
-        if (found)
+        r = id_hash_reserve(l, l->n_devices + 1);
+        if (r < 0)
+                return r;
+        slot = id_slot(l, d->id);
+        if (*slot != 0)
                 return -EEXIST;
-
-        if (l->n_devices == l->n_allocated) {
-                size_t n = l->n_allocated ? l->n_allocated * 2 : 16;
-                kdp_device *p;
-
-                if (n > SIZE_MAX / sizeof(kdp_device))
-                        return -ENOMEM;
-                p = realloc(l->devices, n * sizeof(kdp_device));
-                if (!p)
-                        return -ENOMEM;
-                l->devices = p;
-                l->n_allocated = n;
-        }
-
-        memmove(&l->devices[i + 1], &l->devices[i], (l->n_devices - i) * sizeof(kdp_device));
-        l->devices[i] = *d;
-        l->n_devices++;
+        r = list_reserve(l);
+        if (r < 0)
+                return r;
+        if (l->n_devices > 0 && strcmp(l->devices[l->n_devices - 1].id, d->id) > 0)
+                l->unsorted = true;
+        l->devices[l->n_devices] = *d;
+        *slot = ++l->n_devices;
         *d = (kdp_device) {};
         return 0;
 }
@@ -618,7 +663,11 @@ static int device_cmp(const void *a, const void *b) {
 void kdp_device_list_sort(kdp_device_list *l) {
         assert(l);
 
-        /* append() keeps the list sorted; sort only what was put together otherwise */
+        /* sorting moves devices: the hash is rebuilt by the next append if there is one */
+        free(l->id_slots);
+        l->id_slots = NULL;
+        l->n_id_slots = 0;
+        l->unsorted = false;
         for (size_t i = 1; i < l->n_devices; i++)
                 if (strcmp(l->devices[i - 1].id, l->devices[i].id) > 0) {
                         qsort(l->devices, l->n_devices, sizeof(kdp_device), device_cmp);
@@ -632,7 +681,11 @@ const kdp_device *kdp_device_list_find(const kdp_device_list *l, const char *id)
 
         if (!l || !id || l->n_devices == 0)
                 return NULL;
+        if (l->id_slots) {
+                size_t *slot = id_slot(l, id);
 
+                return *slot ? &l->devices[*slot - 1] : NULL;
+        }
         i = list_search(l, id, &found);
         return found ? &l->devices[i] : NULL;
 }

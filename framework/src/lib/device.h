@@ -37,12 +37,19 @@ typedef struct kdp_device {
         size_t n_cdi_devices;
 } kdp_device;
 
-/* All devices of one resource; sorted by ID (strcmp) after kdp_device_list_sort(). */
+/*
+ * All devices of one resource; sorted by ID (strcmp) after kdp_device_list_sort().
+ * While a scan appends, a hash of the IDs finds duplicates in O(1), so
+ * building a list of n devices costs O(n log n) whatever the order.
+ */
 typedef struct kdp_device_list {
         char *resource;
         kdp_device *devices;
         size_t n_devices;
         size_t n_allocated;
+        size_t *id_slots;               /* open addressing: device index + 1, 0 = free */
+        size_t n_id_slots;              /* a power of two, or 0 */
+        bool unsorted;                  /* appended out of order since the last sort */
 } kdp_device_list;
 
 /*
