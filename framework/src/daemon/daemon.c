@@ -66,6 +66,7 @@ struct kdp_daemon {
         unsigned socket_seq;
         int signal_fd;
         kdp_loop_source *signal_source;
+        kdp_loop_source *cancel_timer;  /* cancels calls of servers stopped long enough ago */
 };
 
 static char **strv_copy(const char *const *v) {
@@ -220,8 +221,10 @@ static void on_server_stopped(void *userdata) {
 static void stop_serving(kdp_resource *res) {
         kdp_kubelet_client_cancel(res->reg);
         res->reg = NULL;
-        if (res->server)
+        if (res->server) {
                 kdp_server_stop(res->server);
+                (void) kdp_loop_timer_arm(res->d->cancel_timer, 600, 0);
+        }
         res->server = NULL;
         free(res->socket_name);
         res->socket_name = NULL;
@@ -417,6 +420,12 @@ static int arm_slot_timer(backend_slot *slot) {
                         return r;
         }
         return kdp_loop_timer_arm(slot->timer, ms, ms);
+}
+
+static void on_cancel_timer(kdp_loop *loop, void *userdata) {
+        kdp_daemon *d = userdata;
+
+        kdp_server_runtime_cancel_overdue(d->rt);
 }
 
 /* ---- kubelet events ---- */
@@ -631,6 +640,9 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         r = kdp_server_runtime_new(&d->rt);
         if (r < 0)
                 return r;
+        r = kdp_loop_add_timer(d->loop, on_cancel_timer, d, &d->cancel_timer);
+        if (r < 0)
+                return r;
         r = kdp_kubelet_client_new(d->loop, kdp_server_runtime_cq(d->rt), d->kubelet_dir, &kubelet_events, d,
                                    &d->kubelet);
         if (r < 0)
@@ -663,6 +675,7 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
                 kdp_registry_free(d->slots[i].b);
         }
         kdp_loop_remove(d->signal_source);
+        kdp_loop_remove(d->cancel_timer);
         d->loop = kdp_loop_free(d->loop);
         if (d->signal_fd >= 0)
                 (void) close(d->signal_fd);

@@ -8,6 +8,7 @@
  * the loop's signalfd sees them.
  */
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,12 @@ int main(int argc, char **argv) {
                 usage(stdout);
                 return kdp_daemon_print_params(a.opts.backends, NULL) < 0 ? 1 : 0;
         }
+        /*
+         * One malloc arena for every thread: kdpd's threads allocate little
+         * and briefly, and per-thread arenas cost more memory than the lock
+         * contention they avoid (measured under 16 concurrent Allocate callers).
+         */
+        (void) mallopt(M_ARENA_MAX, 1);
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);

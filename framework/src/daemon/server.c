@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <grpc/grpc_security.h>
@@ -97,15 +98,18 @@ struct kdp_server {
         kdp_server *next_stopping;      /* runtime list, under rt->lock */
 };
 
+#define CQ_THREADS 2
+
 struct kdp_server_runtime {
         grpc_completion_queue *cq;
-        pthread_t cq_thread, worker;
+        pthread_t cq_threads[CQ_THREADS], worker;
+        unsigned n_cq_threads;
         pthread_mutex_t lock;
         pthread_cond_t cond;
         unsigned n_servers;             /* alive, under lock */
         kdp_server *stopping;           /* under lock */
         kdp_call *jobs_head, *jobs_tail;
-        bool worker_quit;
+        bool worker_quit, worker_started;
 };
 
 grpc_status_code kdp_server_status_from_errno(int r) {
@@ -919,7 +923,7 @@ void kdp_server_stop(kdp_server *s) {
 
 /* ---- the runtime: CQ thread and worker ---- */
 
-static void cancel_overdue(kdp_server_runtime *rt) {
+void kdp_server_runtime_cancel_overdue(kdp_server_runtime *rt) {
         gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
 
         pthread_mutex_lock(&rt->lock);
@@ -931,23 +935,34 @@ static void cancel_overdue(kdp_server_runtime *rt) {
         pthread_mutex_unlock(&rt->lock);
 }
 
+/* Blocks in the queue without any timeout: an idle kdpd never wakes up. */
 static void *cq_main(void *userdata) {
         kdp_server_runtime *rt = userdata;
 
         for (;;) {
-                gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                                     gpr_time_from_millis(100, GPR_TIMESPAN));
-                grpc_event ev = grpc_completion_queue_next(rt->cq, deadline, NULL);
+                grpc_event ev = grpc_completion_queue_next(rt->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+                kdp_tag *tag;
 
                 if (ev.type == GRPC_QUEUE_SHUTDOWN)
                         return NULL;
-                if (ev.type == GRPC_OP_COMPLETE) {
-                        kdp_tag *tag = ev.tag;
-
-                        tag->on_done(tag, ev.success != 0);
-                }
-                cancel_overdue(rt);
+                if (ev.type != GRPC_OP_COMPLETE)
+                        continue;
+                tag = ev.tag;
+                tag->on_done(tag, ev.success != 0);
         }
+}
+
+static void runtime_stop_threads(kdp_server_runtime *rt) {
+        pthread_mutex_lock(&rt->lock);
+        rt->worker_quit = true;
+        pthread_cond_broadcast(&rt->cond);
+        pthread_mutex_unlock(&rt->lock);
+        if (rt->worker_started)
+                pthread_join(rt->worker, NULL);
+        grpc_completion_queue_shutdown(rt->cq);
+        for (unsigned i = 0; i < rt->n_cq_threads; i++)
+                pthread_join(rt->cq_threads[i], NULL);
+        grpc_completion_queue_destroy(rt->cq);
 }
 
 int kdp_server_runtime_new(kdp_server_runtime **ret) {
@@ -959,15 +974,15 @@ int kdp_server_runtime_new(kdp_server_runtime **ret) {
         pthread_mutex_init(&rt->lock, NULL);
         pthread_cond_init(&rt->cond, NULL);
         rt->cq = grpc_completion_queue_create_for_next(NULL);
-        if (pthread_create(&rt->cq_thread, NULL, cq_main, rt) != 0) {
-                grpc_completion_queue_destroy(rt->cq);
-                free(rt);
-                return -EAGAIN;
-        }
-        if (pthread_create(&rt->worker, NULL, worker_main, rt) != 0) {
-                grpc_completion_queue_shutdown(rt->cq);
-                pthread_join(rt->cq_thread, NULL);
-                grpc_completion_queue_destroy(rt->cq);
+        for (; rt->n_cq_threads < CQ_THREADS; rt->n_cq_threads++)
+                if (pthread_create(&rt->cq_threads[rt->n_cq_threads], NULL, cq_main, rt) != 0)
+                        break;
+        rt->worker_started = rt->n_cq_threads == CQ_THREADS &&
+                             pthread_create(&rt->worker, NULL, worker_main, rt) == 0;
+        if (!rt->worker_started) {
+                runtime_stop_threads(rt);
+                pthread_cond_destroy(&rt->cond);
+                pthread_mutex_destroy(&rt->lock);
                 free(rt);
                 return -EAGAIN;
         }
@@ -983,15 +998,23 @@ kdp_server_runtime *kdp_server_runtime_free(kdp_server_runtime *rt) {
         if (!rt)
                 return NULL;
         pthread_mutex_lock(&rt->lock);
-        while (rt->n_servers > 0)
-                pthread_cond_wait(&rt->cond, &rt->lock);
-        rt->worker_quit = true;
-        pthread_cond_broadcast(&rt->cond);
+        while (rt->n_servers > 0) {
+                struct timespec until;
+
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 100 * 1000000L;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                if (pthread_cond_timedwait(&rt->cond, &rt->lock, &until) == ETIMEDOUT) {
+                        pthread_mutex_unlock(&rt->lock);
+                        kdp_server_runtime_cancel_overdue(rt);
+                        pthread_mutex_lock(&rt->lock);
+                }
+        }
         pthread_mutex_unlock(&rt->lock);
-        pthread_join(rt->worker, NULL);
-        grpc_completion_queue_shutdown(rt->cq);
-        pthread_join(rt->cq_thread, NULL);
-        grpc_completion_queue_destroy(rt->cq);
+        runtime_stop_threads(rt);
         pthread_cond_destroy(&rt->cond);
         pthread_mutex_destroy(&rt->lock);
         free(rt);

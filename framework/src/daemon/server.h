@@ -3,8 +3,8 @@
  * The DevicePlugin gRPC servers: one grpc_server per resource, each on its own
  * unix socket, all on one completion queue served by one CQ thread.
  *
- *   loop thread      kdp_server_new / _publish / _stop
- *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
+ *   loop thread      kdp_server_new / _publish / _stop / runtime_cancel_overdue
+ *   CQ threads (2)   every RPC: Options, Allocate and GetPreferredAllocation
  *                    answered from the snapshot in microseconds; stream sends;
  *                    Register completions of kubelet-client.c (same queue)
  *   worker thread    PreStartContainer when the backend has a pre_start hook;
@@ -42,7 +42,9 @@ typedef struct kdp_server_events {
 
 int kdp_server_runtime_new(kdp_server_runtime **ret);
 grpc_completion_queue *kdp_server_runtime_cq(kdp_server_runtime *rt);
-/* Waits for every stopped server to finish, then ends the threads and the queue. */
+/* Cancels the calls of servers stopped more than 500 ms ago (call from a timer after a stop). */
+void kdp_server_runtime_cancel_overdue(kdp_server_runtime *rt);
+/* Waits for every stopped server to finish (cancelling overdue calls), then ends the threads and the queue. */
 kdp_server_runtime *kdp_server_runtime_free(kdp_server_runtime *rt);
 
 /*
@@ -62,7 +64,7 @@ unsigned kdp_server_n_streams(kdp_server *s);
 /*
  * Ends every stream with status OK, stops accepting calls and drops the
  * creator's reference; ev->stopped fires when the server is gone. Calls still
- * running after 500 ms are cancelled.
+ * running 500 ms later are cancelled by kdp_server_runtime_cancel_overdue().
  */
 void kdp_server_stop(kdp_server *s);
 
