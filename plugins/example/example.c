@@ -10,6 +10,8 @@
  * what it hands us is borrowed (ctx until fini returns). Errors are -errno; an optional
  * hook returns -EOPNOTSUPP, or is NULL, for the framework's default.
  */
+#define _GNU_SOURCE 1   /* asprintf(); same value as the build's -D_GNU_SOURCE, so no redefinition */
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>

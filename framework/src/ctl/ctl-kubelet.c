@@ -326,7 +326,11 @@ static int register_validate(const V1beta1__RegisterRequest *req, char **ret_err
         return -EINVAL;
 }
 
-/* ---- events on stdout (k->lock held) ---- */
+/*
+ * ---- events on stdout (k->lock held) ----
+ * stdout is fully buffered and flushed after each event, so an event of
+ * several lines (an admission) reaches a reader in one write.
+ */
 
 static void event_rejected(const char *name, const char *err) {
         fputs("register-rejected resource=", stdout);
@@ -334,6 +338,7 @@ static void event_rejected(const char *name, const char *err) {
         fputs(" error=", stdout);
         kdp_ctl_client_put_value(stdout, err);
         putc('\n', stdout);
+        (void) fflush(stdout);
 }
 
 static void event_registered(const reg *g) {
@@ -341,6 +346,7 @@ static void event_registered(const reg *g) {
         kdp_ctl_client_put_value(stdout, g->endpoint);
         fprintf(stdout, " pre_start_required=%s preferred_available=%s\n", g->pre_start ? "true" : "false",
                 g->preferred ? "true" : "false");
+        (void) fflush(stdout);
 }
 
 static void put_numa(const strv *numa) {
@@ -364,6 +370,7 @@ static void event_devices(const resource *res) {
         fputs(" numa=", stdout);
         put_numa(&res->numa);
         putc('\n', stdout);
+        (void) fflush(stdout);
 }
 
 static void event_stream_ended(const resource *res, const kdp_ctl_client_status *st) {
@@ -371,12 +378,14 @@ static void event_stream_ended(const resource *res, const kdp_ctl_client_status 
                 kdp_ctl_client_code_name(st->code, false));
         kdp_ctl_client_put_value(stdout, st->message);
         putc('\n', stdout);
+        (void) fflush(stdout);
 }
 
 static void event_admit_failed(const char *name, const char *err) {
         fprintf(stdout, "admit-failed resource=%s error=", name);
         kdp_ctl_client_put_value(stdout, err);
         putc('\n', stdout);
+        (void) fflush(stdout);
 }
 
 /* ---- resources (k->lock held) ---- */
@@ -575,7 +584,8 @@ static void register_handle(kubelet *k, srv_call *sc) {
         r = register_validate(req, &err);
         if (r == -EINVAL) {
                 (void) pthread_mutex_lock(&k->lock);
-                event_rejected(req->resource_name, err);
+                if (!k->stopping)
+                        event_rejected(req->resource_name, err);
                 (void) pthread_mutex_unlock(&k->lock);
                 srv_reply(sc, GRPC_STATUS_UNKNOWN, err);
         } else if (r >= 0)
@@ -1046,37 +1056,33 @@ static void event_admitted(admit_run *x) {
         (void) kdp_ctl_client_print_container(stdout, prefix ? prefix : "alloc ", x->resp->container_responses[0]);
         if (x->g->pre_start)
                 fprintf(stdout, "prestart resource=%s ok\n", res);
+        (void) fflush(stdout);
+}
+
+/* Prints the outcome (nothing once stopping) and counts the admission done. */
+static void admit_report(admit_run *x, int r) {
+        kubelet *k = x->g->k;
+
+        (void) pthread_mutex_lock(&k->lock);
+        if (k->stopping)
+                ;
+        else if (r < 0)
+                event_admit_failed(x->a->resource, x->err ? x->err : strerror(-r));
+        else
+                event_admitted(x);
+        k->n_admits_done++;
+        k->n_admits_failed += r < 0;
+        if (k->n_admits_done == k->cfg->n_admits)
+                (void) eventfd_write(k->event_fd, 1);
+        (void) pthread_mutex_unlock(&k->lock);
 }
 
 /*
- * Prints the outcome; returns false when the admission was cut short because
- * a newer registration replaced this one, which then runs it again.
+ * One pod of a->n devices, as the device manager admits it with topology
+ * policy "none": every free device is a candidate, none is "aligned". An
+ * admission cut short by a newer registration fails, as the kubelet's would.
  */
-static bool admit_report(admit_run *x, admission *a, int r) {
-        kubelet *k = x->g->k;
-        bool done = true;
-
-        (void) pthread_mutex_lock(&k->lock);
-        if (r < 0 && x->g->cancelled && !k->stopping) {
-                a->claimed = false;
-                done = false;
-        } else if (k->stopping)
-                ;
-        else if (r < 0)
-                event_admit_failed(a->resource, x->err ? x->err : strerror(-r));
-        else
-                event_admitted(x);
-        if (done) {
-                k->n_admits_done++;
-                k->n_admits_failed += r < 0;
-                if (k->n_admits_done == k->cfg->n_admits)
-                        (void) eventfd_write(k->event_fd, 1);
-        }
-        (void) pthread_mutex_unlock(&k->lock);
-        return done;
-}
-
-static int admit(reg *g, admission *a) {
+static void admit(reg *g, const admission *a) {
         _cleanup_(admit_run_done) admit_run x = { .g = g, .a = a };
         int r;
 
@@ -1089,7 +1095,7 @@ static int admit(reg *g, admission *a) {
                 r = admit_allocate(&x);
         if (r >= 0 && g->pre_start)
                 r = admit_prestart(&x);
-        return admit_report(&x, a, r) ? 0 : -ECANCELED;
+        admit_report(&x, r);
 }
 
 /* The next admission of g's resource nobody has started, claimed for g. */
@@ -1111,8 +1117,7 @@ static void reg_admit_pending(reg *g) {
         admission *a;
 
         while ((a = admit_claim(g)))
-                if (admit(g, a) < 0)
-                        return;
+                admit(g, a);
 }
 
 /* ---- start-up and shutdown (main thread) ---- */
@@ -1366,7 +1371,7 @@ int kdp_ctl_kubelet_run(const kdp_ctl_kubelet_config *cfg) {
         kubelet k;
         int r, rc;
 
-        (void) setvbuf(stdout, NULL, _IOLBF, 0);
+        (void) setvbuf(stdout, NULL, _IOFBF, 1 << 16);
         (void) sigemptyset(&mask);
         (void) sigaddset(&mask, SIGINT);
         (void) sigaddset(&mask, SIGTERM);

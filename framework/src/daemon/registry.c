@@ -169,15 +169,22 @@ static int exe_dir(char **ret) {
 int kdp_registry_default_dirs(char ***ret) {
         _cleanup_free_ char *dir = NULL;
         char **dirs;
+        size_t n = 0;
         int r;
 
-        dirs = calloc(3, sizeof(char *));
+        dirs = calloc(4, sizeof(char *));
         if (!dirs)
                 return -ENOMEM;
         r = exe_dir(&dir);
-        if (r >= 0 && asprintf(&dirs[0], "%s/plugins", dir) < 0)
-                dirs[0] = NULL;
-        dirs[dirs[0] ? 1 : 0] = strdup(KDP_INSTALL_BACKEND_DIR);
+        if (r >= 0) {
+                /* the build tree keeps backends in plugins/ beside the binaries */
+                if (asprintf(&dirs[n], "%s/plugins", dir) >= 0)
+                        n++;
+                /* an installed tree, wherever it was installed: <prefix>/bin/kdpd */
+                if (asprintf(&dirs[n], "%s/../" KDP_INSTALL_LIBDIR "/kdp/backends", dir) >= 0)
+                        n++;
+        }
+        dirs[n] = strdup(KDP_INSTALL_BACKEND_DIR);
         *ret = dirs;
         return 0;
 }

@@ -52,7 +52,7 @@ int kdp_registry_load(const char *name_or_path, const char *const *search_dirs, 
 kdp_backend *kdp_registry_free(kdp_backend *b);
 KDP_DEFINE_CLEANUP_FUNC(kdp_backend, kdp_registry_free)
 
-/* The directories kdpd searches: the build tree's plugins/ beside the binary, then the install dir. */
+/* Where kdpd looks for backends by name: plugins/ beside the binary (build tree), ../LIBDIR/kdp/backends from it (an install anywhere), the configured install dir. */
 int kdp_registry_default_dirs(char ***ret);
 
 int kdp_registry_start(kdp_backend *b, const kdp_config *config, const char *const roots[_KDP_PATH_KIND_MAX]);
