@@ -23,6 +23,13 @@ grep -q 'Device became unhealthy.*device="widget-5".*reason="configured unhealth
         fail "unhealthy transition not logged with its reason"
 pass "unhealthy device logged with its reason"
 
+# a known but unhealthy ID is still answered (the kubelet re-sends checkpointed IDs), with a warning
+S=$(plugin_socket widget)
+assert_eq "$("$KDPCTL" allocate --socket "$S" widget-5 | grep EXAMPLE)" "env EXAMPLE_WIDGETS=widget-5" \
+        "allocate of an unhealthy device"
+wait_line "$T/kdpd.err" '^W.*"Allocated unhealthy device" resource="example.com/widget" device="widget-5" reason="configured unhealthy"'
+pass "an unhealthy device is allocated with a warning"
+
 # klog format on every line kdpd writes
 bad=$(grep -Evc '^[IWE][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [a-z_.-]+:[0-9]+\] "' "$T/kdpd.err")
 assert_eq "$bad" 0 "lines of kdpd's log not in klog format"

@@ -1332,6 +1332,26 @@ static int kubelet_on_admitted(kubelet *k) {
         return failed > 0;
 }
 
+/*
+ * SIGUSR1: the kubelet closes its connection to every plugin while kubelet.sock
+ * stays (what k/k#121994 does to a replaced plugin): each resource is
+ * disconnected and marked unhealthy, and waits for its plugin to register again.
+ */
+static void kubelet_drop_plugins(kubelet *k) {
+        (void) pthread_mutex_lock(&k->lock);
+        for (resource *res = k->resources; res; res = res->next) {
+                if (!res->current)
+                        continue;
+                reg_cancel(res->current);
+                res->current = NULL;
+                printf("dropped resource=%s\n", res->name);
+                (void) resource_mark_unhealthy(res);
+                event_devices(res);
+        }
+        (void) fflush(stdout);
+        (void) pthread_mutex_unlock(&k->lock);
+}
+
 /* Waits for a signal, the duration or (with exit_after_admit) the last admission; returns the exit code. */
 static int kubelet_wait(kubelet *k, int sig_fd) {
         struct pollfd p[2] = { { .fd = sig_fd, .events = POLLIN }, { .fd = k->event_fd, .events = POLLIN } };
@@ -1356,8 +1376,13 @@ static int kubelet_wait(kubelet *k, int sig_fd) {
                 if (r == 0)
                         return kubelet_on_timeout(k);
                 if (p[0].revents) {
-                        if (read(sig_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
-                                kdp_log_info("Received signal", KDP_F_STR("signal", strsignal((int) si.ssi_signo)));
+                        if (read(sig_fd, &si, sizeof(si)) != (ssize_t) sizeof(si))
+                                continue;
+                        kdp_log_info("Received signal", KDP_F_STR("signal", strsignal((int) si.ssi_signo)));
+                        if (si.ssi_signo == SIGUSR1) {
+                                kubelet_drop_plugins(k);
+                                continue;
+                        }
                         return 0;
                 }
                 if (p[1].revents)
@@ -1375,6 +1400,7 @@ int kdp_ctl_kubelet_run(const kdp_ctl_kubelet_config *cfg) {
         (void) sigemptyset(&mask);
         (void) sigaddset(&mask, SIGINT);
         (void) sigaddset(&mask, SIGTERM);
+        (void) sigaddset(&mask, SIGUSR1);
         (void) pthread_sigmask(SIG_BLOCK, &mask, NULL);  /* before grpc_init: its threads inherit it */
         sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
         if (sig_fd < 0) {

@@ -35,6 +35,7 @@ enum {
         OPT_TIMEOUT,
         OPT_COUNT,
         OPT_CONTAINER,
+        OPT_IDS_FILE,
         OPT_SIZE,
         OPT_MUST,
         OPT_AVAILABLE,
@@ -55,6 +56,7 @@ static const struct option long_options[] = {
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
         { "count", required_argument, NULL, OPT_COUNT },
         { "container", required_argument, NULL, OPT_CONTAINER },
+        { "ids-file", required_argument, NULL, OPT_IDS_FILE },
         { "size", required_argument, NULL, OPT_SIZE },
         { "must", required_argument, NULL, OPT_MUST },
         { "available", required_argument, NULL, OPT_AVAILABLE },
@@ -71,10 +73,11 @@ static const char usage_text[] =
         "Usage:\n"
         "  kdpctl list      --socket S [--count K] [--timeout SEC]\n"
         "  kdpctl options   --socket S [--timeout SEC]\n"
-        "  kdpctl allocate  --socket S [--timeout SEC] [--container ID,ID...]... | [ID...]\n"
+        "  kdpctl allocate  --socket S [--timeout SEC] [--container ID,ID...]... [--ids-file F]... | [ID...]\n"
         "  kdpctl preferred --socket S --size N [--must ID]... [--available ID]... [--timeout SEC]\n"
         "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
+        "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would)\n"
         "\n"
         "  --socket S   a device-plugin socket (path, or unix:PATH)\n"
         "  --timeout    seconds for the whole command, 0 = none (default 10)\n"
@@ -211,6 +214,22 @@ static int add_container(args *a, const char *list) {
         return 0;
 }
 
+/* One container whose IDs are the words of a file (for requests too big for a command line). */
+static int add_container_file(args *a, const char *path) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+
+        if (!f)
+                return -errno;
+        if (getdelim(&text, &size, '\0', f) < 0)
+                return feof(f) ? 0 : -errno;
+        for (char *p = text; *p; p++)
+                if (*p == ' ' || *p == '\n' || *p == '\t')
+                        *p = ',';
+        return add_container(a, text);
+}
+
 /* "vendor.com/res=N", N >= 1. */
 static int add_admit(args *a, const char *spec) {
         const char *eq = strrchr(spec, '=');
@@ -248,6 +267,7 @@ static int set_option(args *a, int opt, char *value) {
         case OPT_TIMEOUT: return parse_seconds(value, &a->timeout_ms);
         case OPT_COUNT: return parse_ulong(value, ULONG_MAX, &a->count);
         case OPT_CONTAINER: return add_container(a, value);
+        case OPT_IDS_FILE: return add_container_file(a, value);
         case OPT_SIZE: a->have_size = true; return parse_ulong(value, INT32_MAX, &a->size);
         case OPT_MUST: return ptrv_add(&a->must, value);
         case OPT_AVAILABLE: return ptrv_add(&a->available, value);
@@ -500,7 +520,7 @@ static int cmd_kubelet(args *a) {
 static const command commands[] = {
         { "list", OPTS_CLIENT | OPT_BIT(OPT_COUNT), true, cmd_list },
         { "options", OPTS_CLIENT, true, cmd_options },
-        { "allocate", OPTS_CLIENT | OPT_BIT(OPT_CONTAINER), true, cmd_allocate },
+        { "allocate", OPTS_CLIENT | OPT_BIT(OPT_CONTAINER) | OPT_BIT(OPT_IDS_FILE), true, cmd_allocate },
         { "preferred", OPTS_CLIENT | OPT_BIT(OPT_SIZE) | OPT_BIT(OPT_MUST) | OPT_BIT(OPT_AVAILABLE), true,
           cmd_preferred },
         { "prestart", OPTS_CLIENT, true, cmd_prestart },
