@@ -98,7 +98,13 @@ struct kdp_server {
         kdp_server *next_stopping;      /* runtime list, under rt->lock */
 };
 
-#define CQ_THREADS 2
+/*
+ * One thread serves the queue. Measured with 10000 sequential Allocates (how
+ * the kubelet calls): 1 thread 98 us p50 and 51 us of kdpd CPU per call; 2
+ * threads 170 us and 119 us, the threads taking turns polling one pollset.
+ * A second thread only pays off under 16 concurrent callers (p50 1050 -> 600 us).
+ */
+#define CQ_THREADS 1
 
 struct kdp_server_runtime {
         grpc_completion_queue *cq;

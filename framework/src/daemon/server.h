@@ -4,7 +4,7 @@
  * unix socket, all on one completion queue served by one CQ thread.
  *
  *   loop thread      kdp_server_new / _publish / _stop / runtime_cancel_overdue
- *   CQ threads (2)   every RPC: Options, Allocate and GetPreferredAllocation
+ *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
  *                    answered from the snapshot in microseconds; stream sends;
  *                    Register completions of kubelet-client.c (same queue)
  *   worker thread    PreStartContainer when the backend has a pre_start hook;
