@@ -11,6 +11,8 @@
 #include "alloc.h"
 #include "device.h"
 
+#include "kdp-test.h"
+
 /* ---- fixture: two widgets sharing a control node, an env key and a CDI name ---- */
 
 static kdp_device_list devices;
@@ -410,11 +412,5 @@ static Suite *alloc_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(alloc_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return kdp_test_run(alloc_suite());
 }

@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <kdp/backend.h>
@@ -15,73 +12,12 @@
 #include "backend-ctx.h"
 #include "config.h"
 
+#include "kdp-test.h"
+
 /* ---- helpers ---- */
 
 static char *write_yaml(const char *content) {
-        char *path = strdup("/tmp/kdp-test-backend-ctx-XXXXXX.yaml");
-        int fd;
-
-        ck_assert_ptr_nonnull(path);
-        fd = mkostemps(path, 5, O_CLOEXEC);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(write(fd, content, strlen(content)), (ssize_t) strlen(content));
-        ck_assert_int_eq(close(fd), 0);
-        return path;
-}
-
-static void unlink_freep(char **path) {
-        if (*path)
-                (void) unlink(*path);
-        free(*path);
-}
-
-typedef struct capture {
-        int fd;
-        int saved;
-} capture;
-
-static void capture_stderr_begin(capture *c) {
-        c->fd = memfd_create("stderr", MFD_CLOEXEC);
-        ck_assert_int_ge(c->fd, 0);
-        c->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-        ck_assert_int_ge(c->saved, 0);
-        ck_assert_int_eq(dup2(c->fd, STDERR_FILENO), STDERR_FILENO);
-}
-
-static char *capture_stderr_end(capture *c) {
-        char *text;
-        off_t size;
-
-        ck_assert_int_eq(dup2(c->saved, STDERR_FILENO), STDERR_FILENO);
-        (void) close(c->saved);
-        size = lseek(c->fd, 0, SEEK_END);
-        ck_assert_int_ge(size, 0);
-        text = calloc(1, (size_t) size + 1);
-        ck_assert_ptr_nonnull(text);
-        ck_assert_int_eq(pread(c->fd, text, (size_t) size, 0), size);
-        (void) close(c->fd);
-        return text;
-}
-
-/* Checks that *text starts with one klog line of `level` from `file` whose body is `body`; moves past it. */
-static void expect_line(const char **text, char level, const char *file, const char *body) {
-        char pattern[512];
-        regmatch_t m[1];
-        regex_t re;
-        const char *nl;
-
-        (void) snprintf(pattern, sizeof(pattern),
-                        "^%c[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} [ 0-9]{6}[0-9] %s:[0-9]+\\] ", level, file);
-        ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED), 0);
-        ck_assert_msg(regexec(&re, *text, 1, m, 0) == 0, "'%s' does not start with /%s/", *text, pattern);
-        regfree(&re);
-
-        nl = strchr(*text, '\n');
-        ck_assert_ptr_nonnull(nl);
-        ck_assert_msg(strncmp(*text + m[0].rm_eo, body, strlen(body)) == 0 &&
-                      *text + m[0].rm_eo + strlen(body) == nl,
-                      "'%.*s' is not '%s'", (int) (nl - *text - m[0].rm_eo), *text + m[0].rm_eo, body);
-        *text = nl + 1;
+        return kdp_test_write_temp("backend-ctx", ".yaml", content, strlen(content));
 }
 
 static const kdp_param_spec specs[] = {
@@ -107,7 +43,8 @@ static kdp_backend_ctx *ctx_with(const char *const *overrides) {
 /* ---- creating ---- */
 
 START_TEST(test_backend_ctx_new_takes_override_then_file_then_default) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  verbose: yes\nother:\n  x: 1\n");
+        _cleanup_(kdp_test_unlink_freep) char *path =
+                write_yaml("example:\n  devices: 16\n  verbose: yes\nother:\n  x: 1\n");
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
         _cleanup_free_ char *origin = NULL;
@@ -157,19 +94,20 @@ START_TEST(test_backend_ctx_new_rejects_undeclared_config_key) {
         _cleanup_free_ char *log = NULL;
         kdp_backend_ctx *ctx = (kdp_backend_ctx *) 0x1;
         const char *p;
-        capture cap;
+        kdp_test_capture cap;
 
         ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
         ck_assert_int_eq(kdp_config_add_override(c, "example.device=2"), 0);
         ck_assert_int_eq(kdp_config_add_override(c, "other.device=2"), 0);
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, c, &ctx), -EINVAL);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
 
         ck_assert_ptr_eq(ctx, (kdp_backend_ctx *) 0x1);
         p = log;
-        expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.device\" origin=\"-o example.device=2\" "
-                                         "err=\"Invalid argument\"");
+        kdp_test_expect_line(&p, 'E', "config.c",
+                             "\"Unknown config key\" key=\"example.device\" origin=\"-o example.device=2\" "
+                             "err=\"Invalid argument\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -189,7 +127,7 @@ START_TEST(test_backend_log_macros_prefix_the_backend_field) {
         _cleanup_free_ char *log = NULL;
         const kdp_log_field *f;
         const char *p;
-        capture cap;
+        kdp_test_capture cap;
         int r;
 
         f = kdp_backend_log_field(ctx);
@@ -199,21 +137,21 @@ START_TEST(test_backend_log_macros_prefix_the_backend_field) {
         ck_assert_int_eq(kdp_backend_log_field(NULL)->type, KDP_LOG_FIELD_NONE);
         ck_assert_ptr_null(kdp_backend_name(NULL));
 
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         kdp_backend_log_info(ctx, "Scanned widgets", KDP_F_INT("devices", 4));
         kdp_backend_log_warning(ctx, "Skipped device without driver");
         r = kdp_backend_log_error(ctx, -ENODEV, "Failed to open widget", KDP_F_STR("path", "/dev/w0"));
         kdp_backend_log_v(ctx, 4, "Scanned widget");
         kdp_backend_log_info(NULL, "Started");
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
 
         ck_assert_int_eq(r, -ENODEV);
         p = log;
-        expect_line(&p, 'I', "test-backend-ctx.c", "\"Scanned widgets\" backend=\"example\" devices=4");
-        expect_line(&p, 'W', "test-backend-ctx.c", "\"Skipped device without driver\" backend=\"example\"");
-        expect_line(&p, 'E', "test-backend-ctx.c", "\"Failed to open widget\" backend=\"example\" path=\"/dev/w0\" "
-                                                   "err=\"No such device\"");
-        expect_line(&p, 'I', "test-backend-ctx.c", "\"Started\"");
+        kdp_test_expect_line(&p, 'I', "test-backend-ctx.c", "\"Scanned widgets\" backend=\"example\" devices=4");
+        kdp_test_expect_line(&p, 'W', "test-backend-ctx.c", "\"Skipped device without driver\" backend=\"example\"");
+        kdp_test_expect_line(&p, 'E', "test-backend-ctx.c",
+                             "\"Failed to open widget\" backend=\"example\" path=\"/dev/w0\" err=\"No such device\"");
+        kdp_test_expect_line(&p, 'I', "test-backend-ctx.c", "\"Started\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -256,13 +194,13 @@ START_TEST(test_backend_param_int_rejects_malformed_value_naming_origin_and_rang
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
         int64_t v = 12345;
         const char *p;
-        capture cap;
+        kdp_test_capture cap;
 
         ck_assert_int_ge(asprintf(&o, "example.devices=%s", bad_ints[_i]), 0);
         ctx = ctx_with((const char *const[]) { o, NULL });
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", INT64_MIN, INT64_MAX, &v), -EINVAL);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
         ck_assert_int_eq(v, 12345);
 
         ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.devices\" "
@@ -270,19 +208,19 @@ START_TEST(test_backend_param_int_rejects_malformed_value_naming_origin_and_rang
                                          "min=-9223372036854775808 max=9223372036854775807 err=\"Invalid argument\"",
                                   bad_ints[_i], o), 0);
         p = log;
-        expect_line(&p, 'E', "backend-ctx.c", body);
+        kdp_test_expect_line(&p, 'E', "backend-ctx.c", body);
         ck_assert_str_eq(p, "");
 }
 END_TEST
 
 START_TEST(test_backend_param_int_enforces_the_range) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n\n  devices: 11\n");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n\n  devices: 11\n");
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
         _cleanup_free_ char *log = NULL, *body = NULL;
         int64_t v = -1;
         const char *p;
-        capture cap;
+        kdp_test_capture cap;
 
         ck_assert_int_eq(kdp_config_load(path, &c), 0);
         ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, c, &ctx), 0);
@@ -290,22 +228,22 @@ START_TEST(test_backend_param_int_enforces_the_range) {
         ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 11, 11, &v), 0);
         ck_assert_int_eq(v, 11);
         v = -1;
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 0, 10, &v), -EINVAL);
         ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 12, 100, &v), -EINVAL);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
         ck_assert_int_eq(v, -1);
 
         p = log;
         ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.devices\" "
                                          "value=\"11\" origin=\"%s:3\" reason=\"not a decimal integer in range\" "
                                          "min=0 max=10 err=\"Invalid argument\"", path), 0);
-        expect_line(&p, 'E', "backend-ctx.c", body);
+        kdp_test_expect_line(&p, 'E', "backend-ctx.c", body);
         free(body);
         ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.devices\" "
                                          "value=\"11\" origin=\"%s:3\" reason=\"not a decimal integer in range\" "
                                          "min=12 max=100 err=\"Invalid argument\"", path), 0);
-        expect_line(&p, 'E', "backend-ctx.c", body);
+        kdp_test_expect_line(&p, 'E', "backend-ctx.c", body);
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -314,20 +252,20 @@ START_TEST(test_backend_param_int_reads_default_and_reports_unset_and_undeclared
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = ctx_with(NULL);
         _cleanup_free_ char *log = NULL;
         int64_t v = -1;
-        capture cap;
+        kdp_test_capture cap;
 
         ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 0, 100, &v), 0);
         ck_assert_int_eq(v, 4);
 
         v = -1;
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_backend_param_int(ctx, "health-file", 0, 100, &v), -ENOENT);
         ck_assert_int_eq(kdp_backend_param_int(ctx, "undeclared", 0, 100, &v), -EINVAL);
         ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 100, 0, &v), -EINVAL);
         ck_assert_int_eq(kdp_backend_param_int(ctx, "devices", 0, 100, NULL), -EINVAL);
         ck_assert_int_eq(kdp_backend_param_int(ctx, NULL, 0, 100, &v), -EINVAL);
         ck_assert_int_eq(kdp_backend_param_int(NULL, "devices", 0, 100, &v), -EINVAL);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
 
         ck_assert_int_eq(v, -1);
         ck_assert_str_eq(log, "");      /* argument errors and unset values are the caller's to report */
@@ -364,13 +302,13 @@ START_TEST(test_backend_param_bool_rejects_other_words_naming_origin) {
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
         bool v = true;
         const char *p;
-        capture cap;
+        kdp_test_capture cap;
 
         ck_assert_int_ge(asprintf(&o, "example.verbose=%s", bad_bools[_i]), 0);
         ctx = ctx_with((const char *const[]) { o, NULL });
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_backend_param_bool(ctx, "verbose", &v), -EINVAL);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
         ck_assert(v);
 
         ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.verbose\" "
@@ -378,7 +316,7 @@ START_TEST(test_backend_param_bool_rejects_other_words_naming_origin) {
                                          "reason=\"not one of true/false/yes/no/on/off/1/0\" err=\"Invalid argument\"",
                                   bad_bools[_i], o), 0);
         p = log;
-        expect_line(&p, 'E', "backend-ctx.c", body);
+        kdp_test_expect_line(&p, 'E', "backend-ctx.c", body);
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -493,11 +431,5 @@ static Suite *backend_ctx_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(backend_ctx_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return kdp_test_run(backend_ctx_suite());
 }

@@ -20,6 +20,8 @@
 #include "config.h"
 #include "device-tree.h"
 
+#include "kdp-test.h"
+
 #define EXAMPLE_SO KDP_BUILD_DIR "/plugins/kdp-backend-example.so"
 
 /* One loaded and initialised backend with its scanned tree. */
@@ -512,11 +514,5 @@ static Suite *backend_example_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(backend_example_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return kdp_test_run(backend_example_suite());
 }

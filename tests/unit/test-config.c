@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,78 +11,12 @@
 
 #include "config.h"
 
+#include "kdp-test.h"
+
 /* ---- helpers ---- */
 
-/* Writes `content` to a new temp file ending in `suffix` (".yaml", ".json") and returns its path. */
-static char *write_temp(const char *suffix, const char *content, size_t len) {
-        char *path = NULL;
-        int fd;
-
-        ck_assert_int_ge(asprintf(&path, "/tmp/kdp-test-config-XXXXXX%s", suffix), 0);
-        fd = mkostemps(path, (int) strlen(suffix), O_CLOEXEC);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(write(fd, content, len), (ssize_t) len);
-        ck_assert_int_eq(close(fd), 0);
-        return path;
-}
-
 static char *write_yaml(const char *content) {
-        return write_temp(".yaml", content, strlen(content));
-}
-
-static void unlink_freep(char **path) {
-        if (*path)
-                (void) unlink(*path);
-        free(*path);
-}
-
-typedef struct capture {
-        int fd;
-        int saved;
-} capture;
-
-static void capture_stderr_begin(capture *c) {
-        c->fd = memfd_create("stderr", MFD_CLOEXEC);
-        ck_assert_int_ge(c->fd, 0);
-        c->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-        ck_assert_int_ge(c->saved, 0);
-        ck_assert_int_eq(dup2(c->fd, STDERR_FILENO), STDERR_FILENO);
-}
-
-static char *capture_stderr_end(capture *c) {
-        char *text;
-        off_t size;
-
-        ck_assert_int_eq(dup2(c->saved, STDERR_FILENO), STDERR_FILENO);
-        (void) close(c->saved);
-        size = lseek(c->fd, 0, SEEK_END);
-        ck_assert_int_ge(size, 0);
-        text = calloc(1, (size_t) size + 1);
-        ck_assert_ptr_nonnull(text);
-        ck_assert_int_eq(pread(c->fd, text, (size_t) size, 0), size);
-        (void) close(c->fd);
-        return text;
-}
-
-/* Checks that *text starts with one klog line of `level` from `file` whose body is `body`; moves past it. */
-static void expect_line(const char **text, char level, const char *file, const char *body) {
-        char pattern[512];
-        regmatch_t m[1];
-        regex_t re;
-        const char *nl;
-
-        (void) snprintf(pattern, sizeof(pattern),
-                        "^%c[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} [ 0-9]{6}[0-9] %s:[0-9]+\\] ", level, file);
-        ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED), 0);
-        ck_assert_msg(regexec(&re, *text, 1, m, 0) == 0, "'%s' does not start with /%s/", *text, pattern);
-        regfree(&re);
-
-        nl = strchr(*text, '\n');
-        ck_assert_ptr_nonnull(nl);
-        ck_assert_msg(strncmp(*text + m[0].rm_eo, body, strlen(body)) == 0 &&
-                      *text + m[0].rm_eo + strlen(body) == nl,
-                      "'%.*s' is not '%s'", (int) (nl - *text - m[0].rm_eo), *text + m[0].rm_eo, body);
-        *text = nl + 1;
+        return kdp_test_write_temp("config", ".yaml", content, strlen(content));
 }
 
 /* Expects exactly one "Rejected config file" error line with the given fields (printf-formatted path). */
@@ -94,18 +25,18 @@ static void expect_file_error(const char **text, const char *path, const char *f
 
         ck_assert_int_ge(asprintf(&body, "\"Rejected config file\" path=\"%s\" %s err=\"Invalid argument\"", path,
                                   fields), 0);
-        expect_line(text, 'E', "config.c", body);
+        kdp_test_expect_line(text, 'E', "config.c", body);
 }
 
 /* Loads `path`, which must fail with -EINVAL, leaving *ret alone; returns the log (free()). */
 static char *load_fails(const char *path, int expect) {
         kdp_config *c = (kdp_config *) 0x1;
-        capture cap;
+        kdp_test_capture cap;
         char *log;
 
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_config_load(path, &c), expect);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
         ck_assert_ptr_eq(c, (kdp_config *) 0x1);
         return log;
 }
@@ -129,7 +60,7 @@ static void expect_origin_line(const kdp_config *c, const char *section, const c
 /* ---- loading ---- */
 
 START_TEST(test_config_load_reads_sections_keys_and_origins) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "# kdpd config\n"
                 "example:\n"
                 "  devices: 16\n"
@@ -187,7 +118,7 @@ static const char *const empty_documents[] = {
 };
 
 START_TEST(test_config_load_treats_empty_file_and_empty_document_as_empty_config) {
-        _cleanup_(unlink_freep) char *path = write_yaml(empty_documents[_i]);
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(empty_documents[_i]);
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
 
         ck_assert_int_eq(kdp_config_load(path, &c), 0);
@@ -197,8 +128,9 @@ START_TEST(test_config_load_treats_empty_file_and_empty_document_as_empty_config
 END_TEST
 
 START_TEST(test_config_load_treats_empty_json_file_as_empty_config) {
-        _cleanup_(unlink_freep) char *empty = write_temp(".json", "", 0), *object = write_temp(".json", "{}", 2),
-                                     *null = write_temp(".json", "null\n", 5);
+        _cleanup_(kdp_test_unlink_freep) char *empty = kdp_test_write_temp("config", ".json", "", 0),
+                                              *object = kdp_test_write_temp("config", ".json", "{}", 2),
+                                              *null = kdp_test_write_temp("config", ".json", "null\n", 5);
         _cleanup_(kdp_config_freep) kdp_config *a = NULL, *b = NULL, *c = NULL;
 
         ck_assert_int_eq(kdp_config_load(empty, &a), 0);
@@ -211,7 +143,7 @@ START_TEST(test_config_load_treats_empty_json_file_as_empty_config) {
 END_TEST
 
 START_TEST(test_config_load_stores_null_values_as_empty_strings) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "example:\n"
                 "  bare:\n"
                 "  tilde: ~\n"
@@ -247,7 +179,7 @@ START_TEST(test_config_load_reads_json_by_extension) {
                 "  },\n"
                 "  \"gpu\": {}\n"
                 "}\n";
-        _cleanup_(unlink_freep) char *path = write_temp(".json", json, strlen(json));
+        _cleanup_(kdp_test_unlink_freep) char *path = kdp_test_write_temp("config", ".json", json, strlen(json));
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
 
         ck_assert_int_eq(kdp_config_load(path, &c), 0);
@@ -262,7 +194,7 @@ END_TEST
 
 START_TEST(test_config_load_rejects_yaml_only_syntax_in_a_json_file) {
         static const char json[] = "example:\n  devices: 16\n";
-        _cleanup_(unlink_freep) char *path = write_temp(".json", json, strlen(json));
+        _cleanup_(kdp_test_unlink_freep) char *path = kdp_test_write_temp("config", ".json", json, strlen(json));
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 
@@ -273,7 +205,7 @@ END_TEST
 
 START_TEST(test_config_load_rejects_json_syntax_error_naming_line_and_column) {
         static const char json[] = "{\"example\": {\"devices\": 16,}}";
-        _cleanup_(unlink_freep) char *path = write_temp(".json", json, strlen(json));
+        _cleanup_(kdp_test_unlink_freep) char *path = kdp_test_write_temp("config", ".json", json, strlen(json));
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 
@@ -283,7 +215,7 @@ START_TEST(test_config_load_rejects_json_syntax_error_naming_line_and_column) {
 END_TEST
 
 START_TEST(test_config_load_rejects_yaml_syntax_error_naming_line_and_column) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  a: b: c\n");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  a: b: c\n");
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 
@@ -293,7 +225,7 @@ START_TEST(test_config_load_rejects_yaml_syntax_error_naming_line_and_column) {
 END_TEST
 
 START_TEST(test_config_load_rejects_tab_indentation) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n\tdevices: 16\n");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n\tdevices: 16\n");
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 
@@ -303,7 +235,7 @@ START_TEST(test_config_load_rejects_tab_indentation) {
 END_TEST
 
 START_TEST(test_config_load_rejects_duplicate_key_naming_line_and_key) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "example:\n"
                 "  devices: 1\n"
                 "  resource: example.com/widget\n"
@@ -318,7 +250,7 @@ END_TEST
 
 START_TEST(test_config_load_rejects_duplicate_key_in_json) {
         static const char json[] = "{\n  \"example\": {\n    \"a\": 1,\n    \"a\": 2\n  }\n}\n";
-        _cleanup_(unlink_freep) char *path = write_temp(".json", json, strlen(json));
+        _cleanup_(kdp_test_unlink_freep) char *path = kdp_test_write_temp("config", ".json", json, strlen(json));
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 
@@ -328,7 +260,7 @@ START_TEST(test_config_load_rejects_duplicate_key_in_json) {
 END_TEST
 
 START_TEST(test_config_load_rejects_duplicate_section) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "example:\n"
                 "  a: 1\n"
                 "gpu:\n"
@@ -344,7 +276,7 @@ START_TEST(test_config_load_rejects_duplicate_section) {
 END_TEST
 
 START_TEST(test_config_load_rejects_value_that_is_not_a_scalar) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "example:\n"
                 "  list: [1, 2]\n"
                 "  fine: 1\n"
@@ -363,9 +295,9 @@ START_TEST(test_config_load_rejects_value_that_is_not_a_scalar) {
 END_TEST
 
 START_TEST(test_config_load_rejects_top_level_that_is_not_a_mapping) {
-        _cleanup_(unlink_freep) char *seq = write_yaml("# a list\n- example\n- gpu\n");
-        _cleanup_(unlink_freep) char *scalar = write_yaml("\n\nexample\n");
-        _cleanup_(unlink_freep) char *empty_seq = write_yaml("[]\n");
+        _cleanup_(kdp_test_unlink_freep) char *seq = write_yaml("# a list\n- example\n- gpu\n");
+        _cleanup_(kdp_test_unlink_freep) char *scalar = write_yaml("\n\nexample\n");
+        _cleanup_(kdp_test_unlink_freep) char *empty_seq = write_yaml("[]\n");
         _cleanup_free_ char *log1 = load_fails(seq, -EINVAL), *log2 = load_fails(scalar, -EINVAL),
                             *log3 = load_fails(empty_seq, -EINVAL);
         const char *p;
@@ -383,7 +315,7 @@ START_TEST(test_config_load_rejects_top_level_that_is_not_a_mapping) {
 END_TEST
 
 START_TEST(test_config_load_rejects_section_that_is_not_a_mapping) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "example: 5\n"
                 "gpu: [a]\n"
                 "fpga: \"\"\n"
@@ -400,7 +332,7 @@ START_TEST(test_config_load_rejects_section_that_is_not_a_mapping) {
 END_TEST
 
 START_TEST(test_config_load_rejects_aliases_and_merge_keys) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "base: &base\n"
                 "  x: 1\n"
                 "example:\n"
@@ -420,7 +352,7 @@ START_TEST(test_config_load_rejects_aliases_and_merge_keys) {
 END_TEST
 
 START_TEST(test_config_load_rejects_bad_keys) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "example:\n"
                 "  \"\": 1\n"
                 "  ? [a, b]\n"
@@ -440,7 +372,7 @@ START_TEST(test_config_load_rejects_bad_keys) {
 END_TEST
 
 START_TEST(test_config_load_rejects_nul_byte_in_value) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  a: \"x\\0y\"\n");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n  a: \"x\\0y\"\n");
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 
@@ -450,7 +382,7 @@ START_TEST(test_config_load_rejects_nul_byte_in_value) {
 END_TEST
 
 START_TEST(test_config_load_rejects_more_than_one_document) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  a: 1\n---\ngpu:\n  b: 2\n");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n  a: 1\n---\ngpu:\n  b: 2\n");
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 
@@ -460,7 +392,7 @@ START_TEST(test_config_load_rejects_more_than_one_document) {
 END_TEST
 
 START_TEST(test_config_load_reports_every_problem_of_the_file) {
-        _cleanup_(unlink_freep) char *path = write_yaml(
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
                 "example:\n"
                 "  a: [1]\n"
                 "  b: 2\n"
@@ -481,17 +413,19 @@ START_TEST(test_config_load_fails_on_missing_file_or_directory) {
         const char *p;
 
         p = log1;
-        expect_line(&p, 'E', "config.c",
-                    "\"Failed to open config file\" path=\"/nonexistent/kdp.yaml\" err=\"No such file or directory\"");
+        kdp_test_expect_line(&p, 'E', "config.c",
+                             "\"Failed to open config file\" path=\"/nonexistent/kdp.yaml\" "
+                             "err=\"No such file or directory\"");
         ck_assert_str_eq(p, "");
         p = log2;
-        expect_line(&p, 'E', "config.c", "\"Failed to open config file\" path=\"/tmp\" err=\"Is a directory\"");
+        kdp_test_expect_line(&p, 'E', "config.c",
+                             "\"Failed to open config file\" path=\"/tmp\" err=\"Is a directory\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
 
 START_TEST(test_config_load_fails_on_unreadable_file_with_eacces) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  a: 1\n");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n  a: 1\n");
         _cleanup_free_ char *log = NULL, *body = NULL;
         const char *p;
 
@@ -503,7 +437,7 @@ START_TEST(test_config_load_fails_on_unreadable_file_with_eacces) {
         ck_assert_int_ge(asprintf(&body, "\"Failed to open config file\" path=\"%s\" err=\"Permission denied\"",
                                   path), 0);
         p = log;
-        expect_line(&p, 'E', "config.c", body);
+        kdp_test_expect_line(&p, 'E', "config.c", body);
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -511,7 +445,8 @@ END_TEST
 /* ---- overrides ---- */
 
 START_TEST(test_config_add_override_adds_keys_and_later_values_win) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  resource: example.com/widget\n");
+        _cleanup_(kdp_test_unlink_freep) char *path =
+                write_yaml("example:\n  devices: 16\n  resource: example.com/widget\n");
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
 
         ck_assert_int_eq(kdp_config_load(path, &c), 0);
@@ -548,19 +483,19 @@ START_TEST(test_config_add_override_rejects_assignment_of_the_wrong_shape) {
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
         _cleanup_free_ char *log = NULL, *body = NULL;
         const char *p;
-        capture cap;
+        kdp_test_capture cap;
 
         ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_config_add_override(c, bad_overrides[_i]), -EINVAL);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
         ck_assert_uint_eq(c->n_entries, 0);
 
         ck_assert_int_ge(asprintf(&body, "\"Rejected config override\" override=\"%s\" "
                                          "reason=\"not of the form BACKEND.KEY=VALUE\" err=\"Invalid argument\"",
                                   bad_overrides[_i]), 0);
         p = log;
-        expect_line(&p, 'E', "config.c", body);
+        kdp_test_expect_line(&p, 'E', "config.c", body);
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -589,7 +524,7 @@ static const kdp_param_spec example_specs[] = {
 };
 
 START_TEST(test_config_check_section_accepts_declared_keys_and_ignores_other_sections) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\ngpu:\n  anything: 1\n");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n  devices: 16\ngpu:\n  anything: 1\n");
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
 
         ck_assert_int_eq(kdp_config_load(path, &c), 0);
@@ -602,28 +537,28 @@ START_TEST(test_config_check_section_accepts_declared_keys_and_ignores_other_sec
 END_TEST
 
 START_TEST(test_config_check_section_rejects_unknown_keys_naming_each_origin) {
-        _cleanup_(unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  devcies: 3\n  typo: x\n");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n  devices: 16\n  devcies: 3\n  typo: x\n");
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
         _cleanup_free_ char *log = NULL, *body = NULL;
         const char *p;
-        capture cap;
+        kdp_test_capture cap;
 
         ck_assert_int_eq(kdp_config_load(path, &c), 0);
         ck_assert_int_eq(kdp_config_add_override(c, "example.resorce=x"), 0);
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_config_check_section(c, "example", example_specs), -EINVAL);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
 
         p = log;
         ck_assert_int_ge(asprintf(&body, "\"Unknown config key\" key=\"example.devcies\" origin=\"%s:3\" "
                                          "err=\"Invalid argument\"", path), 0);
-        expect_line(&p, 'E', "config.c", body);
+        kdp_test_expect_line(&p, 'E', "config.c", body);
         free(body);
         ck_assert_int_ge(asprintf(&body, "\"Unknown config key\" key=\"example.typo\" origin=\"%s:4\" "
                                          "err=\"Invalid argument\"", path), 0);
-        expect_line(&p, 'E', "config.c", body);
-        expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.resorce\" "
-                                         "origin=\"-o example.resorce=x\" err=\"Invalid argument\"");
+        kdp_test_expect_line(&p, 'E', "config.c", body);
+        kdp_test_expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.resorce\" "
+                                                  "origin=\"-o example.resorce=x\" err=\"Invalid argument\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -632,20 +567,20 @@ START_TEST(test_config_check_section_without_specs_rejects_every_key) {
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
         _cleanup_free_ char *log = NULL;
         const char *p;
-        capture cap;
+        kdp_test_capture cap;
 
         ck_assert_int_eq(kdp_config_load(NULL, &c), 0);
         ck_assert_int_eq(kdp_config_add_override(c, "example.devices=1"), 0);
-        capture_stderr_begin(&cap);
+        kdp_test_capture_begin(&cap);
         ck_assert_int_eq(kdp_config_check_section(c, "example", NULL), -EINVAL);
         ck_assert_int_eq(kdp_config_check_section(c, "example", (const kdp_param_spec[]) { { 0 } }), -EINVAL);
-        log = capture_stderr_end(&cap);
+        log = kdp_test_capture_end(&cap);
 
         p = log;
-        expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.devices\" "
-                                         "origin=\"-o example.devices=1\" err=\"Invalid argument\"");
-        expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.devices\" "
-                                         "origin=\"-o example.devices=1\" err=\"Invalid argument\"");
+        kdp_test_expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.devices\" "
+                                                  "origin=\"-o example.devices=1\" err=\"Invalid argument\"");
+        kdp_test_expect_line(&p, 'E', "config.c", "\"Unknown config key\" key=\"example.devices\" "
+                                                  "origin=\"-o example.devices=1\" err=\"Invalid argument\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -653,8 +588,10 @@ END_TEST
 /* ---- comparing sections ---- */
 
 START_TEST(test_config_section_equal_compares_effective_values) {
-        _cleanup_(unlink_freep) char *pa = write_yaml("example:\n  devices: 16\n  resource: r\ngpu:\n  x: 1\n");
-        _cleanup_(unlink_freep) char *pb = write_yaml("# reordered\nexample:\n  resource: r\n  devices: 16\n");
+        _cleanup_(kdp_test_unlink_freep) char *pa =
+                write_yaml("example:\n  devices: 16\n  resource: r\ngpu:\n  x: 1\n");
+        _cleanup_(kdp_test_unlink_freep) char *pb =
+                write_yaml("# reordered\nexample:\n  resource: r\n  devices: 16\n");
         _cleanup_(kdp_config_freep) kdp_config *a = NULL, *b = NULL, *empty = NULL;
 
         ck_assert_int_eq(kdp_config_load(pa, &a), 0);
@@ -741,11 +678,5 @@ static Suite *config_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(config_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return kdp_test_run(config_suite());
 }

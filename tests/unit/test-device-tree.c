@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,70 +12,9 @@
 
 #include "device-tree.h"
 
+#include "kdp-test.h"
+
 /* ---- helpers ---- */
-
-typedef struct capture {
-        int fd;
-        int saved;
-} capture;
-
-static void capture_stderr_begin(capture *c) {
-        c->fd = memfd_create("stderr", MFD_CLOEXEC);
-        ck_assert_int_ge(c->fd, 0);
-        c->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-        ck_assert_int_ge(c->saved, 0);
-        ck_assert_int_eq(dup2(c->fd, STDERR_FILENO), STDERR_FILENO);
-}
-
-/* Restores stderr and returns what was written meanwhile (free()). */
-static char *capture_stderr_end(capture *c) {
-        char *text;
-        off_t size;
-
-        ck_assert_int_eq(dup2(c->saved, STDERR_FILENO), STDERR_FILENO);
-        (void) close(c->saved);
-        size = lseek(c->fd, 0, SEEK_END);
-        ck_assert_int_ge(size, 0);
-        text = calloc(1, (size_t) size + 1);
-        ck_assert_ptr_nonnull(text);
-        ck_assert_int_eq(pread(c->fd, text, (size_t) size, 0), size);
-        (void) close(c->fd);
-        return text;
-}
-
-/*
- * Checks that *text starts with one klog line of `level` from `file` (any
- * line number) whose body is `body`, and moves *text past it.
- */
-static void expect_line(const char **text, char level, const char *file, const char *body) {
-        char pattern[512];
-        regmatch_t m[3];
-        regex_t re;
-        const char *nl;
-
-        (void) snprintf(pattern, sizeof(pattern),
-                        "^%c[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} [ 0-9]{6}[0-9] %s:[0-9]+\\] ", level, file);
-        ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED), 0);
-        ck_assert_msg(regexec(&re, *text, 3, m, 0) == 0, "'%s' does not start with /%s/", *text, pattern);
-        regfree(&re);
-
-        nl = strchr(*text, '\n');
-        ck_assert_ptr_nonnull(nl);
-        ck_assert_msg(strncmp(*text + m[0].rm_eo, body, strlen(body)) == 0 &&
-                      *text + m[0].rm_eo + strlen(body) == nl,
-                      "'%.*s' is not '%s'", (int) (nl - *text - m[0].rm_eo), *text + m[0].rm_eo, body);
-        *text = nl + 1;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
-static void rm_rfp(char **dir) {
-        if (*dir)
-                ck_assert_int_eq(nftw(*dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
-        free(*dir);
-}
 
 /* ---- declaring ---- */
 
@@ -125,19 +60,20 @@ START_TEST(test_device_tree_add_resource_rejects_invalid_name_with_warning) {
         _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
         _cleanup_free_ char *log = NULL;
         const char *p;
-        capture c;
+        kdp_test_capture c;
 
         ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         ck_assert_int_eq(kdp_device_tree_add_resource(t, "kubernetes.io/gpu"), -EINVAL);
         ck_assert_int_eq(kdp_device_tree_add_resource(t, NULL), -EINVAL);
         ck_assert_int_eq(kdp_device_tree_add_resource(NULL, "example.com/widget"), -EINVAL);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
 
         ck_assert_uint_eq(t->n_resources, 0);
         p = log;
-        expect_line(&p, 'W', "device-tree.c", "\"Rejected resource\" resource=\"kubernetes.io/gpu\" err=\"Invalid argument\"");
-        expect_line(&p, 'W', "device-tree.c", "\"Rejected resource\" resource=\"\" err=\"Invalid argument\"");
+        kdp_test_expect_line(&p, 'W', "device-tree.c",
+                             "\"Rejected resource\" resource=\"kubernetes.io/gpu\" err=\"Invalid argument\"");
+        kdp_test_expect_line(&p, 'W', "device-tree.c", "\"Rejected resource\" resource=\"\" err=\"Invalid argument\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -175,15 +111,15 @@ START_TEST(test_device_tree_add_rejects_long_id) {
         _cleanup_free_ char *log = NULL, *expect = NULL;
         const char *p;
         char id[65];
-        capture c;
+        kdp_test_capture c;
 
         ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
         memset(id, 'a', sizeof(id) - 1);
         id[sizeof(id) - 1] = '\0';
 
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) { .id = id }), -EINVAL);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
 
         ck_assert_uint_eq(t->n_rejected, 1);
         /* the resource is declared all the same, so the kubelet keeps seeing it */
@@ -193,7 +129,7 @@ START_TEST(test_device_tree_add_rejects_long_id) {
         ck_assert_int_ge(asprintf(&expect, "\"Rejected device\" resource=\"example.com/widget\" device=\"%s\" "
                                            "err=\"Invalid argument\"", id), 0);
         p = log;
-        expect_line(&p, 'W', "device-tree.c", expect);
+        kdp_test_expect_line(&p, 'W', "device-tree.c", expect);
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -202,22 +138,23 @@ START_TEST(test_device_tree_add_rejects_invalid_resource_name_without_declaring_
         _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
         _cleanup_free_ char *log = NULL;
         const char *p;
-        capture c;
+        kdp_test_capture c;
 
         ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         ck_assert_int_eq(kdp_device_tree_add(t, "widget", &(kdp_device_info) { .id = "w0" }), -EINVAL);
         ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", NULL), -EINVAL);
         ck_assert_int_eq(kdp_device_tree_add(NULL, "example.com/widget", &(kdp_device_info) { .id = "w0" }), -EINVAL);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
 
         ck_assert_uint_eq(t->n_rejected, 2);
         ck_assert_uint_eq(t->n_resources, 0);
         p = log;
-        expect_line(&p, 'W', "device-tree.c",
-                    "\"Rejected device\" resource=\"widget\" device=\"w0\" err=\"Invalid argument\"");
-        expect_line(&p, 'W', "device-tree.c",
-                    "\"Rejected device\" resource=\"example.com/widget\" device=\"\" err=\"Invalid argument\"");
+        kdp_test_expect_line(&p, 'W', "device-tree.c",
+                             "\"Rejected device\" resource=\"widget\" device=\"w0\" err=\"Invalid argument\"");
+        kdp_test_expect_line(&p, 'W', "device-tree.c",
+                             "\"Rejected device\" resource=\"example.com/widget\" device=\"\" "
+                             "err=\"Invalid argument\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -227,24 +164,24 @@ START_TEST(test_device_tree_add_rejects_duplicate_id_and_keeps_the_first) {
         _cleanup_free_ char *log = NULL;
         kdp_device_list *l;
         const char *p;
-        capture c;
+        kdp_test_capture c;
 
         ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) { .id = "w0" }), 0);
         ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) {
                 .id = "w0", .health = KDP_UNHEALTHY }), -EEXIST);
         /* the same ID in another resource is fine */
         ck_assert_int_eq(kdp_device_tree_add(t, "example.com/gadget", &(kdp_device_info) { .id = "w0" }), 0);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
 
         ck_assert_uint_eq(t->n_rejected, 1);
         l = kdp_device_tree_find(t, "example.com/widget");
         ck_assert_uint_eq(l->n_devices, 1);
         ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
         p = log;
-        expect_line(&p, 'W', "device-tree.c",
-                    "\"Rejected device\" resource=\"example.com/widget\" device=\"w0\" err=\"File exists\"");
+        kdp_test_expect_line(&p, 'W', "device-tree.c",
+                             "\"Rejected device\" resource=\"example.com/widget\" device=\"w0\" err=\"File exists\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -262,14 +199,14 @@ static const kdp_device_info refused[] = {
 START_TEST(test_device_tree_add_counts_every_refused_device) {
         _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
         _cleanup_free_ char *log = NULL;
-        capture c;
+        kdp_test_capture c;
 
         ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         for (size_t i = 0; i < KDP_ELEMENTSOF(refused); i++)
                 ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &refused[i]), -EINVAL);
         ck_assert_int_eq(kdp_device_tree_add(t, "example.com/widget", &(kdp_device_info) { .id = "ok" }), 0);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
 
         ck_assert_uint_eq(t->n_rejected, KDP_ELEMENTSOF(refused));
         ck_assert_uint_eq(kdp_device_tree_find(t, "example.com/widget")->n_devices, 1);
@@ -279,7 +216,7 @@ END_TEST
 
 START_TEST(test_device_tree_add_resolves_pci_path_under_sysfs_root) {
         _cleanup_(kdp_device_tree_freep) kdp_device_tree *t = NULL;
-        _cleanup_(rm_rfp) char *root = strdup("/tmp/kdp-test-tree-XXXXXX");
+        _cleanup_(kdp_test_rm_rfp) char *root = strdup("/tmp/kdp-test-tree-XXXXXX");
         _cleanup_free_ char *dir = NULL, *link = NULL;
         kdp_device_list *l;
 
@@ -319,7 +256,7 @@ START_TEST(test_device_tree_finish_drops_numa_of_a_resource_that_mixes_it) {
         _cleanup_free_ char *log = NULL;
         kdp_device_list *mixed, *all, *none;
         const char *p;
-        capture c;
+        kdp_test_capture c;
 
         ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
         ck_assert_int_eq(kdp_device_tree_add(t, "example.com/mixed", &(kdp_device_info) {
@@ -333,9 +270,9 @@ START_TEST(test_device_tree_finish_drops_numa_of_a_resource_that_mixes_it) {
                 .id = "a1", .numa_nodes = { 0 }, .n_numa_nodes = 1 }), 0);
         ck_assert_int_eq(kdp_device_tree_add(t, "example.com/none", &(kdp_device_info) { .id = "n0" }), 0);
 
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         kdp_device_tree_finish(t);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
 
         mixed = kdp_device_tree_find(t, "example.com/mixed");
         for (size_t i = 0; i < mixed->n_devices; i++) {
@@ -351,16 +288,16 @@ START_TEST(test_device_tree_finish_drops_numa_of_a_resource_that_mixes_it) {
         ck_assert(!kdp_device_has_topology(&none->devices[0]));
 
         p = log;
-        expect_line(&p, 'W', "device-tree.c",
-                    "\"Dropped NUMA affinity of a resource that mixes devices with and without it\" "
-                    "resource=\"example.com/mixed\" withTopology=2 withoutTopology=1");
+        kdp_test_expect_line(&p, 'W', "device-tree.c",
+                             "\"Dropped NUMA affinity of a resource that mixes devices with and without it\" "
+                             "resource=\"example.com/mixed\" withTopology=2 withoutTopology=1");
         ck_assert_str_eq(p, "");
 
         /* a second finish finds nothing left to fix */
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         kdp_device_tree_finish(t);
         free(log);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
         ck_assert_str_eq(log, "");
 }
 END_TEST
@@ -370,7 +307,7 @@ START_TEST(test_device_tree_finish_sorts_and_deduplicates_a_list_filled_by_hand)
         _cleanup_free_ char *log = NULL;
         kdp_device_list *l;
         const char *p;
-        capture c;
+        kdp_test_capture c;
 
         ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
         ck_assert_int_eq(kdp_device_tree_add_resource(t, "example.com/widget"), 0);
@@ -384,9 +321,9 @@ START_TEST(test_device_tree_finish_sorts_and_deduplicates_a_list_filled_by_hand)
         ck_assert_int_eq(kdp_device_from_info(&(kdp_device_info) { .id = "c" }, NULL, &l->devices[3]), 0);
         l->n_devices = 4;
 
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         kdp_device_tree_finish(t);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
 
         ck_assert_uint_eq(l->n_devices, 3);
         ck_assert_str_eq(l->devices[0].id, "a");
@@ -394,8 +331,8 @@ START_TEST(test_device_tree_finish_sorts_and_deduplicates_a_list_filled_by_hand)
         ck_assert_str_eq(l->devices[2].id, "c");
         ck_assert_uint_eq(t->n_rejected, 1);
         p = log;
-        expect_line(&p, 'W', "device-tree.c",
-                    "\"Rejected device\" resource=\"example.com/widget\" device=\"b\" err=\"File exists\"");
+        kdp_test_expect_line(&p, 'W', "device-tree.c",
+                             "\"Rejected device\" resource=\"example.com/widget\" device=\"b\" err=\"File exists\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -405,10 +342,10 @@ START_TEST(test_device_tree_holds_4096_devices_per_resource) {
         _cleanup_free_ char *log = NULL;
         kdp_device_list *vf, *gpu;
         char id[32];
-        capture c;
+        kdp_test_capture c;
 
         ck_assert_int_eq(kdp_device_tree_new(NULL, &t), 0);
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         for (unsigned i = 0; i < 4096; i++) {
                 unsigned n = (i * 2654435761u) % 4096;          /* a permutation: no order to rely on */
 
@@ -424,7 +361,7 @@ START_TEST(test_device_tree_holds_4096_devices_per_resource) {
                 ck_assert_int_eq(kdp_device_tree_add(t, "example.com/gpu", &(kdp_device_info) { .id = id }), 0);
         }
         kdp_device_tree_finish(t);
-        log = capture_stderr_end(&c);
+        log = kdp_test_capture_end(&c);
 
         ck_assert_str_eq(log, "");
         ck_assert_uint_eq(t->n_rejected, 0);
@@ -477,11 +414,5 @@ static Suite *device_tree_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(device_tree_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return kdp_test_run(device_tree_suite());
 }

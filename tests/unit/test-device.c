@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <check.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,21 +11,9 @@
 
 #include "device.h"
 
+#include "kdp-test.h"
+
 /* ---- helpers ---- */
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
-static void rm_rf(char *dir) {
-        if (dir)
-                ck_assert_int_eq(nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
-        free(dir);
-}
-
-static void rm_rfp(char **dir) {
-        rm_rf(*dir);
-}
 
 static void mkdir_p(const char *root, const char *rel) {
         _cleanup_free_ char *p = NULL;
@@ -374,7 +361,7 @@ START_TEST(test_device_from_info_rejects_null_arguments) {
 END_TEST
 
 START_TEST(test_device_from_info_resolves_pci_path_below_devices) {
-        _cleanup_(rm_rfp) char *sysfs = make_sysfs();
+        _cleanup_(kdp_test_rm_rfp) char *sysfs = make_sysfs();
         _cleanup_(kdp_device_done) kdp_device d = {}, e = {}, f = {}, g = {}, h = {};
         _cleanup_free_ char *slash = NULL;
 
@@ -657,11 +644,5 @@ static Suite *device_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(device_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return kdp_test_run(device_suite());
 }

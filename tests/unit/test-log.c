@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <regex.h>
 #include <stdint.h>
@@ -16,49 +15,9 @@
 #include <kdp/cleanup.h>
 #include <kdp/log.h>
 
+#include "kdp-test.h"
+
 /* ---- helpers ---- */
-
-/* Reads everything written to a memfd so far, NUL-terminated (free()). */
-static char *memfd_text(int fd) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-        char chunk[4096];
-        off_t off = 0;
-        ssize_t n;
-
-        ck_assert_ptr_nonnull(m);
-        while ((n = pread(fd, chunk, sizeof(chunk), off)) > 0) {
-                ck_assert_uint_eq(fwrite(chunk, 1, (size_t) n, m), (size_t) n);
-                off += n;
-        }
-        ck_assert_int_eq(n, 0);
-        ck_assert_int_eq(fclose(m), 0);
-        return buf;
-}
-
-typedef struct capture {
-        int fd;
-        int saved;
-} capture;
-
-static void capture_stderr_begin(capture *c) {
-        c->fd = memfd_create("stderr", MFD_CLOEXEC);
-        ck_assert_int_ge(c->fd, 0);
-        c->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-        ck_assert_int_ge(c->saved, 0);
-        ck_assert_int_eq(dup2(c->fd, STDERR_FILENO), STDERR_FILENO);
-}
-
-static char *capture_stderr_end(capture *c) {
-        char *text;
-
-        ck_assert_int_eq(dup2(c->saved, STDERR_FILENO), STDERR_FILENO);
-        (void) close(c->saved);
-        text = memfd_text(c->fd);
-        (void) close(c->fd);
-        return text;
-}
 
 /*
  * Asserts that `line` is one klog line "Lmmdd hh:mm:ss.uuuuuu PID file:line] body\n"
@@ -104,7 +63,7 @@ static char *emit_body(kdp_log_level level, int err, const char *msg, const kdp_
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(kdp_log_emit_fd(fd, level, err, "/src/framework/src/daemon/server.c", 88, msg,
                                          prefix, n_prefix, fields, n_fields), err);
-        text = memfd_text(fd);
+        text = kdp_test_fd_text(fd);
         return klog_body(text, expect_level, "server.c", 88);
 }
 
@@ -146,7 +105,7 @@ START_TEST(test_log_emit_fd_uses_local_time_now) {
         ck_assert_ptr_nonnull(localtime_r(&ts.tv_sec, &tm));
         ck_assert_uint_gt(strftime(after, sizeof(after), "%m%d %H:%M:%S", &tm), 0);
 
-        text = memfd_text(fd);
+        text = kdp_test_fd_text(fd);
         body = klog_body(text, 'I', "t.c", 1);
         ck_assert_str_eq(body, "\"Started\"");
         /* the seconds printed are those of before or after */
@@ -163,7 +122,7 @@ START_TEST(test_log_emit_fd_uses_basename_of_file) {
         ck_assert_int_ge(fd, 0);
         (void) kdp_log_emit_fd(fd, KDP_LOG_WARNING, 0, "plain.c", 7, "Skipped device without driver", NULL, 0,
                                NULL, 0);
-        text = memfd_text(fd);
+        text = kdp_test_fd_text(fd);
         body = klog_body(text, 'W', "plain.c", 7);
         ck_assert_str_eq(body, "\"Skipped device without driver\"");
 }
@@ -176,7 +135,7 @@ START_TEST(test_log_emit_fd_prints_unknown_file_as_question_marks) {
         fd = memfd_create("log", MFD_CLOEXEC);
         ck_assert_int_ge(fd, 0);
         (void) kdp_log_emit_fd(fd, KDP_LOG_INFO, 0, NULL, 9, "Started", NULL, 0, NULL, 0);
-        text = memfd_text(fd);
+        text = kdp_test_fd_text(fd);
         body = klog_body(text, 'I', "???", 9);
         ck_assert_str_eq(body, "\"Started\"");
 }
@@ -216,7 +175,7 @@ START_TEST(test_log_emit_fd_returns_err_and_omits_err_field_when_zero) {
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(kdp_log_emit_fd(fd, KDP_LOG_ERROR, -EBUSY, "a.c", 1, "Failed", NULL, 0, NULL, 0), -EBUSY);
         ck_assert_int_eq(kdp_log_emit_fd(-1, KDP_LOG_ERROR, -EIO, "a.c", 1, "Failed", NULL, 0, NULL, 0), -EIO);
-        text = memfd_text(fd);
+        text = kdp_test_fd_text(fd);
         body = klog_body(text, 'E', "a.c", 1);
         ck_assert_str_eq(body, "\"Failed\" err=\"Device or resource busy\"");
 
@@ -350,12 +309,12 @@ END_TEST
 
 START_TEST(test_log_macros_write_to_stderr_with_caller_file_and_line) {
         _cleanup_free_ char *text = NULL, *body = NULL;
-        capture c;
+        kdp_test_capture c;
         int r, line;
 
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         r = kdp_log_error(-EACCES, "Failed to read config", KDP_F_STR("path", "/etc/kdp.yaml")); line = __LINE__;
-        text = capture_stderr_end(&c);
+        text = kdp_test_capture_end(&c);
 
         ck_assert_int_eq(r, -EACCES);
         body = klog_body(text, 'E', "test-log.c", line);
@@ -366,13 +325,13 @@ END_TEST
 START_TEST(test_log_info_and_warning_macros_take_no_fields) {
         _cleanup_free_ char *text = NULL, *body = NULL;
         char *second;
-        capture c;
+        kdp_test_capture c;
         int l1, l2;
 
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         kdp_log_info("Started"); l1 = __LINE__;
         kdp_log_warning("Stopped", KDP_F_INT("signal", 15)); l2 = __LINE__;
-        text = capture_stderr_end(&c);
+        text = kdp_test_capture_end(&c);
 
         second = strchr(text, '\n');
         ck_assert_ptr_nonnull(second);
@@ -390,12 +349,12 @@ END_TEST
 
 START_TEST(test_log_warning_errno_macro_adds_err_and_returns_r) {
         _cleanup_free_ char *text = NULL, *body = NULL;
-        capture c;
+        kdp_test_capture c;
         int r, line;
 
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         r = kdp_log_warning_errno(-EEXIST, "Rejected device", KDP_F_STR("device", "d0")); line = __LINE__;
-        text = capture_stderr_end(&c);
+        text = kdp_test_capture_end(&c);
 
         ck_assert_int_eq(r, -EEXIST);
         body = klog_body(text, 'W', "test-log.c", line);
@@ -405,15 +364,15 @@ END_TEST
 
 START_TEST(test_log_v_drops_messages_above_verbosity) {
         _cleanup_free_ char *text = NULL, *body = NULL;
-        capture c;
+        kdp_test_capture c;
         int line;
 
-        capture_stderr_begin(&c);
+        kdp_test_capture_begin(&c);
         kdp_log_v(4, "Scanned device", KDP_F_STR("device", "hidden"));
         kdp_log_set_verbosity(4);
         kdp_log_v(5, "Scanned device", KDP_F_STR("device", "hidden"));
         kdp_log_v(4, "Scanned device", KDP_F_STR("device", "shown")); line = __LINE__;
-        text = capture_stderr_end(&c);
+        text = kdp_test_capture_end(&c);
 
         body = klog_body(text, 'I', "test-log.c", line);
         ck_assert_str_eq(body, "\"Scanned device\" device=\"shown\"");
@@ -455,11 +414,5 @@ static Suite *log_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(log_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return kdp_test_run(log_suite());
 }

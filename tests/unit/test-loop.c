@@ -7,6 +7,8 @@
 
 #include "loop.h"
 
+#include "kdp-test.h"
+
 typedef struct counter {
         int fired;
         int order[8];
@@ -142,11 +144,9 @@ START_TEST(test_loop_free_runs_pending_posts) {
 }
 END_TEST
 
-int main(void) {
+static Suite *loop_suite(void) {
         Suite *s = suite_create("loop");
         TCase *tc = tcase_create("loop");
-        SRunner *sr;
-        int failed;
 
         tcase_set_timeout(tc, 10);
         tcase_add_test(tc, test_loop_timer_repeats_until_quit);
@@ -155,9 +155,10 @@ int main(void) {
         tcase_add_test(tc, test_loop_disarmed_timer_does_not_fire);
         tcase_add_test(tc, test_loop_free_runs_pending_posts);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+
+        return s;
+}
+
+int main(void) {
+        return kdp_test_run(loop_suite());
 }

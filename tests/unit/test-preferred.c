@@ -20,6 +20,8 @@
 
 #include "preferred.h"
 
+#include "kdp-test.h"
+
 typedef struct test_device {
         const char *id;
         int numa;               /* -1: no NUMA affinity */
@@ -465,11 +467,5 @@ static Suite *preferred_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(preferred_suite());
-        int failed;
-
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return kdp_test_run(preferred_suite());
 }

@@ -7,6 +7,8 @@
 
 #include "registry.h"
 
+#include "kdp-test.h"
+
 static const char *const test_dirs[] = { KDP_TEST_BACKEND_DIR, KDP_BUILD_DIR "/plugins", NULL };
 
 static int load(const char *name, kdp_backend **ret) {
@@ -120,11 +122,9 @@ START_TEST(test_registry_default_hooks_without_backend_hooks) {
 }
 END_TEST
 
-int main(void) {
+static Suite *registry_suite(void) {
         Suite *s = suite_create("registry");
         TCase *tc = tcase_create("load");
-        SRunner *sr;
-        int failed;
 
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, test_registry_refuses_each_broken_backend);
@@ -135,9 +135,10 @@ int main(void) {
         tcase_add_test(tc, test_registry_start_reports_init_failure);
         tcase_add_test(tc, test_registry_default_hooks_without_backend_hooks);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+
+        return s;
+}
+
+int main(void) {
+        return kdp_test_run(registry_suite());
 }

@@ -12,6 +12,8 @@
 #include "server.h"
 #include "snapshot.h"
 
+#include "kdp-test.h"
+
 static void add(kdp_device_list *l, const kdp_device_info *info) {
         kdp_device d;
 
@@ -32,7 +34,7 @@ static void three_devices(kdp_device_list *l) {
 static ProtobufCMessage *unpack_bb(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc) {
         ProtobufCMessage *m = NULL;
 
-        ck_assert_int_eq(kdp_proto_unpack(bb, desc, &m), 0);
+        ck_assert_int_eq(kdp_proto_conv_unpack(bb, desc, &m), 0);
         grpc_byte_buffer_destroy(bb);
         return m;
 }
@@ -117,7 +119,7 @@ START_TEST(test_proto_allocate_response_carries_every_field) {
         ck_assert_int_eq(kdp_alloc_response_add_mount(&r[0], &(kdp_mount){ "/opt/lib", "/lib/x", 1 }), 0);
         ck_assert_int_eq(kdp_alloc_response_add_annotation(&r[0], "a", "b"), 0);
         ck_assert_int_eq(kdp_alloc_response_add_cdi_device(&r[0], "example.com/widget=w-0"), 0);
-        ck_assert_int_eq(kdp_proto_pack_allocate(r, 2, &bb), 0);
+        ck_assert_int_eq(kdp_proto_conv_pack_allocate(r, 2, &bb), 0);
         resp = (V1beta1__AllocateResponse *) unpack_bb(bb, &v1beta1__allocate_response__descriptor);
         ck_assert_int_eq(resp->n_container_responses, 2);
         ck_assert_int_eq(resp->container_responses[0]->n_envs, 1);
@@ -148,7 +150,7 @@ START_TEST(test_proto_register_request_has_options_and_version) {
         V1beta1__RegisterRequest *req;
 
         grpc_init();
-        ck_assert_int_eq(kdp_proto_pack_register("example.com/widget", "kdp-x.sock", true, true, &bb), 0);
+        ck_assert_int_eq(kdp_proto_conv_pack_register("example.com/widget", "kdp-x.sock", true, true, &bb), 0);
         req = (V1beta1__RegisterRequest *) unpack_bb(bb, &v1beta1__register_request__descriptor);
         ck_assert_str_eq(req->version, "v1beta1");
         ck_assert_str_eq(req->endpoint, "kdp-x.sock");
@@ -166,11 +168,11 @@ START_TEST(test_proto_unpack_rejects_garbage) {
         grpc_byte_buffer *bb;
 
         grpc_init();
-        bb = kdp_proto_buffer(junk, sizeof(junk));
-        ck_assert_int_eq(kdp_proto_unpack(bb, &v1beta1__allocate_request__descriptor, &m), -EBADMSG);
+        bb = kdp_proto_conv_buffer(junk, sizeof(junk));
+        ck_assert_int_eq(kdp_proto_conv_unpack(bb, &v1beta1__allocate_request__descriptor, &m), -EBADMSG);
         ck_assert_ptr_eq(m, (ProtobufCMessage *) 0x1);  /* untouched on failure */
         grpc_byte_buffer_destroy(bb);
-        ck_assert_int_eq(kdp_proto_unpack(NULL, &v1beta1__empty__descriptor, &m), 0);
+        ck_assert_int_eq(kdp_proto_conv_unpack(NULL, &v1beta1__empty__descriptor, &m), 0);
         protobuf_c_message_free_unpacked(m, NULL);
         grpc_shutdown();
 }
@@ -191,11 +193,9 @@ START_TEST(test_server_status_mapping_is_the_documented_table) {
 }
 END_TEST
 
-int main(void) {
+static Suite *snapshot_suite(void) {
         Suite *s = suite_create("snapshot");
         TCase *tc = tcase_create("wire");
-        SRunner *sr;
-        int failed;
 
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_snapshot_packs_the_list_as_the_kubelet_reads_it);
@@ -206,9 +206,10 @@ int main(void) {
         tcase_add_test(tc, test_proto_unpack_rejects_garbage);
         tcase_add_test(tc, test_server_status_mapping_is_the_documented_table);
         suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_ENV);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+
+        return s;
+}
+
+int main(void) {
+        return kdp_test_run(snapshot_suite());
 }

@@ -164,7 +164,7 @@ static int start_attempt(kdp_registration *reg) {
         grpc_channel_credentials_release(creds);
         reg->call = grpc_channel_create_call(reg->channel, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
                                              deadline, NULL);
-        r = kdp_proto_pack_register(reg->resource, reg->endpoint, reg->pre_start_required, true, &reg->request);
+        r = kdp_proto_conv_pack_register(reg->resource, reg->endpoint, reg->pre_start_required, true, &reg->request);
         if (r < 0)
                 return r;
         ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;

@@ -23,7 +23,7 @@ static int pack_message(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_si
         return 0;
 }
 
-grpc_byte_buffer *kdp_proto_buffer(const uint8_t *data, size_t size) {
+grpc_byte_buffer *kdp_proto_conv_buffer(const uint8_t *data, size_t size) {
         grpc_slice slice = grpc_slice_from_copied_buffer((const char *) data, size);
         grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&slice, 1);
 
@@ -39,7 +39,7 @@ static int pack_buffer(const ProtobufCMessage *m, grpc_byte_buffer **ret) {
         r = pack_message(m, &buf, &size);
         if (r < 0)
                 return r;
-        *ret = kdp_proto_buffer(buf, size);
+        *ret = kdp_proto_conv_buffer(buf, size);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -72,7 +72,7 @@ static void fill_device(device_msg *m, const kdp_device *d) {
         m->dev.topology = &m->topo;
 }
 
-int kdp_proto_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_size) {
+int kdp_proto_conv_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_size) {
         V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
         _cleanup_free_ device_msg *msgs = NULL;
         _cleanup_free_ V1beta1__Device **ptrs = NULL;
@@ -91,7 +91,7 @@ int kdp_proto_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_siz
         return pack_message(&resp.base, ret, ret_size);
 }
 
-int kdp_proto_pack_options(bool pre_start_required, bool preferred_available, grpc_byte_buffer **ret) {
+int kdp_proto_conv_pack_options(bool pre_start_required, bool preferred_available, grpc_byte_buffer **ret) {
         V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
 
         o.pre_start_required = pre_start_required;
@@ -99,13 +99,13 @@ int kdp_proto_pack_options(bool pre_start_required, bool preferred_available, gr
         return pack_buffer(&o.base, ret);
 }
 
-int kdp_proto_pack_empty(grpc_byte_buffer **ret) {
+int kdp_proto_conv_pack_empty(grpc_byte_buffer **ret) {
         V1beta1__Empty e = V1BETA1__EMPTY__INIT;
 
         return pack_buffer(&e.base, ret);
 }
 
-int kdp_proto_pack_register(const char *resource, const char *endpoint, bool pre_start_required,
+int kdp_proto_conv_pack_register(const char *resource, const char *endpoint, bool pre_start_required,
                             bool preferred_available, grpc_byte_buffer **ret) {
         V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
         V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
@@ -203,7 +203,7 @@ static int fill_container(container_msg *c, const kdp_alloc_response *r) {
         return 0;
 }
 
-int kdp_proto_pack_allocate(const kdp_alloc_response *containers, size_t n, grpc_byte_buffer **ret) {
+int kdp_proto_conv_pack_allocate(const kdp_alloc_response *containers, size_t n, grpc_byte_buffer **ret) {
         V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
         _cleanup_free_ container_msg *msgs = calloc(n ? n : 1, sizeof(container_msg));
         _cleanup_free_ V1beta1__ContainerAllocateResponse **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
@@ -223,7 +223,7 @@ int kdp_proto_pack_allocate(const kdp_alloc_response *containers, size_t n, grpc
         return r;
 }
 
-int kdp_proto_pack_preferred(const kdp_pref_response *containers, size_t n, grpc_byte_buffer **ret) {
+int kdp_proto_conv_pack_preferred(const kdp_pref_response *containers, size_t n, grpc_byte_buffer **ret) {
         V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
         _cleanup_free_ V1beta1__ContainerPreferredAllocationResponse *msgs = calloc(n ? n : 1, sizeof(*msgs));
         _cleanup_free_ V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
@@ -241,7 +241,7 @@ int kdp_proto_pack_preferred(const kdp_pref_response *containers, size_t n, grpc
         return pack_buffer(&resp.base, ret);
 }
 
-int kdp_proto_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret) {
+int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret) {
         grpc_byte_buffer_reader reader;
         grpc_slice slice;
         ProtobufCMessage *m;

@@ -18,19 +18,19 @@
 #include "device.h"
 
 /* ListAndWatchResponse for every device of `l`, into a malloc()ed buffer. */
-int kdp_proto_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_size);
+int kdp_proto_conv_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_size);
 
 /* A byte buffer holding a copy of data[0..size). NULL on allocation failure. */
-grpc_byte_buffer *kdp_proto_buffer(const uint8_t *data, size_t size);
+grpc_byte_buffer *kdp_proto_conv_buffer(const uint8_t *data, size_t size);
 
-int kdp_proto_pack_options(bool pre_start_required, bool preferred_available, grpc_byte_buffer **ret);
-int kdp_proto_pack_empty(grpc_byte_buffer **ret);
-int kdp_proto_pack_register(const char *resource, const char *endpoint, bool pre_start_required,
+int kdp_proto_conv_pack_options(bool pre_start_required, bool preferred_available, grpc_byte_buffer **ret);
+int kdp_proto_conv_pack_empty(grpc_byte_buffer **ret);
+int kdp_proto_conv_pack_register(const char *resource, const char *endpoint, bool pre_start_required,
                             bool preferred_available, grpc_byte_buffer **ret);
 /* AllocateResponse with one ContainerAllocateResponse per element of `containers`. */
-int kdp_proto_pack_allocate(const kdp_alloc_response *containers, size_t n, grpc_byte_buffer **ret);
+int kdp_proto_conv_pack_allocate(const kdp_alloc_response *containers, size_t n, grpc_byte_buffer **ret);
 /* PreferredAllocationResponse with one container per element. */
-int kdp_proto_pack_preferred(const kdp_pref_response *containers, size_t n, grpc_byte_buffer **ret);
+int kdp_proto_conv_pack_preferred(const kdp_pref_response *containers, size_t n, grpc_byte_buffer **ret);
 
 /* Unpacks `bb` (may be NULL: an empty message) as `desc`; -EBADMSG if malformed. */
-int kdp_proto_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret);
+int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret);

@@ -284,7 +284,7 @@ static void reply_message(kdp_call *c, int r, grpc_byte_buffer *bb) {
 
 static void reply_empty(kdp_call *c) {
         grpc_byte_buffer *bb = NULL;
-        int r = kdp_proto_pack_empty(&bb);
+        int r = kdp_proto_conv_pack_empty(&bb);
 
         reply_message(c, r, bb);
 }
@@ -293,7 +293,7 @@ static void reply_empty(kdp_call *c) {
 
 static void handle_options(kdp_call *c) {
         grpc_byte_buffer *bb = NULL;
-        int r = kdp_proto_pack_options(c->server->backend->pre_start != NULL, true, &bb);
+        int r = kdp_proto_conv_pack_options(c->server->backend->pre_start != NULL, true, &bb);
 
         reply_message(c, r, bb);
 }
@@ -375,7 +375,7 @@ static void handle_allocate(kdp_call *c, const V1beta1__AllocateRequest *req) {
         for (; done < n && r >= 0; done++)
                 r = allocate_container(c, snap, req->container_requests[done], &resps[done]);
         if (r >= 0)
-                r = kdp_proto_pack_allocate(resps, n, &bb);
+                r = kdp_proto_conv_pack_allocate(resps, n, &bb);
         for (size_t i = 0; i < done; i++)
                 kdp_alloc_response_done(&resps[i]);
         if (r < 0) {
@@ -481,7 +481,7 @@ static void handle_preferred(kdp_call *c, const V1beta1__PreferredAllocationRequ
         for (; done < n && r >= 0; done++)
                 r = prefer_container(c, snap, req->container_requests[done], &reqs[done], &resps[done]);
         if (r >= 0)
-                r = kdp_proto_pack_preferred(resps, n, &bb);
+                r = kdp_proto_conv_pack_preferred(resps, n, &bb);
         for (size_t i = 0; i < done; i++)
                 kdp_pref_response_done(&resps[i]);
         reply_message(c, r, bb);
@@ -579,7 +579,7 @@ static void handle_unary(kdp_call *c) {
         ProtobufCMessage *m = NULL;
         int r;
 
-        r = kdp_proto_unpack(c->payload, request_descriptor(c->m), &m);
+        r = kdp_proto_conv_unpack(c->payload, request_descriptor(c->m), &m);
         if (r < 0) {
                 reply_error(c, r, "malformed request message");
                 return;

@@ -24,7 +24,7 @@ int kdp_snapshot_new(kdp_device_list *list, uint64_t generation, kdp_snapshot **
         r = kdp_preferred_index_new(s->list.devices, s->list.n_devices, &s->pref);
         if (r < 0)
                 return r;
-        r = kdp_proto_pack_list(&s->list, &law, &s->law_size);
+        r = kdp_proto_conv_pack_list(&s->list, &law, &s->law_size);
         if (r < 0)
                 return r;
         if (s->law_size > KDP_SNAPSHOT_MAX_MESSAGE)
