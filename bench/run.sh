@@ -16,6 +16,8 @@
 #   rss_idle_kb, anon_idle_kb   VmRSS and anonymous memory once registered
 #   allocate_c1_*, allocate_c16_*   Allocate of 1 device over one shared
 #                        connection, 1 and 16 concurrent callers (kdp-bench)
+#   cpu_us_per_allocate  the plugin's own CPU time per Allocate at concurrency 1
+#   anon_settled_kb      anonymous memory 3 s after the load
 #   vmhwm_kb, rss_kb, anon_kb, threads   after the load: peak RSS (VmHWM),
 #                        VmRSS, anonymous memory (smaps_rollup), thread count
 # then ratio_n<N>_<figure>_kdpd_over_go for the main figures.
@@ -99,6 +101,11 @@ proc_kb() {
         awk -v f="$3:" '$1 == f { print $2; exit }' "/proc/$1/$2"
 }
 
+# cpu_ticks PID: user + system CPU time of a process so far, in clock ticks
+cpu_ticks() {
+        awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
 # emit NAME VALUE: one figure, kept for the ratios
 declare -A fig
 emit() {
@@ -147,10 +154,14 @@ run_one() {
         endpoint=$(grep -m1 -E " registered resource=$res " "$out" | sed -E 's/.* endpoint=([^ ]+) .*/\1/')
         for c in 1 16; do
                 b=$work/$p/bench-c$c
+                ticks=$(cpu_ticks "$plugin_pid")
                 if ! "$bench" --socket "$dir/$endpoint" --calls "$calls" --concurrency "$c" > "$b" 2> "$b.err"; then
                         echo "run.sh: $p: kdp-bench failed at concurrency $c" >&2
                         tail -n 5 "$b.err" >&2
                 fi
+                # the plugin's own CPU per call (warm-up and ListAndWatch samples included)
+                [ "$c" = 1 ] && emit "${p}_cpu_us_per_allocate" "$(awk -v t=$(( $(cpu_ticks "$plugin_pid") - ticks )) \
+                        -v hz="$(getconf CLK_TCK)" -v n="$calls" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')"
                 [ "$c" = 1 ] && emit "${p}_law_warm_p50_us" "$(bench_field "$b" law_first_msg_p50_us)"
                 emit "${p}_allocate_c${c}_p50_us" "$(bench_field "$b" allocate_p50_us)"
                 emit "${p}_allocate_c${c}_p99_us" "$(bench_field "$b" allocate_p99_us)"
@@ -159,6 +170,8 @@ run_one() {
         emit "${p}_vmhwm_kb" "$(proc_kb "$plugin_pid" status VmHWM)"
         emit "${p}_rss_kb" "$(proc_kb "$plugin_pid" status VmRSS)"
         emit "${p}_anon_kb" "$(proc_kb "$plugin_pid" smaps_rollup Anonymous)"
+        sleep 3         # after a burst: what each keeps (kdpd trims its heap 2 s after one, Go scavenges)
+        emit "${p}_anon_settled_kb" "$(proc_kb "$plugin_pid" smaps_rollup Anonymous)"
         emit "${p}_threads" "$(awk '$1 == "Threads:" { print $2 }' "/proc/$plugin_pid/status")"
 
         stop "$plugin_pid"
@@ -183,11 +196,12 @@ for n in $sizes; do
         done
 done
 for n in $sizes; do
-        for f in anon anon_idle vmhwm rss register_ms law_first_msg_ms law_warm_p50_us \
-                 allocate_c1_p50_us allocate_c1_p99_us allocate_c16_p50_us allocate_c16_p99_us; do
+        for f in anon anon_settled anon_idle vmhwm rss register_ms law_first_msg_ms law_warm_p50_us \
+                 allocate_c1_p50_us allocate_c1_p99_us allocate_c16_p50_us allocate_c16_p99_us cpu_us_per_allocate; do
                 case $f in
                 anon|vmhwm|rss) ratio "$n" "${f}_kb" ;;
                 anon_idle)      ratio "$n" anon_idle_kb ;;
+                anon_settled)   ratio "$n" anon_settled_kb ;;
                 *)              ratio "$n" "$f" ;;
                 esac
         done

@@ -124,6 +124,8 @@ START_TEST(test_loop_disarmed_timer_does_not_fire) {
         ck_assert_int_eq(kdp_loop_run(loop), 0);
         ck_assert_int_eq(kdp_loop_timer_arm(NULL, 1, 0), -EINVAL);
         kdp_loop_remove(t);
+        ck_assert_int_eq(kdp_loop_timer_arm(t, 1, 0), -ESTALE);    /* removed, not yet freed */
+        ck_assert_int_eq(kdp_loop_timer_disarm(t), -ESTALE);
         kdp_loop_remove(q);
 }
 END_TEST

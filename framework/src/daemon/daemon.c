@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,7 @@ struct kdp_daemon {
         int signal_fd;
         kdp_loop_source *signal_source;
         kdp_loop_source *cancel_timer;  /* cancels calls of servers stopped long enough ago */
+        kdp_loop_source *trim_timer;    /* gives a burst's memory back after it */
 };
 
 static char **strv_copy(const char *const *v) {
@@ -428,6 +430,32 @@ static void on_cancel_timer(kdp_loop *loop, void *userdata) {
         kdp_server_runtime_cancel_overdue(d->rt);
 }
 
+/*
+ * Memory a burst of calls took (grpc buffers, responses) is freed but stays
+ * in the heap; 2 s after the first call of a burst it goes back to the system.
+ */
+#define TRIM_AFTER_MS 2000
+
+static void on_trim_timer(kdp_loop *loop, void *userdata) {
+        kdp_daemon *d = userdata;
+
+        kdp_server_runtime_idle(d->rt);
+        (void) malloc_trim(0);
+}
+
+static void on_busy_posted(kdp_loop *loop, void *userdata) {
+        kdp_daemon *d = userdata;
+
+        (void) kdp_loop_timer_arm(d->trim_timer, TRIM_AFTER_MS, 0);
+}
+
+/* CQ thread, once per burst. */
+static void on_runtime_busy(void *userdata) {
+        kdp_daemon *d = userdata;
+
+        (void) kdp_loop_post(d->loop, on_busy_posted, d);
+}
+
 /* ---- kubelet events ---- */
 
 static void on_kubelet_restarted(void *userdata) {
@@ -637,7 +665,10 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         r = watch_signals(d);
         if (r < 0)
                 return kdp_log_error(r, "Failed to watch signals");
-        r = kdp_server_runtime_new(&d->rt);
+        r = kdp_loop_add_timer(d->loop, on_trim_timer, d, &d->trim_timer);
+        if (r < 0)
+                return r;
+        r = kdp_server_runtime_new(on_runtime_busy, d, &d->rt);
         if (r < 0)
                 return r;
         r = kdp_loop_add_timer(d->loop, on_cancel_timer, d, &d->cancel_timer);
@@ -676,6 +707,7 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
         }
         kdp_loop_remove(d->signal_source);
         kdp_loop_remove(d->cancel_timer);
+        kdp_loop_remove(d->trim_timer);
         d->loop = kdp_loop_free(d->loop);
         if (d->signal_fd >= 0)
                 (void) close(d->signal_fd);

@@ -181,6 +181,8 @@ int kdp_loop_timer_arm(kdp_loop_source *timer, uint64_t delay_ms, uint64_t inter
 
         if (!timer || timer->kind != SOURCE_TIMER)
                 return -EINVAL;
+        if (timer->dead)
+                return -ESTALE;         /* removed: its fd is closed and may be reused */
         if (delay_ms == 0)
                 its.it_value.tv_nsec = 1;       /* 0 would disarm */
         if (timerfd_settime(timer->fd, 0, &its, NULL) < 0)
@@ -193,6 +195,8 @@ int kdp_loop_timer_disarm(kdp_loop_source *timer) {
 
         if (!timer || timer->kind != SOURCE_TIMER)
                 return -EINVAL;
+        if (timer->dead)
+                return -ESTALE;
         if (timerfd_settime(timer->fd, 0, &its, NULL) < 0)
                 return -errno;
         return 0;

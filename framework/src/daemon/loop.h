@@ -34,7 +34,7 @@ int kdp_loop_add_timer(kdp_loop *loop, kdp_loop_fn fn, void *userdata, kdp_loop_
 /* Fires after delay_ms (0 = as soon as possible), then every interval_ms (0 = once). */
 int kdp_loop_timer_arm(kdp_loop_source *timer, uint64_t delay_ms, uint64_t interval_ms);
 int kdp_loop_timer_disarm(kdp_loop_source *timer);
-/* Stops watching and releases the source (a timer's fd is closed); NULL is fine. */
+/* Stops watching and releases the source (a timer's fd is closed; arming it after gives -ESTALE); NULL is fine. */
 void kdp_loop_remove(kdp_loop_source *source);
 
 /* Thread-safe: runs fn(loop, userdata) on the loop thread. */

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -116,6 +117,9 @@ struct kdp_server_runtime {
         kdp_server *stopping;           /* under lock */
         kdp_call *jobs_head, *jobs_tail;
         bool worker_quit, worker_started;
+        atomic_bool busy;               /* a call came since kdp_server_runtime_idle() */
+        void (*on_busy)(void *userdata);
+        void *busy_userdata;
 };
 
 grpc_status_code kdp_server_status_from_errno(int r) {
@@ -748,6 +752,8 @@ static void on_request(kdp_tag *tag, bool ok) {
                 call_free(c);
                 return;
         }
+        if (!atomic_exchange(&s->rt->busy, true) && s->rt->on_busy)
+                s->rt->on_busy(s->rt->busy_userdata);
         pthread_mutex_lock(&s->lock);
         stopping = s->stopping;
         pthread_mutex_unlock(&s->lock);
@@ -971,12 +977,15 @@ static void runtime_stop_threads(kdp_server_runtime *rt) {
         grpc_completion_queue_destroy(rt->cq);
 }
 
-int kdp_server_runtime_new(kdp_server_runtime **ret) {
+int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_server_runtime **ret) {
         kdp_server_runtime *rt;
 
         rt = calloc(1, sizeof(*rt));
         if (!rt)
                 return -ENOMEM;
+        rt->on_busy = on_busy;
+        rt->busy_userdata = userdata;
+        atomic_init(&rt->busy, false);
         pthread_mutex_init(&rt->lock, NULL);
         pthread_cond_init(&rt->cond, NULL);
         rt->cq = grpc_completion_queue_create_for_next(NULL);
@@ -994,6 +1003,10 @@ int kdp_server_runtime_new(kdp_server_runtime **ret) {
         }
         *ret = rt;
         return 0;
+}
+
+void kdp_server_runtime_idle(kdp_server_runtime *rt) {
+        atomic_store(&rt->busy, false);
 }
 
 grpc_completion_queue *kdp_server_runtime_cq(kdp_server_runtime *rt) {

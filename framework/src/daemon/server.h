@@ -40,7 +40,14 @@ typedef struct kdp_server_events {
         void (*stopped)(void *userdata);
 } kdp_server_events;
 
-int kdp_server_runtime_new(kdp_server_runtime **ret);
+/*
+ * `on_busy` (may be NULL) runs on the CQ thread at the first call after
+ * kdp_server_runtime_idle(): a burst of calls began. kdpd uses it to give
+ * the memory of a burst back to the system once the burst is over.
+ */
+int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_server_runtime **ret);
+/* Re-arms on_busy. Thread-safe. */
+void kdp_server_runtime_idle(kdp_server_runtime *rt);
 grpc_completion_queue *kdp_server_runtime_cq(kdp_server_runtime *rt);
 /* Cancels the calls of servers stopped more than 500 ms ago (call from a timer after a stop). */
 void kdp_server_runtime_cancel_overdue(kdp_server_runtime *rt);
