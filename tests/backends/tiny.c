@@ -12,6 +12,7 @@
  *   TINY_RESOURCE="r"      resource of the devices
  *   TINY_PREFIX="p"        device IDs "<p>-0", "<p>-1", ...
  *   TINY_DEVICES="n"       default of the `devices` param
+ *   TINY_SUBSYSTEM="s"     udev subsystem whose events trigger a scan (default none)
  *
  * Every variant declares the params `devices` (0..1024) and `label` (default
  * "a"); each device carries the env TINY_LABEL=<label>, so a reload that only
@@ -87,6 +88,9 @@ static const kdp_backend_ops tiny_ops = {
         .abi_major = TINY_ABI,
         .struct_size = sizeof(kdp_backend_ops),
         .name = TINY_NAME,
+#ifdef TINY_SUBSYSTEM
+        .udev_subsystems = (const char *const[]){ TINY_SUBSYSTEM, NULL },
+#endif
         .params = tiny_params,
         .init = tiny_init,
 #ifndef TINY_NO_SCAN

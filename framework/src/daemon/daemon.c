@@ -21,11 +21,13 @@
 #include <kdp/log.h>
 
 #include "daemon.h"
+#include "debounce.h"
 #include "kubelet-client.h"
 #include "loop.h"
 #include "registry.h"
 #include "server.h"
 #include "snapshot.h"
+#include "udev-monitor.h"
 
 #define SOCKET_PREFIX "kdp-"
 #define UNIX_PATH_MAX_LEN 107
@@ -34,6 +36,8 @@ typedef struct backend_slot {
         kdp_daemon *d;
         kdp_backend *b;
         kdp_loop_source *timer;         /* rescan/probe timer, NULL if neither */
+        kdp_loop_source *recheck;       /* rescan when a held device may recover */
+        bool dirty;                     /* a device event asks for a scan */
 } backend_slot;
 
 typedef struct kdp_resource kdp_resource;
@@ -69,6 +73,9 @@ struct kdp_daemon {
         kdp_loop_source *signal_source;
         kdp_loop_source *cancel_timer;  /* cancels calls of servers stopped long enough ago */
         kdp_loop_source *trim_timer;    /* gives a burst's memory back after it */
+        kdp_debounce *debounce;
+        kdp_udev_monitor *udev;
+        bool scan_posted;               /* dirty slots will be scanned soon */
 };
 
 static char **strv_copy(const char *const *v) {
@@ -366,7 +373,7 @@ static void retire_resource(kdp_daemon *d, kdp_resource *res) {
 /* Applies a finished scan of `slot`; `reserve` re-serves and re-registers its surviving resources. */
 static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
         kdp_daemon *d = slot->d;
-        uint64_t scan = ++d->scans;
+        uint64_t scan = ++d->scans, now = kdp_debounce_now_ms(), next, recheck_at = 0;
         int r, ret = 0;
 
         for (size_t i = 0; i < tree->n_resources; i++) {
@@ -382,15 +389,20 @@ static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
                 }
                 if (res)
                         res->seen_in_scan = scan;
+                next = kdp_debounce_apply(d->debounce, res ? &res->snap->list : NULL, list, now);
+                if (next && (!recheck_at || next < recheck_at))
+                        recheck_at = next;
                 r = res ? update_resource(res, list, reserve) : add_resource(slot, list, scan);
                 if (r < 0 && ret >= 0)
                         ret = r;
         }
-        for (kdp_resource *res = d->resources, *next; res; res = next) {
-                next = res->next;
+        for (kdp_resource *res = d->resources, *following; res; res = following) {
+                following = res->next;
                 if (res->owner == slot && res->seen_in_scan != scan)
                         retire_resource(d, res);
         }
+        if (recheck_at)
+                (void) kdp_loop_timer_arm(slot->recheck, recheck_at - now, 0);
         return ret;
 }
 
@@ -405,6 +417,63 @@ static int rescan(backend_slot *slot, bool reserve) {
 }
 
 static void on_slot_timer(kdp_loop *loop, void *userdata) {
+        (void) rescan(userdata, false);
+}
+
+/* ---- device events ---- */
+
+static bool slot_wants(const backend_slot *slot, const char *subsystem) {
+        const char *const *subs = slot->b->ops->udev_subsystems;
+
+        for (size_t i = 0; subs && subs[i]; i++)
+                if (strcmp(subs[i], subsystem) == 0)
+                        return true;
+        return false;
+}
+
+static void scan_dirty_slots(kdp_loop *loop, void *userdata) {
+        kdp_daemon *d = userdata;
+
+        d->scan_posted = false;
+        for (size_t i = 0; i < d->n_slots; i++)
+                if (d->slots[i].dirty) {
+                        d->slots[i].dirty = false;
+                        (void) rescan(&d->slots[i], false);
+                }
+}
+
+/* Every event of a burst marks its backends; one scan each follows once the burst is read. */
+static void on_device_event(const kdp_udev_event *ev, void *userdata) {
+        kdp_daemon *d = userdata;
+        bool any = false;
+
+        for (size_t i = 0; i < d->n_slots; i++)
+                if (slot_wants(&d->slots[i], ev->subsystem))
+                        any = d->slots[i].dirty = true;
+        if (any && !d->scan_posted && kdp_loop_post(d->loop, scan_dirty_slots, d) >= 0)
+                d->scan_posted = true;
+}
+
+static int watch_devices(kdp_daemon *d, const char *source) {
+        const char *subs[64];
+        size_t n = 0;
+
+        for (size_t i = 0; i < d->n_slots; i++)
+                for (const char *const *s = d->slots[i].b->ops->udev_subsystems; s && *s; s++) {
+                        bool dup = false;
+
+                        for (size_t j = 0; j < n && !dup; j++)
+                                dup = strcmp(subs[j], *s) == 0;
+                        if (!dup && n + 1 < KDP_ELEMENTSOF(subs))
+                                subs[n++] = *s;
+                }
+        if (n == 0)
+                return 0;
+        subs[n] = NULL;
+        return kdp_udev_monitor_new(d->loop, subs, source, on_device_event, d, &d->udev);
+}
+
+static void on_slot_recheck(kdp_loop *loop, void *userdata) {
         (void) rescan(userdata, false);
 }
 
@@ -608,6 +677,9 @@ static int start_backends(kdp_daemon *d) {
         int r;
 
         for (size_t i = 0; i < d->n_slots; i++) {
+                r = kdp_loop_add_timer(d->loop, on_slot_recheck, &d->slots[i], &d->slots[i].recheck);
+                if (r < 0)
+                        return r;
                 r = kdp_registry_start(d->slots[i].b, d->config, (const char *const *) d->roots);
                 if (r < 0)
                         return r;
@@ -679,6 +751,13 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         if (r < 0)
                 return r;
         remove_stale_sockets(d);
+        r = kdp_debounce_new(o->health_hold_ms, &d->debounce);
+        if (r < 0)
+                return r;
+        /* watch before the first scan, so nothing that happens during it is missed */
+        r = watch_devices(d, o->udev_source);
+        if (r < 0)
+                return kdp_log_error(r, "Failed to watch device events");
         r = start_backends(d);
         if (r < 0)
                 return r;
@@ -701,10 +780,13 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
         }
         d->kubelet = kdp_kubelet_client_free(d->kubelet);
         d->rt = kdp_server_runtime_free(d->rt);        /* waits until every server is gone */
+        d->udev = kdp_udev_monitor_free(d->udev);
         for (size_t i = 0; i < d->n_slots; i++) {
                 kdp_loop_remove(d->slots[i].timer);
+                kdp_loop_remove(d->slots[i].recheck);
                 kdp_registry_free(d->slots[i].b);
         }
+        d->debounce = kdp_debounce_free(d->debounce);
         kdp_loop_remove(d->signal_source);
         kdp_loop_remove(d->cancel_timer);
         kdp_loop_remove(d->trim_timer);

@@ -4,7 +4,8 @@
  *
  *   start    config → load and start backends → remove our stale sockets →
  *            scan → per resource: snapshot, server on a fresh socket, Register
- *   scan     (udev event, timer, probe, reload) → diff per resource:
+ *   scan     (udev event of a declared subsystem, timer, probe, reload) →
+ *            health hysteresis → diff per resource:
  *            new → serve + register; changed → publish; gone → empty list, stop
  *   kubelet.sock created   → every resource re-served on a fresh socket and re-registered
  *   stream lost, kubelet.sock unchanged → that resource re-served and re-registered
@@ -18,6 +19,8 @@
  */
 #pragma once
 
+#include <stdint.h>
+
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
 
@@ -30,6 +33,8 @@ typedef struct kdp_daemon_options {
         const char *kubelet_dir;
         const char *roots[_KDP_PATH_KIND_MAX];  /* NULL: default */
         const char *const *backend_dirs;        /* NULL: kdp_registry_default_dirs() */
+        uint64_t health_hold_ms;                /* a flapping device stays Unhealthy this long; 0: off */
+        const char *udev_source;                /* "udev", "kernel", or NULL: chosen by udevd's presence */
 } kdp_daemon_options;
 
 /* Everything up to the first registrations; errors are logged. */

@@ -44,6 +44,10 @@ static void usage(FILE *f) {
               "      --dev-root DIR        /dev root (default /dev)\n"
               "      --proc-root DIR       procfs root (default /proc)\n"
               "      --cdi-dir DIR         CDI spec dir (default /var/run/cdi)\n"
+              "      --health-hold-ms MS   a device that failed is reported healthy again only after\n"
+              "                            staying healthy this long (default 5000; 0 = at once)\n"
+              "      --udev-source S       device events from 'udev' or 'kernel' (default: udev when\n"
+              "                            udevd runs, else kernel)\n"
               "  -v, --v N                 log verbosity, as klog (default 0)\n"
               "  -h, --help                this help, plus the params of the backends given before it\n",
               f);
@@ -70,13 +74,36 @@ static int parse_verbosity(const char *s) {
         return 0;
 }
 
+static int parse_hold(const char *s, uint64_t *ret) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+
+        if (*s == '\0' || *s == '-' || *end != '\0' || v > 3600000) {
+                fprintf(stderr, "kdpd: --health-hold-ms takes milliseconds from 0 to 3600000, not '%s'\n", s);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int parse_udev_source(const char *s, const char **ret) {
+        if (strcmp(s, "udev") != 0 && strcmp(s, "kernel") != 0) {
+                fprintf(stderr, "kdpd: --udev-source takes 'udev' or 'kernel', not '%s'\n", s);
+                return -EINVAL;
+        }
+        *ret = s;
+        return 0;
+}
+
 static int parse_args(int argc, char **argv, args *a) {
-        enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI };
+        enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV };
         static const struct option options[] = {
                 { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
                 { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
                 { "sysfs-root", required_argument, NULL, OPT_SYSFS }, { "dev-root", required_argument, NULL, OPT_DEV },
                 { "proc-root", required_argument, NULL, OPT_PROC }, { "cdi-dir", required_argument, NULL, OPT_CDI },
+                { "health-hold-ms", required_argument, NULL, OPT_HOLD },
+                { "udev-source", required_argument, NULL, OPT_UDEV },
                 { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -92,6 +119,8 @@ static int parse_args(int argc, char **argv, args *a) {
                 case OPT_DEV: a->opts.roots[KDP_PATH_DEV] = optarg; break;
                 case OPT_PROC: a->opts.roots[KDP_PATH_PROC] = optarg; break;
                 case OPT_CDI: a->opts.roots[KDP_PATH_CDI] = optarg; break;
+                case OPT_HOLD: r = parse_hold(optarg, &a->opts.health_hold_ms); break;
+                case OPT_UDEV: r = parse_udev_source(optarg, &a->opts.udev_source); break;
                 case 'v': r = parse_verbosity(optarg); break;
                 case 'h': a->help = true; break;
                 default: usage(stderr); return -EINVAL;
@@ -116,7 +145,7 @@ static int run(const kdp_daemon_options *opts) {
 }
 
 int main(int argc, char **argv) {
-        args a = { 0 };
+        args a = { .opts.health_hold_ms = 5000 };
         sigset_t mask;
         int r;
 

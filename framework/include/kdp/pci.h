@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * PCI discovery for backends: libpci's sysfs method, always under the
+ * configured sysfs root (--sysfs-root), plus the sysfs facts libpci does not
+ * fill (SR-IOV, the PCI path from the host bridge down).
+ *
+ * libpci's default error handler exits the process; libkdp installs one that
+ * jumps back to the scan, so a device that vanishes mid-scan, a device
+ * directory without `vendor`, or an entry that is no PCI address is skipped
+ * with a warning and the scan goes on.
+ *
+ * A kdp_pci_list is a snapshot: plain values, sorted by address, owned by the
+ * list; nothing in it changes when the hardware does.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdp/backend.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "dddd:bb:dd.f", with up to 8 hex digits of domain (VMD, Hyper-V) and the NUL */
+#define KDP_PCI_ADDRESS_MAX 20
+
+typedef struct kdp_pci_device {
+        char address[KDP_PCI_ADDRESS_MAX];
+        uint16_t vendor_id;
+        uint16_t device_id;
+        uint16_t subsystem_vendor_id;           /* 0 when the file is absent */
+        uint16_t subsystem_device_id;
+        uint32_t class_code;                    /* 24 bits: base class, sub-class, prog-if */
+        char driver[64];                        /* bound driver's name; "" when unbound */
+        int numa_node;                          /* -1: no affinity */
+        int iommu_group;                        /* -1: no IOMMU group */
+        int sriov_totalvfs;                     /* -1: not SR-IOV capable */
+        int sriov_numvfs;                       /* VFs enabled now (0 when not capable) */
+        char physfn[KDP_PCI_ADDRESS_MAX];       /* the PF of a VF; "" otherwise */
+        char parent[KDP_PCI_ADDRESS_MAX];       /* the upstream bridge; "" below a host bridge */
+        char path[256];                         /* "pci0000:3a/0000:3a:00.0/0000:3b:00.0" */
+        bool is_bridge;                         /* class 0x0604xx */
+} kdp_pci_device;
+
+typedef struct kdp_pci_list kdp_pci_list;
+
+/* Scans every PCI device under the ctx's sysfs root. -ENOENT without a PCI bus there. */
+int kdp_pci_list_scan(const kdp_backend_ctx *ctx, kdp_pci_list **ret);
+/* The same for an explicit root ("/sys", a fixture tree). */
+int kdp_pci_list_scan_root(const char *sysfs_root, kdp_pci_list **ret);
+kdp_pci_list *kdp_pci_list_free(kdp_pci_list *l);
+
+size_t kdp_pci_list_size(const kdp_pci_list *l);
+const kdp_pci_device *kdp_pci_list_get(const kdp_pci_list *l, size_t i);
+const kdp_pci_device *kdp_pci_list_find(const kdp_pci_list *l, const char *address);
+
+/*
+ * Reads <sysfs root>/bus/pci/devices/<address>/<attr>, without the trailing
+ * newline, into *ret (free()). -ENOENT when the device or the file is gone.
+ */
+int kdp_pci_read_attr(const kdp_backend_ctx *ctx, const char *address, const char *attr, char **ret);
+
+/*
+ * The class devices below a PCI device whose sysfs class is `subsystem`
+ * (e.g. "drm" → card1, renderD128; "net" → ens1f0; "infiniband_verbs" →
+ * uverbs0), sorted by name, found in sysfs under the configured root.
+ * devnode is the host path under the dev root (from the child's uevent
+ * DEVNAME), "" for devices without a node (net).
+ */
+typedef struct kdp_pci_child {
+        char name[64];
+        char devnode[256];
+} kdp_pci_child;
+
+int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char *subsystem,
+                     kdp_pci_child **ret, size_t *ret_n);
+
+#ifdef __cplusplus
+}
+#endif
