@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_kubelet kubelet0
-start_kdpd kdpd --backend example
+start_kdpd kdpd --backend example --v 2
 wait_line "$T/kubelet0.out" '^devices resource=example.com/widget capacity=8 allocatable=8 '
 
 worst=0

@@ -151,9 +151,12 @@ static int start_attempt(kdp_registration *reg) {
         /*
          * The kubelet creates kubelet.sock a moment before it accepts on it
          * (KUBELET.md §3.2): a connect refused then must be retried within
-         * milliseconds, not after grpc's default 1 s reconnect back-off.
+         * milliseconds, not after grpc's default 1 s reconnect back-off. And
+         * every attempt gets its own subchannel, so it never reuses connection
+         * state of an earlier attempt that may belong to a kubelet now gone.
          */
         grpc_arg args[] = {
+                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value.integer = 1 },
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, .value.integer = 10 },
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, .value.integer = 10 },
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, .value.integer = 200 },
