@@ -8,7 +8,10 @@
  * AER counters only count up, so the check compares with a baseline the
  * backend keeps per device (kdp_health_pci): a fatal count that rose since
  * the baseline is Unhealthy until the device is reset (the baseline is
- * re-taken then: kdp_health_pci_rebase()).
+ * re-taken then: kdp_health_pci_rebase()). A count below the baseline means
+ * the device was re-added with fresh counters; the baseline follows it.
+ *
+ * *ret_reason is set to NULL when the result is KDP_HEALTHY.
  */
 #pragma once
 
@@ -35,15 +38,34 @@ typedef struct kdp_health_pci {
         int based;                              /* 0 until the first check took the baseline */
 } kdp_health_pci;
 
-/* `expected_driver` NULL: any driver counts as bound. */
+/*
+ * Runs `checks` (KDP_HEALTH_PCI_*) and reports every failure, joined with
+ * "; ": "driver unbound (expected nvidia)", "bound to vfio-pci instead of
+ * nvidia", "disabled (enable=0)", "AER fatal errors rose from 0 to 2". A
+ * device gone from sysfs is only "device removed" (any non-zero `checks`). A
+ * missing `enable` or AER file skips that check. The first AER check takes the
+ * baseline. `state` may be NULL when no AER check is asked for.
+ * `expected_driver` NULL: any driver counts as bound.
+ */
 int kdp_health_pci_check(const kdp_backend_ctx *ctx, const char *address, const char *expected_driver,
                          unsigned checks, kdp_health_pci *state, char **ret_reason);
 /* Takes the current counters as the new baseline (after a reset or rebind). */
 int kdp_health_pci_rebase(const kdp_backend_ctx *ctx, const char *address, kdp_health_pci *state);
 
-/* KDP_HEALTHY if <dev root>/<rel> exists and is a character device. */
+/*
+ * KDP_HEALTHY if <dev root>/<rel> exists and is a character device. When the
+ * dev root is not a device filesystem (its `null` is not a character device:
+ * a plain fixture tree), a regular file counts as a node too.
+ * Reasons: "device node <path> missing", "device node <path> is not a character device".
+ */
 int kdp_health_check_dev_node(const kdp_backend_ctx *ctx, const char *rel, char **ret_reason);
-/* KDP_HEALTHY if the network interface's carrier is up (class/net/<ifname>/carrier, operstate). */
+/*
+ * KDP_HEALTHY if the network interface's carrier is up (class/net/<ifname>/carrier
+ * is 1 and operstate is "up", or "unknown" for drivers that do not track it).
+ * Otherwise "link down (carrier 0, operstate down)"; a value that cannot be read
+ * (carrier while administratively down) shows as "unreadable". -ENOENT when
+ * the interface is not there (a VF's netdev moves into the pod's namespace).
+ */
 int kdp_health_check_net_link(const kdp_backend_ctx *ctx, const char *ifname, char **ret_reason);
 
 #ifdef __cplusplus

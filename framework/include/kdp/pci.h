@@ -55,20 +55,27 @@ kdp_pci_list *kdp_pci_list_free(kdp_pci_list *l);
 
 size_t kdp_pci_list_size(const kdp_pci_list *l);
 const kdp_pci_device *kdp_pci_list_get(const kdp_pci_list *l, size_t i);
+/* `address` is compared by value: "0000:3B:00.0" finds 0000:3b:00.0. NULL if absent or not an address. */
 const kdp_pci_device *kdp_pci_list_find(const kdp_pci_list *l, const char *address);
 
 /*
  * Reads <sysfs root>/bus/pci/devices/<address>/<attr>, without the trailing
- * newline, into *ret (free()). -ENOENT when the device or the file is gone.
+ * newline, into *ret (free()). -ENOENT when the device or the file is gone;
+ * -EINVAL unless `address` is a PCI address as the kernel prints it and `attr`
+ * a relative path without "..".
  */
 int kdp_pci_read_attr(const kdp_backend_ctx *ctx, const char *address, const char *attr, char **ret);
 
 /*
  * The class devices below a PCI device whose sysfs class is `subsystem`
  * (e.g. "drm" → card1, renderD128; "net" → ens1f0; "infiniband_verbs" →
- * uverbs0), sorted by name, found in sysfs under the configured root.
+ * uverbs0), sorted by name in version order (card2 before card10), found in
+ * sysfs under the configured root.
  * devnode is the host path under the dev root (from the child's uevent
  * DEVNAME), "" for devices without a node (net).
+ *
+ * A device without such class devices (no <address>/<subsystem>/ directory)
+ * gives *ret NULL and *ret_n 0; -ENOENT when the PCI device itself is gone.
  */
 typedef struct kdp_pci_child {
         char name[64];

@@ -3,9 +3,10 @@
  * kdpctl: a client of any v1beta1 device-plugin socket, and a stand-in kubelet.
  *
  * main() parses one command, runs it and returns its exit code: 0 success,
- * 1 failure (an RPC error, a time-out; a message on stderr), 2 usage. Client
- * commands run on the main thread (ctl-client.c); `kubelet` owns its threads
- * (ctl-kubelet.c). `args` owns what parsing allocated; the rest of what it
+ * 1 failure (an RPC error, a time-out, no PCI bus; a message on stderr), 2
+ * usage. Client commands run on the main thread (ctl-client.c); `kubelet`
+ * owns its threads (ctl-kubelet.c); `discover` only reads sysfs
+ * (ctl-discover.c). `args` owns what parsing allocated; the rest of what it
  * points to is borrowed from argv.
  */
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <kdp/log.h>
 
 #include "ctl-client.h"
+#include "ctl-discover.h"
 #include "ctl-kubelet.h"
 
 #define EXIT_FAILED 1
@@ -43,6 +45,7 @@ enum {
         OPT_ADMIT,
         OPT_EXIT_AFTER_ADMIT,
         OPT_DURATION,
+        OPT_SYSFS_ROOT,
         OPT_V,
         OPT_HELP,
 };
@@ -64,6 +67,7 @@ static const struct option long_options[] = {
         { "admit", required_argument, NULL, OPT_ADMIT },
         { "exit-after-admit", no_argument, NULL, OPT_EXIT_AFTER_ADMIT },
         { "duration", required_argument, NULL, OPT_DURATION },
+        { "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
         { "v", required_argument, NULL, OPT_V },
         { "help", no_argument, NULL, OPT_HELP },
         {},
@@ -78,12 +82,16 @@ static const char usage_text[] =
         "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would)\n"
+        "  kdpctl discover  [--sysfs-root DIR]\n"
+        "                   (the PCI tree as kdp sees it: address, vendor:device, class, driver, NUMA node,\n"
+        "                   IOMMU group, vfs=enabled/total on SR-IOV PFs, pf=ADDR on VFs)\n"
         "\n"
         "  --socket S   a device-plugin socket (path, or unix:PATH)\n"
         "  --timeout    seconds for the whole command, 0 = none (default 10)\n"
         "  --count K    ListAndWatch messages to print, 0 = until the timeout (default 1)\n"
+        "  --sysfs-root the sysfs tree to read (default /sys)\n"
         "  --v N        log verbosity on stderr\n"
-        "Exit: 0 success, 1 RPC error or time-out, 2 usage.\n";
+        "Exit: 0 success, 1 RPC error, time-out or (discover) no PCI bus, 2 usage.\n";
 
 typedef struct ptrv {
         char **v;
@@ -105,6 +113,7 @@ typedef struct args {
         size_t n_admits;
         bool exit_after_admit;
         int64_t duration_ms;
+        const char *sysfs_root;
         char **positional;                      /* borrowed */
         size_t n_positional;
 } args;
@@ -275,6 +284,11 @@ static int set_option(args *a, int opt, char *value) {
         case OPT_ADMIT: return add_admit(a, value);
         case OPT_EXIT_AFTER_ADMIT: a->exit_after_admit = true; return 0;
         case OPT_DURATION: return parse_seconds(value, &a->duration_ms);
+        case OPT_SYSFS_ROOT:
+                if (!*value)
+                        return -EINVAL;
+                a->sysfs_root = value;
+                return 0;
         case OPT_V:
                 if (parse_ulong(value, 100, &v) < 0)
                         return -EINVAL;
@@ -517,6 +531,14 @@ static int cmd_kubelet(args *a) {
         return kdp_ctl_kubelet_run(&cfg);
 }
 
+/* ---- sysfs ---- */
+
+static int cmd_discover(args *a) {
+        if (a->n_positional > 0)
+                return usage_error(a, "unexpected argument '%s'", a->positional[0]);
+        return kdp_ctl_discover_run(a->sysfs_root ? a->sysfs_root : "/sys");
+}
+
 static const command commands[] = {
         { "list", OPTS_CLIENT | OPT_BIT(OPT_COUNT), true, cmd_list },
         { "options", OPTS_CLIENT, true, cmd_options },
@@ -528,6 +550,7 @@ static const command commands[] = {
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
                   OPT_BIT(OPT_DURATION),
           false, cmd_kubelet },
+        { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), false, cmd_discover },
 };
 
 int main(int argc, char *argv[]) {

@@ -382,6 +382,96 @@ static int copy_cdi_devices(const kdp_device_info *info, kdp_device *d) {
         return 0;
 }
 
+/* ---- one block per device ---- */
+
+static size_t str_size(const char *s) {
+        return s ? strlen(s) + 1 : 0;
+}
+
+static size_t device_block_size(const kdp_device *d) {
+        size_t n = d->n_dev_nodes * sizeof(kdp_dev_node) + d->n_mounts * sizeof(kdp_mount) +
+                   (d->n_envs + d->n_annotations) * sizeof(kdp_kv) + d->n_cdi_devices * sizeof(char *);
+
+        n += str_size(d->id) + str_size(d->pci_address) + str_size(d->pci_path);
+        for (size_t i = 0; i < d->n_dev_nodes; i++)
+                n += str_size(d->dev_nodes[i].host_path) + str_size(d->dev_nodes[i].container_path) +
+                     str_size(d->dev_nodes[i].permissions);
+        for (size_t i = 0; i < d->n_mounts; i++)
+                n += str_size(d->mounts[i].host_path) + str_size(d->mounts[i].container_path);
+        for (size_t i = 0; i < d->n_envs; i++)
+                n += str_size(d->envs[i].key) + str_size(d->envs[i].value);
+        for (size_t i = 0; i < d->n_annotations; i++)
+                n += str_size(d->annotations[i].key) + str_size(d->annotations[i].value);
+        for (size_t i = 0; i < d->n_cdi_devices; i++)
+                n += str_size(d->cdi_devices[i]);
+        return n;
+}
+
+/* Copies `s` to *cursor and advances it; NULL stays NULL. */
+static char *block_str(char **cursor, const char *s) {
+        char *dst = *cursor;
+        size_t n = str_size(s);
+
+        if (!s)
+                return NULL;
+        memcpy(dst, s, n);
+        *cursor += n;
+        return dst;
+}
+
+static void *block_array(char **cursor, const void *src, size_t size) {
+        void *dst = *cursor;
+
+        if (size == 0)
+                return NULL;
+        memcpy(dst, src, size);
+        *cursor += size;
+        return dst;
+}
+
+/* Moves everything but health_reason of a freshly copied device into one block. */
+static int device_compact(kdp_device *d) {
+        kdp_device c = *d;
+        char *block, *cur;
+
+        block = malloc(device_block_size(d) + 1);
+        if (!block)
+                return -ENOMEM;
+        cur = block;
+        c.dev_nodes = block_array(&cur, d->dev_nodes, d->n_dev_nodes * sizeof(kdp_dev_node));
+        c.mounts = block_array(&cur, d->mounts, d->n_mounts * sizeof(kdp_mount));
+        c.envs = block_array(&cur, d->envs, d->n_envs * sizeof(kdp_kv));
+        c.annotations = block_array(&cur, d->annotations, d->n_annotations * sizeof(kdp_kv));
+        c.cdi_devices = block_array(&cur, d->cdi_devices, d->n_cdi_devices * sizeof(char *));
+        c.id = block_str(&cur, d->id);
+        c.pci_address = block_str(&cur, d->pci_address);
+        c.pci_path = block_str(&cur, d->pci_path);
+        for (size_t i = 0; i < c.n_dev_nodes; i++) {
+                c.dev_nodes[i].host_path = block_str(&cur, d->dev_nodes[i].host_path);
+                c.dev_nodes[i].container_path = block_str(&cur, d->dev_nodes[i].container_path);
+                c.dev_nodes[i].permissions = block_str(&cur, d->dev_nodes[i].permissions);
+        }
+        for (size_t i = 0; i < c.n_mounts; i++) {
+                c.mounts[i].host_path = block_str(&cur, d->mounts[i].host_path);
+                c.mounts[i].container_path = block_str(&cur, d->mounts[i].container_path);
+        }
+        for (size_t i = 0; i < c.n_envs; i++) {
+                c.envs[i].key = block_str(&cur, d->envs[i].key);
+                c.envs[i].value = block_str(&cur, d->envs[i].value);
+        }
+        for (size_t i = 0; i < c.n_annotations; i++) {
+                c.annotations[i].key = block_str(&cur, d->annotations[i].key);
+                c.annotations[i].value = block_str(&cur, d->annotations[i].value);
+        }
+        for (size_t i = 0; i < c.n_cdi_devices; i++)
+                c.cdi_devices[i] = block_str(&cur, d->cdi_devices[i]);
+        c.block = block;
+        d->health_reason = NULL;        /* moved to c */
+        kdp_device_done(d);
+        *d = c;
+        return 0;
+}
+
 int kdp_device_from_info(const kdp_device_info *info, const char *sysfs_root, kdp_device *ret) {
         _cleanup_(kdp_device_done) kdp_device d = {};
         int r;
@@ -437,6 +527,9 @@ int kdp_device_from_info(const kdp_device_info *info, const char *sysfs_root, kd
         r = copy_cdi_devices(info, &d);
         if (r < 0)
                 return r;
+        r = device_compact(&d);
+        if (r < 0)
+                return r;
 
         *ret = d;
         d = (kdp_device) {};
@@ -455,8 +548,13 @@ void kdp_device_done(kdp_device *d) {
         if (!d)
                 return;
 
-        free(d->id);
         free(d->health_reason);
+        if (d->block) {
+                free(d->block);
+                *d = (kdp_device) {};
+                return;
+        }
+        free(d->id);
         free(d->pci_address);
         free(d->pci_path);
         for (size_t i = 0; i < d->n_dev_nodes; i++) {

@@ -3,7 +3,10 @@
  * libkdp internal: the framework's own copy of a device record (kdp_device),
  * made from a backend's kdp_device_info, and sorted per-resource lists of them.
  *
- * A kdp_device owns every string it points to. Defaults are resolved at copy
+ * A kdp_device owns every string it points to. kdp_device_from_info() lays
+ * them out in one heap block (arrays first, then strings) so a table of
+ * thousands of devices costs one allocation per device; health_reason stays
+ * a separate string because the daemon rewrites it (probes, hysteresis). Defaults are resolved at copy
  * time: dev_nodes[].container_path and .permissions and mounts[].container_path
  * are never NULL. pci_path is the device's sysfs path below "devices/" with the
  * host bridge first ("pci0000:3a/0000:3a:00.0/0000:3b:00.0"), resolved under the
@@ -35,6 +38,7 @@ typedef struct kdp_device {
         size_t n_annotations;
         char **cdi_devices;
         size_t n_cdi_devices;
+        void *block;                    /* when set, everything above but health_reason lives in it */
 } kdp_device;
 
 /*

@@ -1,0 +1,849 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * PCI discovery (see <kdp/pci.h>): libpci's sysfs method under a configurable
+ * root, plus the sysfs facts libpci does not fill.
+ *
+ * Enumeration is ours, filling is libpci's. We list <root>/bus/pci/devices
+ * ourselves, in name order, and have libpci (method PCI_ACCESS_SYS_BUS_PCI,
+ * sysfs.path = <root>/bus/pci) fill one pci_get_dev() device at a time inside
+ * a guard. libpci reports every failure ("Cannot open .../vendor", out of
+ * memory) through a->error, which must not return; ours longjmps back to the
+ * guard of the device being filled, so a bad entry costs that entry only.
+ * pci_scan_bus() is not used: an error inside its readdir loop would end the
+ * whole scan and leak its DIR and the half-made device.
+ *
+ * The guard pointer is this file's one mutable static: libpci's hooks get no
+ * user pointer, so the hook finds its guard there. It is thread-local, so
+ * scans on different threads never share it.
+ *
+ * From libpci (PCI_FILL_*): vendor and device IDs, NUMA node, driver, IOMMU
+ * group. Read here: the 24-bit class (libpci keeps 16 bits), subsystem IDs,
+ * SR-IOV, physfn, the sysfs path and the parent; and the driver and IOMMU
+ * group again from the bare link when libpci could not resolve it (a fixture
+ * or umockdev tree whose link targets outside devices/ are dangling).
+ */
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <pci/pci.h>
+
+#include <kdp/cleanup.h>
+#include <kdp/log.h>
+#include <kdp/pci.h>
+
+#define PCI_FILL_FLAGS \
+        (PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_NUMA_NODE | PCI_FILL_DRIVER | PCI_FILL_IOMMU_GROUP)
+#define TEXT_MAX (64 * 1024)            /* sysfs text attributes fit a page; AER files are far smaller */
+#define ENTRIES_MAX (1024 * 1024)       /* names read from one devices/ directory */
+#define PCI_CLASS_BRIDGE_PCI_24 0x0604  /* class >> 8 of a PCI-to-PCI bridge */
+
+struct kdp_pci_list {
+        kdp_pci_device *devices;
+        size_t n;
+        size_t allocated;
+};
+
+KDP_DEFINE_CLEANUP_FUNC(kdp_pci_list, kdp_pci_list_free)
+KDP_DEFINE_CLEANUP_FUNC(struct pci_access, pci_cleanup)
+
+/* ---- addresses ---- */
+
+typedef struct pci_bdf {
+        uint32_t domain;
+        unsigned bus, dev, fn;
+} pci_bdf;
+
+static int hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/*
+ * "dddd:bb:dd.f" with 4 to 8 hex digits of domain, either case. The domain is
+ * at most 0x7fffffff (libpci keeps it in an int), the device at most 0x1f.
+ */
+static bool bdf_parse(const char *s, pci_bdf *ret) {
+        uint32_t domain = 0;
+        size_t n = 0;
+        int h[4];
+
+        for (; n < 8 && hex_digit(s[n]) >= 0; n++)
+                domain = domain * 16 + (uint32_t) hex_digit(s[n]);
+        if (n < 4 || s[n] != ':' || domain > 0x7fffffff)
+                return false;
+        s += n + 1;
+        h[0] = hex_digit(s[0]);
+        h[1] = hex_digit(s[1]);
+        h[2] = hex_digit(s[3]);
+        h[3] = hex_digit(s[4]);
+        if (h[0] < 0 || h[1] < 0 || s[2] != ':' || h[2] < 0 || h[3] < 0 || s[5] != '.' || s[6] < '0' ||
+            s[6] > '7' || s[7] != '\0')
+                return false;
+        if (h[2] * 16 + h[3] > 0x1f)
+                return false;
+
+        *ret = (pci_bdf){
+                .domain = domain,
+                .bus = (unsigned) (h[0] * 16 + h[1]),
+                .dev = (unsigned) (h[2] * 16 + h[3]),
+                .fn = (unsigned) (s[6] - '0'),
+        };
+        return true;
+}
+
+static void bdf_format(const pci_bdf *b, char buf[static KDP_PCI_ADDRESS_MAX]) {
+        (void) snprintf(buf, KDP_PCI_ADDRESS_MAX, "%04x:%02x:%02x.%x", b->domain, b->bus, b->dev, b->fn);
+}
+
+/* True if `s` is a PCI address exactly as the kernel prints it (lower case, 4+ digit domain). */
+static bool bdf_canonical(const char *s, pci_bdf *ret) {
+        char buf[KDP_PCI_ADDRESS_MAX];
+        pci_bdf b;
+
+        if (!bdf_parse(s, &b))
+                return false;
+        bdf_format(&b, buf);
+        if (strcmp(buf, s) != 0)
+                return false;
+        if (ret)
+                *ret = b;
+        return true;
+}
+
+static int bdf_compare(const pci_bdf *a, const pci_bdf *b) {
+        if (a->domain != b->domain)
+                return a->domain < b->domain ? -1 : 1;
+        if (a->bus != b->bus)
+                return a->bus < b->bus ? -1 : 1;
+        if (a->dev != b->dev)
+                return a->dev < b->dev ? -1 : 1;
+        if (a->fn != b->fn)
+                return a->fn < b->fn ? -1 : 1;
+        return 0;
+}
+
+/* One path component: non-empty, no '/', not "." or "..". */
+static bool name_valid(const char *s) {
+        return s && *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+/* ---- reading sysfs ---- */
+
+/*
+ * Reads file `name` (relative to dirfd, or a path with AT_FDCWD) to EOF, since
+ * sysfs sizes say nothing, into *ret (free()) without trailing newlines.
+ */
+static int read_text_at(int dirfd, const char *name, char **ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, size = 0;
+
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+
+        for (;;) {
+                ssize_t n;
+
+                if (len + 1 >= size) {
+                        char *p;
+
+                        if (size >= TEXT_MAX)
+                                return -EFBIG;
+                        size = size ? size * 2 : 4096;
+                        p = realloc(buf, size);
+                        if (!p)
+                                return -ENOMEM;
+                        buf = p;
+                }
+                n = read(fd, buf + len, size - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        while (len > 0 && buf[len - 1] == '\n')
+                len--;
+        buf[len] = '\0';
+
+        *ret = KDP_TAKE_PTR(buf);
+        return 0;
+}
+
+/* "0x10de" or "10de", at most `max`. */
+static int parse_hex(const char *s, uint32_t max, uint32_t *ret) {
+        unsigned long v;
+        char *end;
+
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+                s += 2;
+        if (hex_digit(*s) < 0)
+                return -EBADMSG;
+        errno = 0;
+        v = strtoul(s, &end, 16);
+        if (errno != 0 || *end != '\0' || v > max)
+                return -EBADMSG;
+        *ret = (uint32_t) v;
+        return 0;
+}
+
+/* Unsigned decimal, at most INT_MAX. */
+static int parse_uint(const char *s, int *ret) {
+        unsigned long v;
+        char *end;
+
+        if (*s < '0' || *s > '9')
+                return -EBADMSG;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v > INT_MAX)
+                return -EBADMSG;
+        *ret = (int) v;
+        return 0;
+}
+
+static int read_hex_at(int dirfd, const char *name, uint32_t max, uint32_t *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        r = read_text_at(dirfd, name, &s);
+        if (r < 0)
+                return r;
+        return parse_hex(s, max, ret);
+}
+
+static int read_uint_at(int dirfd, const char *name, int *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        r = read_text_at(dirfd, name, &s);
+        if (r < 0)
+                return r;
+        return parse_uint(s, ret);
+}
+
+/* The last component of symlink `name`'s target into buf. -ENOENT without the link, -EINVAL if no link. */
+static int link_base_at(int dirfd, const char *name, char *buf, size_t size) {
+        char target[PATH_MAX];
+        const char *base;
+        ssize_t n;
+        size_t len;
+
+        n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+        if (n < 0)
+                return -errno;
+        target[n] = '\0';
+        base = strrchr(target, '/');
+        base = base ? base + 1 : target;
+        len = strlen(base);
+        if (len == 0)
+                return -EINVAL;
+        if (len >= size)
+                return -ENAMETOOLONG;
+        memcpy(buf, base, len + 1);
+        return 0;
+}
+
+/* ---- libpci, behind a guard ---- */
+
+typedef struct pci_guard {
+        jmp_buf env;
+        char message[512];
+} pci_guard;
+
+static _Thread_local pci_guard *pci_guard_current;
+
+static void pci_error_hook(char *msg, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void pci_warning_hook(char *msg, ...) __attribute__((format(printf, 1, 2)));
+static void pci_debug_hook(char *msg, ...) __attribute__((format(printf, 1, 2)));
+
+/* libpci's a->error: never returns, never exits; jumps back to the guard of the running call. */
+static void pci_error_hook(char *msg, ...) {
+        pci_guard *g = pci_guard_current;
+        va_list ap;
+
+        assert(g);      /* every libpci call in this file runs inside a guard */
+        va_start(ap, msg);
+        (void) vsnprintf(g->message, sizeof(g->message), msg, ap);
+        va_end(ap);
+        longjmp(g->env, 1);
+}
+
+/* libpci's a->warning (e.g. "Cannot open .../config" in a tree without config space). */
+static void pci_warning_hook(char *msg, ...) {
+        char buf[512];
+        va_list ap;
+
+        if (kdp_log_get_verbosity() < 4)
+                return;
+        va_start(ap, msg);
+        (void) vsnprintf(buf, sizeof(buf), msg, ap);
+        va_end(ap);
+        kdp_log_v(4, "Ignored libpci warning", KDP_F_STR("message", buf));
+}
+
+static void pci_debug_hook(char *msg, ...) {
+}
+
+/* pci_alloc() + pci_init() for the sysfs method at `bus_dir` ("<root>/bus/pci"). */
+static int pci_access_new(char *bus_dir, struct pci_access **ret) {
+        pci_guard *prev = pci_guard_current;
+        struct pci_access *volatile a = NULL;
+        pci_guard g;
+
+        if (setjmp(g.env) != 0) {
+                pci_guard_current = prev;
+                if (a)
+                        pci_cleanup(a);
+                kdp_log_v(4, "Failed to set up libpci", KDP_F_STR("path", bus_dir), KDP_F_STR("reason", g.message));
+                return -EIO;
+        }
+        pci_guard_current = &g;
+
+        a = pci_alloc();
+        if (!a) {
+                pci_guard_current = prev;
+                return -ENOMEM;
+        }
+        a->method = PCI_ACCESS_SYS_BUS_PCI;
+        a->error = pci_error_hook;
+        a->warning = pci_warning_hook;
+        a->debug = pci_debug_hook;
+        if (pci_set_param(a, "sysfs.path", bus_dir) < 0) {
+                pci_cleanup(a);
+                pci_guard_current = prev;
+                return -EOPNOTSUPP;
+        }
+        pci_init(a);
+
+        pci_guard_current = prev;
+        *ret = a;
+        return 0;
+}
+
+/*
+ * libpci's part of one device: IDs, NUMA node, driver, IOMMU group. On a
+ * libpci error returns -EIO with libpci's message in `reason`.
+ */
+static int pci_fill_libpci(struct pci_access *a, const pci_bdf *b, kdp_pci_device *out, char *reason,
+                           size_t reason_size) {
+        pci_guard *prev = pci_guard_current;
+        struct pci_dev *volatile d = NULL;
+        volatile bool driver_too_long = false;
+        const char *s;
+        pci_guard g;
+
+        if (setjmp(g.env) != 0) {
+                pci_guard_current = prev;
+                if (d)
+                        pci_free_dev(d);
+                (void) snprintf(reason, reason_size, "%s", g.message);
+                return -EIO;
+        }
+        pci_guard_current = &g;
+
+        d = pci_get_dev(a, (int) b->domain, (int) b->bus, (int) b->dev, (int) b->fn);
+        (void) pci_fill_info(d, PCI_FILL_FLAGS);
+        out->vendor_id = d->vendor_id;
+        out->device_id = d->device_id;
+        out->numa_node = d->numa_node >= 0 ? d->numa_node : -1;
+
+        s = pci_get_string_property(d, PCI_FILL_DRIVER);
+        if (s && strlen(s) >= sizeof(out->driver))
+                driver_too_long = true;
+        else if (s)
+                strcpy(out->driver, s);
+
+        out->iommu_group = -1;
+        s = pci_get_string_property(d, PCI_FILL_IOMMU_GROUP);
+        if (s && parse_uint(s, &out->iommu_group) < 0)
+                out->iommu_group = -1;
+
+        pci_free_dev(d);
+        pci_guard_current = prev;
+
+        if (driver_too_long) {
+                (void) snprintf(reason, reason_size, "driver name too long");
+                return -ENAMETOOLONG;
+        }
+        return 0;
+}
+
+/* ---- one device ---- */
+
+/* path: the realpath below its last "/devices/"; parent: the component before the device, if a PCI address. */
+static int pci_set_path(const char *real, kdp_pci_device *dev) {
+        const char *tail = NULL, *last, *start;
+        size_t len;
+
+        for (const char *p = real; (p = strstr(p, "/devices/")); p++)
+                tail = p + strlen("/devices/");
+        if (!tail)
+                tail = "";
+        len = strlen(tail);
+        if (len >= sizeof(dev->path))
+                return -ENAMETOOLONG;
+        memcpy(dev->path, tail, len + 1);
+
+        last = strrchr(dev->path, '/');
+        if (!last)
+                return 0;
+        start = last;
+        while (start > dev->path && start[-1] != '/')
+                start--;
+        len = (size_t) (last - start);
+        if (len < KDP_PCI_ADDRESS_MAX) {
+                char parent[KDP_PCI_ADDRESS_MAX];
+
+                memcpy(parent, start, len);
+                parent[len] = '\0';
+                if (bdf_canonical(parent, NULL))
+                        memcpy(dev->parent, parent, len + 1);
+        }
+        return 0;
+}
+
+/* The sysfs facts libpci does not give. Returns <0 naming the file that failed in *ret_file. */
+static int pci_fill_sysfs(int dirfd, kdp_pci_device *dev, const char **ret_file) {
+        char buf[64];
+        uint32_t v;
+        int r;
+
+        *ret_file = "class";
+        r = read_hex_at(dirfd, "class", 0xffffff, &dev->class_code);
+        if (r < 0)
+                return r;
+        dev->is_bridge = (dev->class_code >> 8) == PCI_CLASS_BRIDGE_PCI_24;
+
+        *ret_file = "subsystem_vendor";
+        r = read_hex_at(dirfd, "subsystem_vendor", 0xffff, &v);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        dev->subsystem_vendor_id = r < 0 ? 0 : (uint16_t) v;
+        *ret_file = "subsystem_device";
+        r = read_hex_at(dirfd, "subsystem_device", 0xffff, &v);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        dev->subsystem_device_id = r < 0 ? 0 : (uint16_t) v;
+
+        *ret_file = "sriov_totalvfs";
+        r = read_uint_at(dirfd, "sriov_totalvfs", &dev->sriov_totalvfs);
+        if (r == -ENOENT)
+                dev->sriov_totalvfs = -1;
+        else if (r < 0)
+                return r;
+        *ret_file = "sriov_numvfs";
+        r = read_uint_at(dirfd, "sriov_numvfs", &dev->sriov_numvfs);
+        if (r == -ENOENT)
+                dev->sriov_numvfs = 0;
+        else if (r < 0)
+                return r;
+
+        /* a physfn that is not a link to a PCI address is no physfn */
+        if (link_base_at(dirfd, "physfn", buf, sizeof(buf)) == 0 && bdf_canonical(buf, NULL))
+                strcpy(dev->physfn, buf);
+
+        /* libpci resolves the links with realpath(); a dangling one still names the driver and group */
+        if (dev->driver[0] == '\0' && link_base_at(dirfd, "driver", buf, sizeof(buf)) == 0)
+                strcpy(dev->driver, buf);
+        if (dev->iommu_group < 0 && link_base_at(dirfd, "iommu_group", buf, sizeof(buf)) == 0 &&
+            parse_uint(buf, &dev->iommu_group) < 0)
+                dev->iommu_group = -1;
+
+        *ret_file = NULL;
+        return 0;
+}
+
+static int pci_list_append(kdp_pci_list *l, const kdp_pci_device *dev) {
+        if (l->n == l->allocated) {
+                size_t n = l->allocated ? l->allocated * 2 : 64;
+                kdp_pci_device *v = reallocarray(l->devices, n, sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                l->devices = v;
+                l->allocated = n;
+        }
+        l->devices[l->n++] = *dev;
+        return 0;
+}
+
+/* Adds entry `name` of devices_dir to l, or skips it with a warning. Only -ENOMEM stops the scan. */
+static int pci_scan_entry(kdp_pci_list *l, struct pci_access *a, const char *devices_dir, const char *name) {
+        _cleanup_free_ char *link = NULL, *real = NULL;
+        _cleanup_close_ int fd = -1;
+        kdp_pci_device dev = { .numa_node = -1, .iommu_group = -1, .sriov_totalvfs = -1 };
+        const char *file = NULL;
+        char reason[512];
+        pci_bdf b;
+        int r;
+
+        if (!bdf_canonical(name, &b)) {
+                kdp_log_warning("Skipped sysfs entry that is not a PCI address", KDP_F_STR("path", devices_dir),
+                                KDP_F_STR("entry", name));
+                return 0;
+        }
+        bdf_format(&b, dev.address);
+
+        if (asprintf(&link, "%s/%s", devices_dir, name) < 0)
+                return -ENOMEM;
+        real = realpath(link, NULL);
+        if (!real) {
+                if (errno == ENOMEM)
+                        return -ENOMEM;
+                (void) kdp_log_warning_errno(-errno, "Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
+                                             KDP_F_STR("path", link));
+                return 0;
+        }
+        fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                (void) kdp_log_warning_errno(-errno, "Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
+                                             KDP_F_STR("path", real));
+                return 0;
+        }
+
+        r = pci_fill_libpci(a, &b, &dev, reason, sizeof(reason));
+        if (r < 0) {
+                kdp_log_warning("Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
+                                KDP_F_STR("reason", reason));
+                return 0;
+        }
+        r = pci_set_path(real, &dev);
+        if (r < 0) {
+                (void) kdp_log_warning_errno(r, "Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
+                                             KDP_F_STR("path", real));
+                return 0;
+        }
+        r = pci_fill_sysfs(fd, &dev, &file);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                (void) kdp_log_warning_errno(r, "Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
+                                             KDP_F_STR("file", file));
+                return 0;
+        }
+
+        kdp_log_v(4, "Scanned PCI device", KDP_F_STR("pciAddress", dev.address), KDP_F_STR("path", dev.path));
+        return pci_list_append(l, &dev);
+}
+
+static int compare_names(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int compare_devices(const void *a, const void *b) {
+        const kdp_pci_device *x = a, *y = b;
+        pci_bdf bx, by;
+
+        /* every address in a list is canonical */
+        (void) bdf_parse(x->address, &bx);
+        (void) bdf_parse(y->address, &by);
+        return bdf_compare(&bx, &by);
+}
+
+typedef struct name_list {
+        char **v;
+        size_t n;
+} name_list;
+
+static void name_list_done(name_list *names) {
+        for (size_t i = 0; i < names->n; i++)
+                free(names->v[i]);
+        free(names->v);
+}
+
+/* The entry names of `path` but "." ones, sorted, so that a scan (and its warnings) always goes in one order. */
+static int read_names(const char *path, name_list *ret) {
+        _cleanup_(name_list_done) name_list names = { 0 };
+        _cleanup_closedir_ DIR *dir = NULL;
+        size_t allocated = 0;
+        struct dirent *de;
+
+        dir = opendir(path);
+        if (!dir)
+                return errno == ENOTDIR ? -ENOENT : -errno;
+
+        for (errno = 0; (de = readdir(dir)); errno = 0) {
+                if (de->d_name[0] == '.')
+                        continue;
+                if (names.n == allocated) {
+                        size_t n = allocated ? allocated * 2 : 64;
+                        char **v;
+
+                        if (n > ENTRIES_MAX)
+                                return -E2BIG;
+                        v = reallocarray(names.v, n, sizeof(*v));
+                        if (!v)
+                                return -ENOMEM;
+                        names.v = v;
+                        allocated = n;
+                }
+                names.v[names.n] = strdup(de->d_name);
+                if (!names.v[names.n])
+                        return -ENOMEM;
+                names.n++;
+        }
+        if (errno != 0)
+                return -errno;
+
+        if (names.n > 0)
+                qsort(names.v, names.n, sizeof(*names.v), compare_names);
+        *ret = names;
+        names = (name_list){ 0 };
+        return 0;
+}
+
+/* ---- the public API ---- */
+
+int kdp_pci_list_scan_root(const char *sysfs_root, kdp_pci_list **ret) {
+        _cleanup_free_ char *bus_dir = NULL, *devices_dir = NULL;
+        _cleanup_(name_list_done) name_list names = { 0 };
+        _cleanup_(kdp_pci_list_freep) kdp_pci_list *l = NULL;
+        _cleanup_(pci_cleanupp) struct pci_access *a = NULL;
+        int r;
+
+        if (!sysfs_root || !*sysfs_root || !ret)
+                return -EINVAL;
+
+        if (asprintf(&bus_dir, "%s/bus/pci", sysfs_root) < 0 ||
+            asprintf(&devices_dir, "%s/bus/pci/devices", sysfs_root) < 0)
+                return -ENOMEM;
+        r = read_names(devices_dir, &names);
+        if (r < 0)
+                return r;
+
+        l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        r = pci_access_new(bus_dir, &a);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < names.n; i++) {
+                r = pci_scan_entry(l, a, devices_dir, names.v[i]);
+                if (r < 0)
+                        return r;
+        }
+        if (l->n > 1)
+                qsort(l->devices, l->n, sizeof(*l->devices), compare_devices);
+
+        *ret = KDP_TAKE_PTR(l);
+        return 0;
+}
+
+int kdp_pci_list_scan(const kdp_backend_ctx *ctx, kdp_pci_list **ret) {
+        _cleanup_free_ char *root = NULL;
+        int r;
+
+        if (!ctx || !ret)
+                return -EINVAL;
+        r = kdp_backend_path(ctx, KDP_PATH_SYSFS, "", &root);
+        if (r < 0)
+                return r;
+        return kdp_pci_list_scan_root(root, ret);
+}
+
+kdp_pci_list *kdp_pci_list_free(kdp_pci_list *l) {
+        if (!l)
+                return NULL;
+        free(l->devices);
+        free(l);
+        return NULL;
+}
+
+size_t kdp_pci_list_size(const kdp_pci_list *l) {
+        return l ? l->n : 0;
+}
+
+const kdp_pci_device *kdp_pci_list_get(const kdp_pci_list *l, size_t i) {
+        if (!l || i >= l->n)
+                return NULL;
+        return &l->devices[i];
+}
+
+const kdp_pci_device *kdp_pci_list_find(const kdp_pci_list *l, const char *address) {
+        pci_bdf key;
+        size_t lo = 0, hi;
+
+        if (!l || !address || !bdf_parse(address, &key))
+                return NULL;
+
+        hi = l->n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                pci_bdf b;
+                int c;
+
+                (void) bdf_parse(l->devices[mid].address, &b);
+                c = bdf_compare(&key, &b);
+                if (c == 0)
+                        return &l->devices[mid];
+                if (c < 0)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        return NULL;
+}
+
+int kdp_pci_read_attr(const kdp_backend_ctx *ctx, const char *address, const char *attr, char **ret) {
+        _cleanup_free_ char *rel = NULL, *path = NULL;
+        int r;
+
+        if (!ctx || !address || !bdf_canonical(address, NULL) || !attr || !*attr || attr[0] == '/' ||
+            strstr(attr, "..") || !ret)
+                return -EINVAL;
+
+        if (asprintf(&rel, "bus/pci/devices/%s/%s", address, attr) < 0)
+                return -ENOMEM;
+        r = kdp_backend_path(ctx, KDP_PATH_SYSFS, rel, &path);
+        if (r < 0)
+                return r;
+        r = read_text_at(AT_FDCWD, path, ret);
+        return r == -ENOTDIR ? -ENOENT : r;
+}
+
+/* DEVNAME= of a uevent text, or NULL. Points into `uevent`. */
+static const char *uevent_devname(char *uevent) {
+        char *state = NULL;
+
+        for (char *line = strtok_r(uevent, "\n", &state); line; line = strtok_r(NULL, "\n", &state))
+                if (strncmp(line, "DEVNAME=", strlen("DEVNAME=")) == 0)
+                        return line + strlen("DEVNAME=");
+        return NULL;
+}
+
+static int compare_children(const void *a, const void *b) {
+        return strverscmp(((const kdp_pci_child *) a)->name, ((const kdp_pci_child *) b)->name);
+}
+
+/* One child `name` of the subsystem directory sfd, or 0 without adding it (not a directory; too long). */
+static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_child *ret) {
+        _cleanup_free_ char *uevent_path = NULL, *uevent = NULL;
+        kdp_pci_child c = { 0 };
+        const char *devname;
+        struct stat st;
+        int r;
+
+        if (fstatat(sfd, name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+                return 0;
+        if (strlen(name) >= sizeof(c.name)) {
+                kdp_log_warning("Skipped class device with a too long name", KDP_F_STR("device", name));
+                return 0;
+        }
+        strcpy(c.name, name);
+
+        if (asprintf(&uevent_path, "%s/uevent", name) < 0)
+                return -ENOMEM;
+        r = read_text_at(sfd, uevent_path, &uevent);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        devname = uevent ? uevent_devname(uevent) : NULL;
+        while (devname && *devname == '/')
+                devname++;
+        if (devname && *devname) {
+                int n = snprintf(c.devnode, sizeof(c.devnode), "%s/%s", dev_root, devname);
+
+                if (n < 0 || (size_t) n >= sizeof(c.devnode)) {
+                        kdp_log_warning("Skipped class device with a too long node path", KDP_F_STR("device", name));
+                        return 0;
+                }
+        }
+
+        *ret = c;
+        return 1;
+}
+
+int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char *subsystem,
+                     kdp_pci_child **ret, size_t *ret_n) {
+        _cleanup_free_ char *rel = NULL, *dev_path = NULL, *dev_root = NULL;
+        _cleanup_free_ kdp_pci_child *children = NULL;
+        _cleanup_closedir_ DIR *dir = NULL;
+        _cleanup_close_ int dfd = -1, sfd = -1;
+        size_t n = 0, allocated = 0;
+        struct dirent *de;
+        int r;
+
+        if (!ctx || !address || !bdf_canonical(address, NULL) || !name_valid(subsystem) || !ret || !ret_n)
+                return -EINVAL;
+
+        if (asprintf(&rel, "bus/pci/devices/%s", address) < 0)
+                return -ENOMEM;
+        r = kdp_backend_path(ctx, KDP_PATH_SYSFS, rel, &dev_path);
+        if (r < 0)
+                return r;
+        r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &dev_root);
+        if (r < 0)
+                return r;
+        /* "/" as the dev root would give "//dri/card1" */
+        if (strcmp(dev_root, "/") == 0)
+                dev_root[0] = '\0';
+
+        dfd = open(dev_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return errno == ENOTDIR ? -ENOENT : -errno;
+        sfd = openat(dfd, subsystem, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sfd < 0) {
+                if (errno != ENOENT && errno != ENOTDIR)
+                        return -errno;
+                *ret = NULL;            /* the device has no such class devices */
+                *ret_n = 0;
+                return 0;
+        }
+        dir = fdopendir(sfd);
+        if (!dir)
+                return -errno;
+        sfd = -1;                       /* dir owns it now */
+
+        for (errno = 0; (de = readdir(dir)); errno = 0) {
+                if (de->d_name[0] == '.')
+                        continue;
+                if (n == allocated) {
+                        size_t k = allocated ? allocated * 2 : 8;
+                        kdp_pci_child *v;
+
+                        if (k > ENTRIES_MAX)
+                                return -E2BIG;
+                        v = reallocarray(children, k, sizeof(*v));
+                        if (!v)
+                                return -ENOMEM;
+                        children = v;
+                        allocated = k;
+                }
+                r = child_read(dirfd(dir), de->d_name, dev_root, &children[n]);
+                if (r < 0)
+                        return r;
+                n += (size_t) r;
+        }
+        if (errno != 0)
+                return -errno;
+
+        if (n == 0) {
+                *ret = NULL;            /* no class devices of this kind (yet) */
+                *ret_n = 0;
+                return 0;
+        }
+        qsort(children, n, sizeof(*children), compare_children);
+        *ret = KDP_TAKE_PTR(children);
+        *ret_n = n;
+        return 0;
+}
