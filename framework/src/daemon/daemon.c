@@ -30,6 +30,7 @@
 #include "udev-monitor.h"
 
 #define SOCKET_PREFIX "kdp-"
+#define TRIM_AFTER_MS 2000
 #define UNIX_PATH_MAX_LEN 107
 
 typedef struct backend_slot {
@@ -403,6 +404,7 @@ static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
         }
         if (recheck_at)
                 (void) kdp_loop_timer_arm(slot->recheck, recheck_at - now, 0);
+        (void) kdp_loop_timer_arm(d->trim_timer, TRIM_AFTER_MS, 0);    /* the old table's memory */
         return ret;
 }
 
@@ -500,11 +502,10 @@ static void on_cancel_timer(kdp_loop *loop, void *userdata) {
 }
 
 /*
- * Memory a burst of calls took (grpc buffers, responses) is freed but stays
- * in the heap; 2 s after the first call of a burst it goes back to the system.
+ * Memory a burst of calls took (grpc buffers, responses), or a replaced device
+ * table, is freed but stays in the heap; 2 s after the first call of a burst,
+ * or after a scan, it goes back to the system.
  */
-#define TRIM_AFTER_MS 2000
-
 static void on_trim_timer(kdp_loop *loop, void *userdata) {
         kdp_daemon *d = userdata;
 
