@@ -37,55 +37,10 @@
 #include <kdp/health.h>
 #include <kdp/pci.h>
 
-#define TEXT_MAX (64 * 1024)
+#include "sysfs.h"
+
 #define AER_CHECKS (KDP_HEALTH_PCI_AER_FATAL | KDP_HEALTH_PCI_AER_NONFATAL)
 
-/* One path component: non-empty, no '/', not "." or "..". */
-static bool name_valid(const char *s) {
-        return s && *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
-}
-
-/* Reads `path` to EOF into *ret (free()) without trailing newlines. */
-static int read_text(const char *path, char **ret) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, size = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-
-        for (;;) {
-                ssize_t n;
-
-                if (len + 1 >= size) {
-                        char *p;
-
-                        if (size >= TEXT_MAX)
-                                return -EFBIG;
-                        size = size ? size * 2 : 256;
-                        p = realloc(buf, size);
-                        if (!p)
-                                return -ENOMEM;
-                        buf = p;
-                }
-                n = read(fd, buf + len, size - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        while (len > 0 && buf[len - 1] == '\n')
-                len--;
-        buf[len] = '\0';
-
-        *ret = KDP_TAKE_PTR(buf);
-        return 0;
-}
 
 /* Appends one reason to *reasons, "; " between two. */
 static int reason_add(char **reasons, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -124,7 +79,7 @@ static int verdict(char **reasons, char **ret_reason) {
 
 /* A PCI address as a path component (kdp_pci_read_attr() checks the exact form). */
 static bool address_valid(const char *address) {
-        return name_valid(address) && strlen(address) < KDP_PCI_ADDRESS_MAX;
+        return kdp_sysfs_name_valid(address) && strlen(address) < KDP_PCI_ADDRESS_MAX;
 }
 
 /* 0 present, -ENOENT gone, other <0: could not tell. */
@@ -391,7 +346,7 @@ static int net_read(const kdp_backend_ctx *ctx, const char *ifname, const char *
         r = kdp_backend_path(ctx, KDP_PATH_SYSFS, rel, &path);
         if (r < 0)
                 return r;
-        return read_text(path, ret);
+        return kdp_sysfs_read_text_at(AT_FDCWD, path, ret);
 }
 
 int kdp_health_check_net_link(const kdp_backend_ctx *ctx, const char *ifname, char **ret_reason) {
@@ -399,7 +354,7 @@ int kdp_health_check_net_link(const kdp_backend_ctx *ctx, const char *ifname, ch
         struct stat st;
         int r;
 
-        if (!ctx || !name_valid(ifname) || strlen(ifname) >= IF_NAMESIZE || !ret_reason)
+        if (!ctx || !kdp_sysfs_name_valid(ifname) || strlen(ifname) >= IF_NAMESIZE || !ret_reason)
                 return -EINVAL;
 
         if (asprintf(&dir_rel, "class/net/%s", ifname) < 0)

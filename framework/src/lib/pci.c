@@ -41,9 +41,10 @@
 #include <kdp/log.h>
 #include <kdp/pci.h>
 
+#include "sysfs.h"
+
 #define PCI_FILL_FLAGS \
         (PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_NUMA_NODE | PCI_FILL_DRIVER | PCI_FILL_IOMMU_GROUP)
-#define TEXT_MAX (64 * 1024)            /* sysfs text attributes fit a page; AER files are far smaller */
 #define ENTRIES_MAX (1024 * 1024)       /* names read from one devices/ directory */
 #define PCI_CLASS_BRIDGE_PCI_24 0x0604  /* class >> 8 of a PCI-to-PCI bridge */
 
@@ -137,57 +138,8 @@ static int bdf_compare(const pci_bdf *a, const pci_bdf *b) {
         return 0;
 }
 
-/* One path component: non-empty, no '/', not "." or "..". */
-static bool name_valid(const char *s) {
-        return s && *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
-}
 
 /* ---- reading sysfs ---- */
-
-/*
- * Reads file `name` (relative to dirfd, or a path with AT_FDCWD) to EOF, since
- * sysfs sizes say nothing, into *ret (free()) without trailing newlines.
- */
-static int read_text_at(int dirfd, const char *name, char **ret) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, size = 0;
-
-        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-
-        for (;;) {
-                ssize_t n;
-
-                if (len + 1 >= size) {
-                        char *p;
-
-                        if (size >= TEXT_MAX)
-                                return -EFBIG;
-                        size = size ? size * 2 : 4096;
-                        p = realloc(buf, size);
-                        if (!p)
-                                return -ENOMEM;
-                        buf = p;
-                }
-                n = read(fd, buf + len, size - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        while (len > 0 && buf[len - 1] == '\n')
-                len--;
-        buf[len] = '\0';
-
-        *ret = KDP_TAKE_PTR(buf);
-        return 0;
-}
 
 /* "0x10de" or "10de", at most `max`. */
 static int parse_hex(const char *s, uint32_t max, uint32_t *ret) {
@@ -225,7 +177,7 @@ static int read_hex_at(int dirfd, const char *name, uint32_t max, uint32_t *ret)
         _cleanup_free_ char *s = NULL;
         int r;
 
-        r = read_text_at(dirfd, name, &s);
+        r = kdp_sysfs_read_text_at(dirfd, name, &s);
         if (r < 0)
                 return r;
         return parse_hex(s, max, ret);
@@ -235,7 +187,7 @@ static int read_uint_at(int dirfd, const char *name, int *ret) {
         _cleanup_free_ char *s = NULL;
         int r;
 
-        r = read_text_at(dirfd, name, &s);
+        r = kdp_sysfs_read_text_at(dirfd, name, &s);
         if (r < 0)
                 return r;
         return parse_uint(s, ret);
@@ -718,7 +670,7 @@ int kdp_pci_read_attr(const kdp_backend_ctx *ctx, const char *address, const cha
         r = kdp_backend_path(ctx, KDP_PATH_SYSFS, rel, &path);
         if (r < 0)
                 return r;
-        r = read_text_at(AT_FDCWD, path, ret);
+        r = kdp_sysfs_read_text_at(AT_FDCWD, path, ret);
         return r == -ENOTDIR ? -ENOENT : r;
 }
 
@@ -754,7 +706,7 @@ static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_c
 
         if (asprintf(&uevent_path, "%s/uevent", name) < 0)
                 return -ENOMEM;
-        r = read_text_at(sfd, uevent_path, &uevent);
+        r = kdp_sysfs_read_text_at(sfd, uevent_path, &uevent);
         if (r < 0 && r != -ENOENT)
                 return r;
         devname = uevent ? uevent_devname(uevent) : NULL;
@@ -783,7 +735,7 @@ int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char
         struct dirent *de;
         int r;
 
-        if (!ctx || !address || !bdf_canonical(address, NULL) || !name_valid(subsystem) || !ret || !ret_n)
+        if (!ctx || !address || !bdf_canonical(address, NULL) || !kdp_sysfs_name_valid(subsystem) || !ret || !ret_n)
                 return -EINVAL;
 
         if (asprintf(&rel, "bus/pci/devices/%s", address) < 0)
