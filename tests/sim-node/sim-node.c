@@ -1,0 +1,1939 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sim-node: run a command on a simulated node and drive hot-plug events at it.
+ *
+ *   sim-node [-v] [-f] FIXTURE... [--script FILE] [--control FIFO] -- COMMAND [ARGS...]
+ *
+ * Run it through the wrapper tests/sim-node/sim-node, which puts umockdev's preload library
+ * (libumockdev-preload.so.0) in LD_PRELOAD. This program then:
+ *   1. creates a UMockdevTestbed (a directory whose path goes into UMOCKDEV_DIR),
+ *   2. loads every FIXTURE (umockdev record files; records with N: lines get their /dev nodes),
+ *   3. creates what the records point at outside /sys/devices, so that links resolve as on a real
+ *      node: /sys/bus/pci/drivers/<drv>/ with its <bdf> back-links and bind/unbind/new_id/remove_id,
+ *      /sys/kernel/iommu_groups/<n>/devices/<bdf>,
+ *   4. runs COMMAND as a child with UMOCKDEV_DIR and LD_PRELOAD in its environment, so the child
+ *      (and everything it starts) sees the testbed as /sys, /dev and /run/udev,
+ *   5. while the child runs, applies the commands of --script FILE and of lines written to
+ *      --control FIFO (the two run independently; each runs its own lines in order),
+ *   6. exits with the child's status (128+N if a signal N killed it).
+ * Its own errors (bad arguments, a bad fixture, a command that names no device, ...) print
+ * "sim-node: ..." on stderr, stop the child (SIGTERM) and exit 2. Without the preload it exits 77.
+ *
+ * Commands (one per line; blank lines and lines starting with '#' are skipped). ADDR is a PCI
+ * address (0000:18:00.0 or 18:00.0), a syspath (/sys/devices/...), a devpath (/devices/...) or
+ * SUBSYSTEM/NAME (net/ens1f0np0):
+ *   unplug ADDR           the kernel's hot-remove order (pci_stop_and_remove_bus_device()): for
+ *                         every bound PCI function of the subtree, children first and the last
+ *                         function of a bus first, its class devices get "remove" (net/<if>...)
+ *                         and it gets "unbind"; then every device of the subtree, in the same
+ *                         order, gets "remove" and leaves the testbed. VFs are functions of their
+ *                         own bus: unplugging a PF leaves them (a PF driver's remove() would
+ *                         disable SR-IOV first; unplug the VFs before the PF to model that)
+ *   replug ADDR           re-adds the subtree from the saved records in the kernel's rescan order:
+ *                         "add" for every PCI function, with no driver yet, bus by bus (all
+ *                         functions of a bus, then the buses behind its bridges); then, bus by bus
+ *                         again, each function whose record has a driver gets its class devices
+ *                         ("add") and "bind" with DRIVER=. VFs count as functions of their bus
+ *                         (on a real node they come back only when sriov_numvfs is written)
+ *   unbind ADDR           removes the device's class devices ("remove"), its driver link, DRIVER=
+ *                         from its uevent file, sets enable to 0, sends "unbind"
+ *   bind ADDR DRIVER      sets driver -> ../(one per devpath level)bus/pci/drivers/DRIVER, DRIVER=,
+ *                         enable 1; re-adds the class devices if DRIVER is the record's driver;
+ *                         sends "bind"
+ *   set ADDR ATTR VALUE   umockdev_testbed_set_attribute(); VALUE is the rest of the line with C
+ *                         escapes (\n, \t, \\) expanded, and a "\n" is appended as the kernel
+ *                         prints it; no uevent
+ *   uevent ADDR ACTION [KEY=VALUE...]   one uevent; the KEY=VALUEs ride on this event only (they
+ *                         sit in the uevent file while umockdev reads it, then go)
+ *   wait [MS]             blocks until every listener has read every uevent sent so far (at most
+ *                         MS, default 5000), see "Delivery" below
+ *   wait-listeners [N [MS]]  blocks until at least N (default 1) uevent listeners (libudev
+ *                         monitors, in any process) exist in the testbed; an error after MS
+ *                         (default 10000). Put it before the first event of a script: the script
+ *                         starts when the child does, before the child has opened its monitor
+ *   sleep MS              pauses this command stream
+ *   echo TEXT             prints TEXT on stdout, for tests to synchronise on
+ *
+ * Delivery (umockdev 0.17.16, checked): the preload turns a process's uevent netlink socket into
+ * an AF_UNIX datagram socket bound to $UMOCKDEV_DIR/event<fd>, and umockdev_testbed_uevent() sends
+ * to every such socket it finds there, from any process: a libudev monitor ("udev" or "kernel") in
+ * the child receives what this process sends. The message carries ACTION, DEVPATH, SUBSYSTEM,
+ * SEQNUM, DEVNAME/DEVTYPE and the device's uevent file, read at sending time (so DRIVER= is
+ * whatever the uevent file says then). The send is synchronous: when a command returns, its events
+ * are queued in the listeners' sockets. "wait" then polls those sockets' receive queues through
+ * NETLINK_SOCK_DIAG until they are empty, i.e. until the listener has read them. Two processes
+ * that both have a monitor on the same fd number share the name event<fd>: only the one that bound
+ * last receives anything ("wait" reports it on stderr), and when both bind at the same moment one
+ * of them fails with EADDRINUSE. umockdev_testbed_add_from_string() itself sends "add" for each
+ * record (the initial load reaches no listener: the child does not exist yet);
+ * umockdev_testbed_remove_device() sends nothing, so "remove" goes out before the removal, while
+ * the device still exists for umockdev to describe. The testbed directory must not lie under
+ * /dev, /sys, /proc or /run/udev (the preload would redirect the testbed's own files).
+ *
+ * Who owns what: main() owns the sim_node for the life of the process. The sim_node owns the
+ * testbed (unref deletes its directory), the device table, the two command streams, the control
+ * FIFO fds and the signalfd. Each simdev owns its strings and the record text it came from, which
+ * replug and bind replay; it stays in the table while unplugged (present = false). The child owns
+ * nothing of ours.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <umockdev.h>
+
+#include <kdp/cleanup.h>
+
+#define EXIT_SIM_ERROR 2
+#define EXIT_SKIP 77
+#define LINE_MAX_LEN 4096
+#define WAIT_DEFAULT_MS 5000
+#define WAIT_FALLBACK_MS 100
+
+typedef struct simdev {
+        char *devpath;                  /* "/devices/..." as in the record's P: line */
+        char *syspath;                  /* "/sys" + devpath, what umockdev's API takes */
+        char *record;                   /* the record as the fixture has it */
+        char *subsystem;                /* E: SUBSYSTEM= */
+        char *slot;                     /* PCI_SLOT_NAME= (or the name) for pci devices, else NULL */
+        char *record_driver;            /* E: DRIVER= of the record, NULL if it has none */
+        char *driver_link;              /* L: driver= target of the record, NULL if none */
+        char *iommu_group;              /* basename of the record's L: iommu_group= target */
+        char *driver;                   /* the driver bound now, NULL when unbound */
+        bool present;
+} simdev;
+
+typedef enum sim_verb {
+        VERB_UNPLUG,
+        VERB_REPLUG,
+        VERB_UNBIND,
+        VERB_BIND,
+        VERB_SET,
+        VERB_UEVENT,
+        VERB_WAIT,
+        VERB_WAIT_LISTENERS,
+        VERB_SLEEP,
+        VERB_ECHO,
+        _VERB_MAX,
+        _VERB_INVALID = -EINVAL,
+} sim_verb;
+
+static const char *const verb_names[_VERB_MAX] = {
+        [VERB_UNPLUG] = "unplug", [VERB_REPLUG] = "replug", [VERB_UNBIND] = "unbind",
+        [VERB_BIND] = "bind",     [VERB_SET] = "set",       [VERB_UEVENT] = "uevent",
+        [VERB_WAIT] = "wait",     [VERB_WAIT_LISTENERS] = "wait-listeners",
+        [VERB_SLEEP] = "sleep",   [VERB_ECHO] = "echo",
+};
+
+typedef struct sim_cmd {
+        sim_verb verb;
+        char *addr;                     /* unplug replug unbind bind set uevent */
+        char *arg;                      /* bind: driver; set: attribute; uevent: action */
+        char *value;                    /* set: value (escapes expanded, "\n" appended); echo: text;
+                                         * uevent: extra KEY=VALUE lines, "\n"-terminated */
+        long ms;                        /* wait, wait-listeners, sleep */
+        long count;                     /* wait-listeners */
+} sim_cmd;
+
+/* One command stream: the script, or the lines read from the control FIFO. */
+typedef struct sim_stream {
+        const char *name;               /* "script" or "control", for messages; static */
+        char **lines;                   /* owned, each owned */
+        size_t n_lines, n_done, lines_size;
+        int64_t resume_at_ms;           /* after "sleep": monotonic time to go on at */
+} sim_stream;
+
+typedef struct sim_node {
+        UMockdevTestbed *tb;
+        char *root;                     /* the testbed directory ($UMOCKDEV_DIR) */
+        simdev **devs;                  /* sorted by devpath: parents before children */
+        size_t n_devs, devs_size;
+        sim_stream script, control;
+        int control_fd, control_keep_fd;
+        char control_buf[LINE_MAX_LEN];
+        size_t control_len;
+        int signal_fd;
+        pid_t child;
+        bool verbose;
+        bool diag_unavailable_told;
+        char **orphans_told;            /* event socket names already reported as shadowed */
+        size_t n_orphans_told;
+} sim_node;
+
+static void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sim_log(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("sim-node: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+static char *strdup_or_die(const char *s) {
+        char *p = strdup(s);
+
+        if (!p) {
+                sim_log("out of memory");
+                abort();
+        }
+        return p;
+}
+
+static char *join(const char *a, const char *b) {
+        char *p;
+
+        if (asprintf(&p, "%s%s", a, b) < 0) {
+                sim_log("out of memory");
+                abort();
+        }
+        return p;
+}
+
+static const char *basename_of(const char *path) {
+        const char *s = strrchr(path, '/');
+
+        return s ? s + 1 : path;
+}
+
+static int read_file(const char *path, char **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, size = 0;
+
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        for (;;) {
+                size_t n;
+
+                if (size - len < 4096) {
+                        char *nb = realloc(buf, size + 65536);
+
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        size += 65536;
+                }
+                n = fread(buf + len, 1, size - len - 1, f);
+                len += n;
+                if (n == 0)
+                        break;
+        }
+        if (ferror(f))
+                return -EIO;
+        buf[len] = '\0';
+        *ret = KDP_TAKE_PTR(buf);
+        return 0;
+}
+
+static int write_file(const char *path, const char *text) {
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(text), off = 0;
+
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        while (off < len) {
+                ssize_t n = write(fd, text + off, len - off);
+
+                if (n < 0)
+                        return -errno;
+                off += (size_t) n;
+        }
+        return 0;
+}
+
+static int mkdir_p(const char *path) {
+        _cleanup_free_ char *p = strdup_or_die(path);
+
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* "a/b/../c/./d" -> "a/c/d"; path must be absolute. Returns a new string. */
+static char *normalize_path(const char *path) {
+        _cleanup_free_ char *copy = strdup_or_die(path);
+        char *out = calloc(1, strlen(path) + 2), *save = NULL;
+        size_t len = 0;
+
+        if (!out) {
+                sim_log("out of memory");
+                abort();
+        }
+        for (char *tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+                if (strcmp(tok, ".") == 0)
+                        continue;
+                if (strcmp(tok, "..") == 0) {
+                        while (len > 0 && out[len - 1] != '/')
+                                len--;
+                        if (len > 0)
+                                len--;
+                        out[len] = '\0';
+                        continue;
+                }
+                out[len++] = '/';
+                strcpy(out + len, tok);
+                len += strlen(tok);
+        }
+        if (len == 0)
+                strcpy(out, "/");
+        return out;
+}
+
+/* -------------------------------------------------------------------------------------------- */
+/* The device table */
+
+static simdev *simdev_free(simdev *d) {
+        if (!d)
+                return NULL;
+        free(d->devpath);
+        free(d->syspath);
+        free(d->record);
+        free(d->subsystem);
+        free(d->slot);
+        free(d->record_driver);
+        free(d->driver_link);
+        free(d->iommu_group);
+        free(d->driver);
+        free(d);
+        return NULL;
+}
+KDP_DEFINE_CLEANUP_FUNC(simdev, simdev_free);
+
+static bool simdev_is_pci(const simdev *d) {
+        return strcmp(d->subsystem, "pci") == 0;
+}
+
+/* true if d lies strictly below ancestor */
+static bool simdev_is_under(const simdev *d, const simdev *ancestor) {
+        size_t len = strlen(ancestor->devpath);
+
+        return strncmp(d->devpath, ancestor->devpath, len) == 0 && d->devpath[len] == '/';
+}
+
+/* Parses one record (the lines of one device, no blank line) into a new simdev. */
+static int simdev_new_from_record(const char *record, const char *where, simdev **ret) {
+        _cleanup_(simdev_freep) simdev *d = NULL;
+        _cleanup_free_ char *copy = strdup_or_die(record);
+        char *save = NULL;
+
+        d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        d->record = strdup_or_die(record);
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (line[0] == '#') {
+                        sim_log("%s: '#' comments are not part of the umockdev 0.17 record format "
+                                "(describe the fixture in a README instead)", where);
+                        return -EINVAL;
+                }
+                if (strncmp(line, "P: ", 3) == 0 && !d->devpath)
+                        d->devpath = strdup_or_die(line + 3);
+                else if (strncmp(line, "E: SUBSYSTEM=", 13) == 0)
+                        d->subsystem = strdup_or_die(line + 13);
+                else if (strncmp(line, "E: DRIVER=", 10) == 0)
+                        d->record_driver = strdup_or_die(line + 10);
+                else if (strncmp(line, "E: PCI_SLOT_NAME=", 17) == 0)
+                        d->slot = strdup_or_die(line + 17);
+                else if (strncmp(line, "L: driver=", 10) == 0)
+                        d->driver_link = strdup_or_die(line + 10);
+                else if (strncmp(line, "L: iommu_group=", 15) == 0)
+                        d->iommu_group = strdup_or_die(basename_of(line + 15));
+        }
+        if (!d->devpath || strncmp(d->devpath, "/devices/", 9) != 0) {
+                sim_log("%s: a record must start with a \"P: /devices/...\" line", where);
+                return -EINVAL;
+        }
+        if (!d->subsystem) {
+                sim_log("%s: record %s has no E: SUBSYSTEM= line", where, d->devpath);
+                return -EINVAL;
+        }
+        if (simdev_is_pci(d) && !d->slot)
+                d->slot = strdup_or_die(basename_of(d->devpath));
+        d->syspath = join("/sys", d->devpath);
+        d->driver = d->record_driver ? strdup_or_die(d->record_driver) : NULL;
+        d->present = true;
+        *ret = KDP_TAKE_PTR(d);
+        return 0;
+}
+
+/* The record without its E: DRIVER= and L: driver= lines: a device that has just appeared. */
+static char *simdev_record_unbound(const simdev *d) {
+        _cleanup_free_ char *copy = strdup_or_die(d->record);
+        char *out = calloc(1, strlen(d->record) + 2), *save = NULL;
+
+        if (!out) {
+                sim_log("out of memory");
+                abort();
+        }
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (strncmp(line, "E: DRIVER=", 10) == 0 || strncmp(line, "L: driver=", 10) == 0)
+                        continue;
+                strcat(out, line);
+                strcat(out, "\n");
+        }
+        return out;
+}
+
+static int cmp_devs(const void *a, const void *b) {
+        const simdev *const *x = a, *const *y = b;
+
+        return strcmp((*x)->devpath, (*y)->devpath);
+}
+
+static simdev *sim_find_devpath(sim_node *s, const char *devpath) {
+        for (size_t i = 0; i < s->n_devs; i++)
+                if (strcmp(s->devs[i]->devpath, devpath) == 0)
+                        return s->devs[i];
+        return NULL;
+}
+
+/* The nearest PCI ancestor of d (the device whose driver owns d), or NULL. */
+static simdev *sim_owner(sim_node *s, const simdev *d) {
+        simdev *best = NULL;
+
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *a = s->devs[i];
+
+                if (simdev_is_pci(a) && simdev_is_under(d, a) &&
+                    (!best || strlen(a->devpath) > strlen(best->devpath)))
+                        best = a;
+        }
+        return best;
+}
+
+/* A class device of pci device p: below p, not a PCI device, with p as nearest PCI ancestor. */
+static bool sim_is_class_child(sim_node *s, const simdev *d, const simdev *p) {
+        return !simdev_is_pci(d) && simdev_is_under(d, p) && sim_owner(s, d) == p;
+}
+
+static char *sim_path(sim_node *s, const char *syspath_or_rel) {
+        return join(s->root, syspath_or_rel);
+}
+
+/* The devpath a /sys link of the testbed points at ("/sys/bus/pci/devices/<bdf>"), or NULL. */
+static char *sim_link_devpath(sim_node *s, const char *rel) {
+        _cleanup_free_ char *link = sim_path(s, rel), *abs = NULL, *norm = NULL;
+        char target[PATH_MAX];
+        ssize_t n;
+
+        n = readlink(link, target, sizeof(target) - 1);
+        if (n < 0)
+                return NULL;
+        target[n] = '\0';
+        /* relative to the link's directory */
+        if (asprintf(&abs, "%.*s%s", (int) (basename_of(rel) - rel), rel, target) < 0)
+                abort();
+        norm = normalize_path(abs);
+        return strncmp(norm, "/sys/devices/", 13) == 0 ? strdup_or_die(norm + 4) : NULL;
+}
+
+/*
+ * Resolves ADDR to a device in the table. Present devices are looked up in the testbed itself
+ * (/sys/bus/pci/devices/<bdf>, /sys/class/<subsystem>/<name>), unplugged ones in the records.
+ */
+static int sim_resolve(sim_node *s, const char *addr, simdev **ret) {
+        _cleanup_free_ char *devpath = NULL, *rel = NULL;
+        const char *slash = strchr(addr, '/');
+        simdev *d;
+
+        if (strncmp(addr, "/sys/devices/", 13) == 0)
+                devpath = normalize_path(addr + 4);
+        else if (strncmp(addr, "/devices/", 9) == 0)
+                devpath = normalize_path(addr);
+        else if (slash) {
+                /* SUBSYSTEM/NAME: a class device, or a device of a bus */
+                int len = (int) (slash - addr);
+
+                if (asprintf(&rel, "/sys/class/%.*s/%s", len, addr, slash + 1) < 0)
+                        return -ENOMEM;
+                devpath = sim_link_devpath(s, rel);
+                free(rel);
+                if (asprintf(&rel, "/sys/bus/%.*s/devices/%s", len, addr, slash + 1) < 0)
+                        return -ENOMEM;
+                if (!devpath)
+                        devpath = sim_link_devpath(s, rel);
+                for (size_t i = 0; i < s->n_devs && !devpath; i++)
+                        if (strncmp(s->devs[i]->subsystem, addr, (size_t) len) == 0 &&
+                            s->devs[i]->subsystem[len] == '\0' &&
+                            strcmp(basename_of(s->devs[i]->devpath), slash + 1) == 0)
+                                devpath = strdup_or_die(s->devs[i]->devpath);
+        } else {
+                /* a PCI address; the domain may be left out */
+                unsigned dom = 0, bus, dev, fn;
+                char bdf[32], tail;
+
+                if (sscanf(addr, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4 &&
+                    (dom = 0, sscanf(addr, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3)) {
+                        sim_log("'%s' is not a PCI address, /sys/devices/... path or SUBSYSTEM/NAME", addr);
+                        return -EINVAL;
+                }
+                (void) snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+                if (asprintf(&rel, "/sys/bus/pci/devices/%s", bdf) < 0)
+                        return -ENOMEM;
+                devpath = sim_link_devpath(s, rel);
+                for (size_t i = 0; i < s->n_devs && !devpath; i++)
+                        if (s->devs[i]->slot && strcmp(s->devs[i]->slot, bdf) == 0)
+                                devpath = strdup_or_die(s->devs[i]->devpath);
+        }
+        if (!devpath) {
+                sim_log("no device '%s' in the testbed or the fixture records", addr);
+                return -ENODEV;
+        }
+        d = sim_find_devpath(s, devpath);
+        if (!d) {
+                sim_log("'%s' resolves to %s, which no fixture record declares", addr, devpath);
+                return -ENODEV;
+        }
+        *ret = d;
+        return 0;
+}
+
+/* -------------------------------------------------------------------------------------------- */
+/* Testbed edits */
+
+static void sim_send(sim_node *s, simdev *d, const char *action) {
+        if (s->verbose)
+                sim_log("uevent %s %s (%s)", action, d->devpath, d->subsystem);
+        umockdev_testbed_uevent(s->tb, d->syspath, action);
+}
+
+static int sim_symlink(const char *target, const char *path) {
+        (void) unlink(path);
+        if (symlink(target, path) < 0)
+                return -errno;
+        return 0;
+}
+
+static int sim_touch(const char *path) {
+        _cleanup_close_ int fd = -1;
+
+        if (access(path, F_OK) == 0)
+                return 0;
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0200);
+        return fd < 0 ? -errno : 0;
+}
+
+/* /sys/bus/<subsystem>/drivers/<driver> in the testbed */
+static char *sim_driver_dir(sim_node *s, simdev *d, const char *driver) {
+        char *dir;
+
+        if (asprintf(&dir, "%s/sys/bus/%s/drivers/%s", s->root, d->subsystem, driver) < 0)
+                abort();
+        return dir;
+}
+
+/* Creates the driver's directory with its files, and its back-link to d. */
+static int sim_link_driver(sim_node *s, simdev *d) {
+        static const char *const files[] = { "bind", "unbind", "new_id", "remove_id" };
+        _cleanup_free_ char *dir = NULL, *link = NULL, *target = NULL;
+        int r;
+
+        if (!d->driver)
+                return 0;
+        dir = sim_driver_dir(s, d, d->driver);
+        r = mkdir_p(dir);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < KDP_ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *f = NULL;
+
+                if (asprintf(&f, "%s/%s", dir, files[i]) < 0)
+                        return -ENOMEM;
+                r = sim_touch(f);
+                if (r < 0)
+                        return r;
+        }
+        /* /sys/bus/pci/drivers/<drv>/<name> -> ../../../../devices/... */
+        if (asprintf(&link, "%s/%s", dir, basename_of(d->devpath)) < 0)
+                return -ENOMEM;
+        target = join("../../../..", d->devpath);
+        return sim_symlink(target, link);
+}
+
+static void sim_unlink_driver(sim_node *s, simdev *d, const char *driver) {
+        _cleanup_free_ char *dir = sim_driver_dir(s, d, driver), *link = NULL;
+
+        if (asprintf(&link, "%s/%s", dir, basename_of(d->devpath)) < 0)
+                abort();
+        (void) unlink(link);
+}
+
+/* /sys/kernel/iommu_groups/<n>/devices/<bdf> -> ../../../../devices/... */
+static int sim_link_iommu(sim_node *s, simdev *d) {
+        _cleanup_free_ char *dir = NULL, *link = NULL, *target = NULL;
+        int r;
+
+        if (!d->iommu_group)
+                return 0;
+        if (asprintf(&dir, "%s/sys/kernel/iommu_groups/%s/devices", s->root, d->iommu_group) < 0)
+                return -ENOMEM;
+        r = mkdir_p(dir);
+        if (r < 0)
+                return r;
+        if (asprintf(&link, "%s/%s", dir, basename_of(d->devpath)) < 0)
+                return -ENOMEM;
+        target = join("../../../..", d->devpath);
+        return sim_symlink(target, link);
+}
+
+static void sim_unlink_iommu(sim_node *s, simdev *d) {
+        _cleanup_free_ char *dir = NULL, *link = NULL;
+
+        if (!d->iommu_group)
+                return;
+        if (asprintf(&dir, "%s/sys/kernel/iommu_groups/%s", s->root, d->iommu_group) < 0 ||
+            asprintf(&link, "%s/devices/%s", dir, basename_of(d->devpath)) < 0)
+                abort();
+        (void) unlink(link);
+        /* the kernel frees a group with its last device */
+        free(link);
+        link = join(dir, "/devices");
+        if (rmdir(link) == 0)
+                (void) rmdir(dir);
+}
+
+/*
+ * Makes every L: link of the record that points outside /sys/devices resolve (mkdir -p of the
+ * target), then adds the driver and iommu back-links.
+ */
+static int sim_materialize(sim_node *s, simdev *d) {
+        _cleanup_free_ char *copy = strdup_or_die(d->record);
+        char *save = NULL;
+        int r;
+
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                _cleanup_free_ char *abs = NULL, *norm = NULL, *path = NULL;
+                char *eq;
+
+                if (strncmp(line, "L: ", 3) != 0 || !(eq = strchr(line, '=')))
+                        continue;
+                if (strncmp(line, "L: driver=", 10) == 0 && !d->driver)
+                        continue;
+                if (asprintf(&abs, "%s/%s", d->syspath, eq + 1) < 0)
+                        return -ENOMEM;
+                norm = normalize_path(abs);
+                if (strncmp(norm, "/sys/", 5) != 0 || strncmp(norm, "/sys/devices/", 13) == 0)
+                        continue;
+                path = sim_path(s, norm);
+                r = mkdir_p(path);
+                if (r < 0) {
+                        sim_log("cannot create %s for %s: %s", norm, d->devpath, strerror(-r));
+                        return r;
+                }
+        }
+        r = sim_link_driver(s, d);
+        if (r < 0)
+                return r;
+        return sim_link_iommu(s, d);
+}
+
+static int sim_add_record(sim_node *s, simdev *d, const char *record) {
+        GError *error = NULL;
+
+        if (s->verbose)
+                sim_log("add %s", d->devpath);
+        if (!umockdev_testbed_add_from_string(s->tb, record, &error)) {
+                sim_log("umockdev rejected the record of %s: %s", d->devpath, error->message);
+                g_error_free(error);
+                return -EINVAL;
+        }
+        d->present = true;
+        return sim_materialize(s, d);
+}
+
+static void sim_remove(sim_node *s, simdev *d) {
+        char parent[PATH_MAX], *slash;
+
+        if (s->verbose)
+                sim_log("remove %s", d->devpath);
+        sim_unlink_iommu(s, d);
+        if (d->driver)
+                sim_unlink_driver(s, d, d->driver);
+        umockdev_testbed_remove_device(s->tb, d->syspath);
+        d->present = false;
+        /* the kernel drops the class glue directory (".../net") with its last device */
+        (void) snprintf(parent, sizeof(parent), "%s%s", s->root, d->syspath);
+        slash = strrchr(parent, '/');
+        if (slash) {
+                *slash = '\0';
+                if (strcmp(basename_of(parent), d->subsystem) == 0)
+                        (void) rmdir(parent);
+        }
+}
+
+/* Rewrites the uevent file with DRIVER=driver right after SUBSYSTEM=, or without DRIVER=. */
+static int sim_uevent_set_driver(sim_node *s, simdev *d, const char *driver) {
+        _cleanup_free_ char *path = NULL, *text = NULL, *out = NULL;
+        char *save = NULL;
+        bool placed = false;
+        size_t size;
+        int r;
+
+        if (asprintf(&path, "%s%s/uevent", s->root, d->syspath) < 0)
+                return -ENOMEM;
+        r = read_file(path, &text);
+        if (r < 0)
+                return r;
+        size = strlen(text) + (driver ? strlen(driver) : 0) + 16;
+        out = calloc(1, size);
+        if (!out)
+                return -ENOMEM;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (strncmp(line, "DRIVER=", 7) == 0)
+                        continue;
+                strcat(out, line);
+                strcat(out, "\n");
+                if (driver && !placed && strncmp(line, "SUBSYSTEM=", 10) == 0) {
+                        strcat(out, "DRIVER=");
+                        strcat(out, driver);
+                        strcat(out, "\n");
+                        placed = true;
+                }
+        }
+        if (driver && !placed) {
+                _cleanup_free_ char *rest = strdup_or_die(out);
+
+                (void) snprintf(out, size, "DRIVER=%s\n%s", driver, rest);
+        }
+        return write_file(path, out);
+}
+
+static void sim_set_enable(sim_node *s, simdev *d, const char *value) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s%s/enable", s->root, d->syspath) < 0)
+                abort();
+        if (access(path, F_OK) == 0)
+                umockdev_testbed_set_attribute(s->tb, d->syspath, "enable", value);
+}
+
+static int sim_unbind(sim_node *s, simdev *d) {
+        _cleanup_free_ char *link = NULL, *old = NULL;
+        int r;
+
+        if (!d->present) {
+                sim_log("unbind: %s is unplugged", d->devpath);
+                return -ENODEV;
+        }
+        if (!d->driver) {
+                sim_log("unbind: %s has no driver", d->devpath);
+                return -ENODEV;
+        }
+        /* the driver's remove() deletes the class devices it created, deepest first */
+        for (size_t i = s->n_devs; i-- > 0;) {
+                simdev *c = s->devs[i];
+
+                if (c->present && sim_is_class_child(s, c, d)) {
+                        sim_send(s, c, "remove");
+                        sim_remove(s, c);
+                }
+        }
+        if (asprintf(&link, "%s%s/driver", s->root, d->syspath) < 0)
+                return -ENOMEM;
+        (void) unlink(link);
+        sim_unlink_driver(s, d, d->driver);
+        old = KDP_TAKE_PTR(d->driver);
+        r = sim_uevent_set_driver(s, d, NULL);
+        if (r < 0) {
+                sim_log("unbind: cannot rewrite the uevent file of %s: %s", d->devpath, strerror(-r));
+                return r;
+        }
+        sim_set_enable(s, d, "0\n");
+        sim_send(s, d, "unbind");
+        return 0;
+}
+
+static int sim_bind(sim_node *s, simdev *d, const char *driver) {
+        _cleanup_free_ char *target = NULL;
+        int r;
+
+        if (!d->present) {
+                sim_log("bind: %s is unplugged", d->devpath);
+                return -ENODEV;
+        }
+        if (d->driver) {
+                sim_log("bind: %s is already bound to %s", d->devpath, d->driver);
+                return -EBUSY;
+        }
+        if (d->driver_link) {
+                /* the record's own link, with the driver's name swapped */
+                size_t keep = (size_t) (basename_of(d->driver_link) - d->driver_link);
+
+                if (asprintf(&target, "%.*s%s", (int) keep, d->driver_link, driver) < 0)
+                        return -ENOMEM;
+        } else {
+                /* one "../" per level of the devpath: /sys/devices/a/b -> ../../../bus/... */
+                size_t levels = 0;
+
+                for (const char *p = d->devpath; *p; p++)
+                        levels += *p == '/';
+                target = calloc(1, levels * 3 + strlen(d->subsystem) + strlen(driver) + 32);
+                if (!target)
+                        return -ENOMEM;
+                for (size_t i = 0; i < levels; i++)
+                        strcat(target, "../");
+                strcat(target, "bus/");
+                strcat(target, d->subsystem);
+                strcat(target, "/drivers/");
+                strcat(target, driver);
+        }
+        umockdev_testbed_set_attribute_link(s->tb, d->syspath, "driver", target);
+        d->driver = strdup_or_die(driver);
+        r = sim_link_driver(s, d);
+        if (r < 0)
+                return r;
+        r = sim_uevent_set_driver(s, d, driver);
+        if (r < 0) {
+                sim_log("bind: cannot rewrite the uevent file of %s: %s", d->devpath, strerror(-r));
+                return r;
+        }
+        sim_set_enable(s, d, "1\n");
+        /* probe() creates the class devices before the driver core sends "bind" */
+        if (d->record_driver && strcmp(d->record_driver, driver) == 0)
+                for (size_t i = 0; i < s->n_devs; i++) {
+                        simdev *c = s->devs[i];
+
+                        if (!c->present && sim_is_class_child(s, c, d)) {
+                                r = sim_add_record(s, c, c->record);   /* umockdev sends "add" */
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+        sim_send(s, d, "bind");
+        return 0;
+}
+
+static int sim_unplug(sim_node *s, simdev *d) {
+        int r;
+
+        if (!d->present) {
+                sim_log("unplug: %s is already unplugged", d->devpath);
+                return -ENODEV;
+        }
+        /* pci_stop_bus_device(): drivers go first, children before parents */
+        for (size_t i = s->n_devs; i-- > 0;) {
+                simdev *c = s->devs[i];
+
+                if ((c == d || simdev_is_under(c, d)) && c->present && simdev_is_pci(c) && c->driver) {
+                        r = sim_unbind(s, c);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        /* pci_remove_bus_device(): then the devices, children before parents */
+        for (size_t i = s->n_devs; i-- > 0;) {
+                simdev *c = s->devs[i];
+
+                if ((c == d || simdev_is_under(c, d)) && c->present) {
+                        sim_send(s, c, "remove");
+                        sim_remove(s, c);
+                }
+        }
+        return 0;
+}
+
+/* c is a function on the bus behind bridge p */
+static bool sim_on_bus_of(sim_node *s, const simdev *c, const simdev *p) {
+        return simdev_is_pci(c) && simdev_is_under(c, p) && sim_owner(s, c) == p;
+}
+
+/* pci_device_add(): the function appears with no driver; umockdev sends "add" */
+static int sim_appear(sim_node *s, simdev *d) {
+        int r;
+
+        free(d->driver);
+        d->driver = NULL;
+        if (d->record_driver) {
+                _cleanup_free_ char *rec = simdev_record_unbound(d);
+
+                return sim_add_record(s, d, rec);
+        }
+        r = sim_add_record(s, d, d->record);
+        if (r < 0)
+                return r;
+        /* class devices of a function no driver owns come with it */
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *c = s->devs[i];
+
+                if (!c->present && sim_is_class_child(s, c, d)) {
+                        r = sim_add_record(s, c, c->record);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* pci_scan_child_bus(): every function on the bus appears, then the buses behind its bridges */
+static int sim_scan_bus(sim_node *s, simdev *bridge) {
+        int r;
+
+        for (size_t i = 0; i < s->n_devs; i++)
+                if (sim_on_bus_of(s, s->devs[i], bridge)) {
+                        r = sim_appear(s, s->devs[i]);
+                        if (r < 0)
+                                return r;
+                }
+        for (size_t i = 0; i < s->n_devs; i++)
+                if (sim_on_bus_of(s, s->devs[i], bridge)) {
+                        r = sim_scan_bus(s, s->devs[i]);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+/* pci_bus_add_devices(): drivers probe every function on the bus, then the buses behind it */
+static int sim_probe_bus(sim_node *s, simdev *bridge) {
+        int r;
+
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *c = s->devs[i];
+
+                if (sim_on_bus_of(s, c, bridge) && c->record_driver) {
+                        r = sim_bind(s, c, c->record_driver);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        for (size_t i = 0; i < s->n_devs; i++)
+                if (sim_on_bus_of(s, s->devs[i], bridge)) {
+                        r = sim_probe_bus(s, s->devs[i]);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+static int sim_replug(sim_node *s, simdev *d) {
+        int r;
+
+        if (d->present) {
+                sim_log("replug: %s is present; unplug it first", d->devpath);
+                return -EEXIST;
+        }
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *a = s->devs[i];
+
+                if (simdev_is_under(d, a) && !a->present) {
+                        sim_log("replug: the parent %s of %s is unplugged; replug it first",
+                                a->devpath, d->devpath);
+                        return -ENODEV;
+                }
+        }
+        if (!simdev_is_pci(d)) {
+                /* a class device alone: it comes back as its driver would create it */
+                return sim_add_record(s, d, d->record);
+        }
+        /* the rescan: the subtree appears without drivers, bus by bus ... */
+        r = sim_appear(s, d);
+        if (r >= 0)
+                r = sim_scan_bus(s, d);
+        if (r < 0)
+                return r;
+        /* ... then the drivers probe, bus by bus */
+        if (d->record_driver) {
+                r = sim_bind(s, d, d->record_driver);
+                if (r < 0)
+                        return r;
+        }
+        return sim_probe_bus(s, d);
+}
+
+/* -------------------------------------------------------------------------------------------- */
+/* "wait": the listeners' receive queues, through NETLINK_SOCK_DIAG */
+
+typedef struct listener_state {
+        unsigned n_live, n_pending;
+        char shadowed[PATH_MAX];        /* a socket name bound twice, if any */
+} listener_state;
+
+static int sim_query_listeners(sim_node *s, listener_state *ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *prefix = join(s->root, "/event");
+        struct {
+                struct nlmsghdr nlh;
+                struct unix_diag_req req;
+        } msg = {
+                .nlh = { .nlmsg_len = sizeof(msg), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+                         .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+                .req = { .sdiag_family = AF_UNIX, .udiag_states = ~0U,
+                         .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS | UDIAG_SHOW_RQLEN },
+        };
+        struct sockaddr_nl nladdr = { .nl_family = AF_NETLINK };
+        listener_state st = { 0 };
+        long buf[8192 / sizeof(long)];
+        bool done = false;
+
+        fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+        if (fd < 0)
+                return -errno;
+        if (sendto(fd, &msg, sizeof(msg), 0, (struct sockaddr *) &nladdr, sizeof(nladdr)) < 0)
+                return -errno;
+        while (!done) {
+                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, (size_t) n);
+                     h = NLMSG_NEXT(h, n)) {
+                        struct unix_diag_msg *m = NLMSG_DATA(h);
+                        char name[PATH_MAX] = "";
+                        bool have_vfs = false, have_rq = false;
+                        struct unix_diag_vfs vfs = { 0 };
+                        struct unix_diag_rqlen rq = { 0 };
+                        struct stat sb;
+                        int len;
+
+                        if (h->nlmsg_type == NLMSG_DONE) {
+                                done = true;
+                                break;
+                        }
+                        if (h->nlmsg_type == NLMSG_ERROR) {
+                                struct nlmsgerr *e = NLMSG_DATA(h);
+
+                                return e->error ? e->error : -EIO;
+                        }
+                        len = (int) (h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)));
+                        for (struct rtattr *a = (struct rtattr *) (m + 1); RTA_OK(a, len);
+                             a = RTA_NEXT(a, len)) {
+                                size_t plen = RTA_PAYLOAD(a);
+
+                                if (a->rta_type == UNIX_DIAG_NAME && plen < sizeof(name)) {
+                                        memcpy(name, RTA_DATA(a), plen);
+                                        name[plen] = '\0';
+                                } else if (a->rta_type == UNIX_DIAG_VFS && plen >= sizeof(vfs)) {
+                                        memcpy(&vfs, RTA_DATA(a), sizeof(vfs));
+                                        have_vfs = true;
+                                } else if (a->rta_type == UNIX_DIAG_RQLEN && plen >= sizeof(rq)) {
+                                        memcpy(&rq, RTA_DATA(a), sizeof(rq));
+                                        have_rq = true;
+                                }
+                        }
+                        if (strncmp(name, prefix, strlen(prefix)) != 0 || !have_vfs)
+                                continue;
+                        /* a socket whose name was unlinked and re-bound by another fd is deaf */
+                        if (stat(name, &sb) < 0 || sb.st_ino != vfs.udiag_vfs_ino) {
+                                (void) snprintf(st.shadowed, sizeof(st.shadowed), "%s", name);
+                                continue;
+                        }
+                        st.n_live++;
+                        if (have_rq && rq.udiag_rqueue > 0)
+                                st.n_pending++;
+                }
+        }
+        *ret = st;
+        return 0;
+}
+
+static void sim_tell_shadowed(sim_node *s, const char *name) {
+        for (size_t i = 0; i < s->n_orphans_told; i++)
+                if (strcmp(s->orphans_told[i], name) == 0)
+                        return;
+        sim_log("warning: two uevent listeners were bound to %s (monitors on the same fd number in two "
+                "processes); only the newer one receives uevents", name);
+        char **v = realloc(s->orphans_told, (s->n_orphans_told + 1) * sizeof(char *));
+        if (!v)
+                return;
+        s->orphans_told = v;
+        s->orphans_told[s->n_orphans_told++] = strdup_or_die(name);
+}
+
+static void sim_wait(sim_node *s, long timeout_ms) {
+        int64_t deadline = now_ms() + timeout_ms;
+
+        for (;;) {
+                listener_state st;
+                int r = sim_query_listeners(s, &st);
+
+                if (r < 0) {
+                        if (!s->diag_unavailable_told)
+                                sim_log("warning: NETLINK_SOCK_DIAG unavailable (%s); \"wait\" "
+                                        "settles for %d ms instead", strerror(-r), WAIT_FALLBACK_MS);
+                        s->diag_unavailable_told = true;
+                        sleep_ms(WAIT_FALLBACK_MS);
+                        return;
+                }
+                if (st.shadowed[0])
+                        sim_tell_shadowed(s, st.shadowed);
+                if (st.n_pending == 0) {
+                        if (s->verbose)
+                                sim_log("wait: %u listener(s), all drained", st.n_live);
+                        return;
+                }
+                if (now_ms() >= deadline) {
+                        sim_log("warning: wait: %u of %u listener(s) still hold unread uevents after "
+                                "%ld ms", st.n_pending, st.n_live, timeout_ms);
+                        return;
+                }
+                sleep_ms(2);
+        }
+}
+
+static int sim_wait_listeners(sim_node *s, long count, long timeout_ms) {
+        int64_t deadline = now_ms() + timeout_ms;
+
+        for (;;) {
+                listener_state st;
+                int r = sim_query_listeners(s, &st);
+
+                if (r < 0) {
+                        sim_log("wait-listeners: NETLINK_SOCK_DIAG unavailable: %s", strerror(-r));
+                        return r;
+                }
+                if (st.n_live >= (unsigned long) count)
+                        return 0;
+                if (now_ms() >= deadline) {
+                        sim_log("wait-listeners: %u of %ld listener(s) after %ld ms", st.n_live, count,
+                                timeout_ms);
+                        return -ETIMEDOUT;
+                }
+                sleep_ms(2);
+        }
+}
+
+/* -------------------------------------------------------------------------------------------- */
+/* Commands */
+
+static void sim_cmd_done(sim_cmd *c) {
+        free(c->addr);
+        free(c->arg);
+        free(c->value);
+        *c = (sim_cmd) { 0 };
+}
+
+/* Splits off the next whitespace-separated word of *p; NULL at the end. */
+static char *next_word(const char **p) {
+        const char *s = *p, *e;
+
+        while (*s && isspace((unsigned char) *s))
+                s++;
+        if (!*s)
+                return NULL;
+        e = s;
+        while (*e && !isspace((unsigned char) *e))
+                e++;
+        *p = e;
+        return strndup(s, (size_t) (e - s));
+}
+
+static const char *skip_space(const char *p) {
+        while (*p && isspace((unsigned char) *p))
+                p++;
+        return p;
+}
+
+static int parse_ms(const char *word, long *ret) {
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(word, &end, 10);
+        if (errno || *end || v < 0 || v > 24L * 3600 * 1000)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* Parses one line. Returns 0 and fills ret, 1 for a blank or comment line, <0 on a bad line. */
+static int parse_command(const char *line, const char *where, sim_cmd *ret) {
+        _cleanup_free_ char *verb = NULL, *extra = NULL;
+        sim_cmd c = { .verb = _VERB_INVALID };
+        const char *p = skip_space(line);
+
+        if (!*p || *p == '#')
+                return 1;
+        verb = next_word(&p);
+        for (int i = 0; i < _VERB_MAX; i++)
+                if (strcmp(verb, verb_names[i]) == 0)
+                        c.verb = (sim_verb) i;
+        switch (c.verb) {
+        case VERB_UNPLUG:
+        case VERB_REPLUG:
+        case VERB_UNBIND:
+                c.addr = next_word(&p);
+                extra = next_word(&p);
+                if (!c.addr || extra) {
+                        sim_log("%s: usage: %s ADDR", where, verb);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                break;
+        case VERB_BIND:
+                c.addr = next_word(&p);
+                c.arg = next_word(&p);
+                extra = next_word(&p);
+                if (!c.addr || !c.arg || extra) {
+                        sim_log("%s: usage: bind ADDR DRIVER", where);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                break;
+        case VERB_SET: {
+                gchar *v;
+
+                c.addr = next_word(&p);
+                c.arg = next_word(&p);
+                if (!c.addr || !c.arg) {
+                        sim_log("%s: usage: set ADDR ATTR VALUE", where);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                if (*p)
+                        p++;    /* the one separator; the rest is the value, spaces and all */
+                v = g_strcompress(p);
+                c.value = join(v, "\n");
+                g_free(v);
+                break;
+        }
+        case VERB_UEVENT: {
+                size_t size = strlen(p) + 2;
+                char *kv;
+
+                c.addr = next_word(&p);
+                c.arg = next_word(&p);
+                if (!c.addr || !c.arg) {
+                        sim_log("%s: usage: uevent ADDR ACTION [KEY=VALUE...]", where);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                c.value = calloc(1, size);
+                if (!c.value)
+                        return -ENOMEM;
+                while ((kv = next_word(&p))) {
+                        if (!strchr(kv, '=') || kv[0] == '=') {
+                                sim_log("%s: uevent: '%s' is not KEY=VALUE", where, kv);
+                                free(kv);
+                                sim_cmd_done(&c);
+                                return -EINVAL;
+                        }
+                        strcat(c.value, kv);
+                        strcat(c.value, "\n");
+                        free(kv);
+                }
+                break;
+        }
+        case VERB_WAIT:
+        case VERB_SLEEP: {
+                _cleanup_free_ char *ms = next_word(&p);
+
+                extra = next_word(&p);
+                c.ms = WAIT_DEFAULT_MS;
+                if ((c.verb == VERB_SLEEP && !ms) || extra || (ms && parse_ms(ms, &c.ms) < 0)) {
+                        sim_log("%s: usage: %s", where, c.verb == VERB_SLEEP ? "sleep MS" : "wait [MS]");
+                        return -EINVAL;
+                }
+                break;
+        }
+        case VERB_WAIT_LISTENERS: {
+                _cleanup_free_ char *n = next_word(&p), *ms = next_word(&p);
+
+                extra = next_word(&p);
+                c.count = 1;
+                c.ms = 10000;
+                if (extra || (n && parse_ms(n, &c.count) < 0) || (ms && parse_ms(ms, &c.ms) < 0)) {
+                        sim_log("%s: usage: wait-listeners [N [MS]]", where);
+                        return -EINVAL;
+                }
+                break;
+        }
+        case VERB_ECHO:
+                if (*p)
+                        p++;
+                c.value = strdup_or_die(p);
+                break;
+        default:
+                sim_log("%s: unknown command '%s' (unplug replug unbind bind set uevent wait "
+                        "wait-listeners sleep echo)", where, verb);
+                return -EINVAL;
+        }
+        *ret = c;
+        return 0;
+}
+
+/* Sends one uevent with extra KEY=VALUE lines appended to the uevent file for its duration. */
+static int sim_uevent_with(sim_node *s, simdev *d, const char *action, const char *extra) {
+        _cleanup_free_ char *path = NULL, *saved = NULL, *text = NULL;
+        int r;
+
+        if (!extra || !*extra) {
+                sim_send(s, d, action);
+                return 0;
+        }
+        if (asprintf(&path, "%s%s/uevent", s->root, d->syspath) < 0)
+                return -ENOMEM;
+        r = read_file(path, &saved);
+        if (r < 0)
+                return r;
+        text = join(saved, extra);
+        r = write_file(path, text);
+        if (r < 0)
+                return r;
+        sim_send(s, d, action);
+        return write_file(path, saved);
+}
+
+/* Runs one parsed command. Returns <0 on error (already reported), else 0; sleep sets *ret_ms. */
+static int sim_execute(sim_node *s, const sim_cmd *c, const char *where, long *ret_sleep_ms) {
+        simdev *d = NULL;
+        int r;
+
+        *ret_sleep_ms = 0;
+        if (c->addr) {
+                r = sim_resolve(s, c->addr, &d);
+                if (r < 0) {
+                        sim_log("%s: %s failed", where, verb_names[c->verb]);
+                        return r;
+                }
+        }
+        if (s->verbose)
+                sim_log("%s: %s%s%s", where, verb_names[c->verb], c->addr ? " " : "", c->addr ? c->addr : "");
+        switch (c->verb) {
+        case VERB_UNPLUG:
+                r = sim_unplug(s, d);
+                break;
+        case VERB_REPLUG:
+                r = sim_replug(s, d);
+                break;
+        case VERB_UNBIND:
+                r = sim_unbind(s, d);
+                break;
+        case VERB_BIND:
+                r = sim_bind(s, d, c->arg);
+                break;
+        case VERB_SET:
+        case VERB_UEVENT:
+                if (!d->present) {
+                        sim_log("%s: %s is unplugged", where, d->devpath);
+                        r = -ENODEV;
+                        break;
+                }
+                if (c->verb == VERB_SET) {
+                        umockdev_testbed_set_attribute(s->tb, d->syspath, c->arg, c->value);
+                        r = 0;
+                } else
+                        r = sim_uevent_with(s, d, c->arg, c->value);
+                break;
+        case VERB_WAIT:
+                sim_wait(s, c->ms);
+                r = 0;
+                break;
+        case VERB_WAIT_LISTENERS:
+                r = sim_wait_listeners(s, c->count, c->ms);
+                break;
+        case VERB_SLEEP:
+                *ret_sleep_ms = c->ms;
+                r = 0;
+                break;
+        case VERB_ECHO:
+                printf("%s\n", c->value);
+                (void) fflush(stdout);
+                r = 0;
+                break;
+        default:
+                r = -EINVAL;
+        }
+        if (r < 0)
+                sim_log("%s: %s failed", where, verb_names[c->verb]);
+        return r;
+}
+
+/* -------------------------------------------------------------------------------------------- */
+/* Streams */
+
+static void stream_push(sim_stream *st, const char *line) {
+        if (st->n_lines == st->lines_size) {
+                size_t n = st->lines_size ? st->lines_size * 2 : 16;
+                char **v = realloc(st->lines, n * sizeof(char *));
+
+                if (!v) {
+                        sim_log("out of memory");
+                        abort();
+                }
+                st->lines = v;
+                st->lines_size = n;
+        }
+        st->lines[st->n_lines++] = strdup_or_die(line);
+}
+
+static void stream_done(sim_stream *st) {
+        for (size_t i = 0; i < st->n_lines; i++)
+                free(st->lines[i]);
+        free(st->lines);
+        *st = (sim_stream) { .name = st->name };
+}
+
+/* Runs the stream's lines until it sleeps or runs dry. <0 on a failed command. */
+static int stream_run(sim_node *s, sim_stream *st) {
+        while (st->n_done < st->n_lines) {
+                _cleanup_free_ char *where = NULL;
+                sim_cmd c;
+                long ms;
+                int r;
+
+                if (st->resume_at_ms > now_ms())
+                        return 0;
+                st->resume_at_ms = 0;
+                if (asprintf(&where, "%s line %zu", st->name, st->n_done + 1) < 0)
+                        return -ENOMEM;
+                r = parse_command(st->lines[st->n_done], where, &c);
+                st->n_done++;
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                r = sim_execute(s, &c, where, &ms);
+                sim_cmd_done(&c);
+                if (r < 0)
+                        return r;
+                if (ms > 0)
+                        st->resume_at_ms = now_ms() + ms;
+        }
+        return 0;
+}
+
+static int64_t stream_next_deadline(const sim_stream *st) {
+        if (st->n_done < st->n_lines && st->resume_at_ms > 0)
+                return st->resume_at_ms;
+        return -1;
+}
+
+static int load_script(sim_node *s, const char *path) {
+        _cleanup_free_ char *text = NULL;
+        size_t n = 0;
+        int r;
+
+        r = read_file(path, &text);
+        if (r < 0) {
+                sim_log("cannot read script %s: %s", path, strerror(-r));
+                return r;
+        }
+        /* keep empty lines so that line numbers in messages match the file */
+        for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+                _cleanup_free_ char *where = NULL;
+                sim_cmd c;
+
+                nl = strchr(p, '\n');
+                if (nl)
+                        *nl = '\0';
+                stream_push(&s->script, p);
+                if (asprintf(&where, "%s line %zu", s->script.name, ++n) < 0)
+                        return -ENOMEM;
+                r = parse_command(p, where, &c);       /* syntax errors before the child runs */
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        sim_cmd_done(&c);
+        }
+        return 0;
+}
+
+/* Reads what the FIFO has; complete lines go to the control stream. */
+static int control_read(sim_node *s) {
+        for (;;) {
+                ssize_t n = read(s->control_fd, s->control_buf + s->control_len,
+                                 sizeof(s->control_buf) - s->control_len - 1);
+                char *start, *nl;
+
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return 0;
+                        sim_log("reading the control FIFO failed: %s", strerror(errno));
+                        return -errno;
+                }
+                if (n == 0)
+                        return 0;
+                s->control_len += (size_t) n;
+                s->control_buf[s->control_len] = '\0';
+                start = s->control_buf;
+                while ((nl = strchr(start, '\n'))) {
+                        *nl = '\0';
+                        stream_push(&s->control, start);
+                        start = nl + 1;
+                }
+                s->control_len -= (size_t) (start - s->control_buf);
+                memmove(s->control_buf, start, s->control_len);
+                if (s->control_len >= sizeof(s->control_buf) - 1) {
+                        sim_log("control FIFO: line longer than %d bytes", LINE_MAX_LEN - 1);
+                        return -E2BIG;
+                }
+        }
+}
+
+static int control_open(sim_node *s, const char *path) {
+        struct stat sb;
+
+        if (stat(path, &sb) < 0) {
+                if (errno != ENOENT || mkfifo(path, 0600) < 0) {
+                        sim_log("cannot create the control FIFO %s: %s", path, strerror(errno));
+                        return -errno;
+                }
+        } else if (!S_ISFIFO(sb.st_mode)) {
+                sim_log("%s exists and is not a FIFO", path);
+                return -EINVAL;
+        }
+        s->control_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (s->control_fd < 0) {
+                sim_log("cannot open the control FIFO %s: %s", path, strerror(errno));
+                return -errno;
+        }
+        /* our own writer keeps the FIFO from reporting EOF between the test's writers */
+        s->control_keep_fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (s->control_keep_fd < 0) {
+                sim_log("cannot open the control FIFO %s for writing: %s", path, strerror(errno));
+                return -errno;
+        }
+        return 0;
+}
+
+/* -------------------------------------------------------------------------------------------- */
+/* Setup */
+
+static int load_fixture(sim_node *s, const char *path) {
+        _cleanup_free_ char *text = NULL;
+        size_t line = 1;
+        char *p;
+        int r;
+
+        r = read_file(path, &text);
+        if (r < 0) {
+                sim_log("cannot read fixture %s: %s", path, strerror(-r));
+                return r;
+        }
+        for (p = text; *p;) {
+                _cleanup_free_ char *where = NULL, *record = NULL;
+                _cleanup_(simdev_freep) simdev *d = NULL;
+                GError *error = NULL;
+                char *end;
+
+                /* records are separated by blank lines */
+                while (*p == '\n') {
+                        p++;
+                        line++;
+                }
+                if (!*p)
+                        break;
+                if (asprintf(&where, "%s:%zu", path, line) < 0)
+                        return -ENOMEM;
+                for (end = p; *end && !(end[0] == '\n' && (end[1] == '\n' || end[1] == '\0')); end++)
+                        line += *end == '\n';
+                if (*end)
+                        end++;          /* keep the record's last newline */
+                record = strndup(p, (size_t) (end - p));
+                if (!record)
+                        return -ENOMEM;
+                p = end;
+                line++;
+                r = simdev_new_from_record(record, where, &d);
+                if (r < 0)
+                        return r;
+                if (sim_find_devpath(s, d->devpath)) {
+                        sim_log("%s: %s is declared twice", where, d->devpath);
+                        return -EEXIST;
+                }
+                if (!umockdev_testbed_add_from_string(s->tb, record, &error)) {
+                        sim_log("%s: umockdev rejected the record: %s", where, error->message);
+                        g_error_free(error);
+                        return -EINVAL;
+                }
+                if (s->n_devs == s->devs_size) {
+                        size_t n = s->devs_size ? s->devs_size * 2 : 64;
+                        simdev **v = realloc(s->devs, n * sizeof(simdev *));
+
+                        if (!v)
+                                return -ENOMEM;
+                        s->devs = v;
+                        s->devs_size = n;
+                }
+                s->devs[s->n_devs++] = KDP_TAKE_PTR(d);
+        }
+        return 0;
+}
+
+static bool preload_active(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/maps", "re");
+        char line[1024];
+
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, "libumockdev-preload"))
+                        return true;
+        return false;
+}
+
+static void sim_node_done(sim_node *s) {
+        for (size_t i = 0; i < s->n_devs; i++)
+                simdev_free(s->devs[i]);
+        free(s->devs);
+        stream_done(&s->script);
+        stream_done(&s->control);
+        for (size_t i = 0; i < s->n_orphans_told; i++)
+                free(s->orphans_told[i]);
+        free(s->orphans_told);
+        if (s->control_fd >= 0)
+                (void) close(s->control_fd);
+        if (s->control_keep_fd >= 0)
+                (void) close(s->control_keep_fd);
+        if (s->signal_fd >= 0)
+                (void) close(s->signal_fd);
+        g_free(s->root);
+        if (s->tb)
+                g_object_unref(s->tb);  /* deletes the testbed directory */
+}
+
+static int exit_status(int status) {
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+                return 128 + WTERMSIG(status);
+        return EXIT_SIM_ERROR;
+}
+
+/* Stops the child after an error of ours: SIGTERM, 2 s, SIGKILL. */
+static void stop_child(sim_node *s) {
+        int status;
+
+        if (s->child <= 0)
+                return;
+        (void) kill(s->child, SIGTERM);
+        for (int i = 0; i < 200; i++) {
+                if (waitpid(s->child, &status, WNOHANG) == s->child) {
+                        s->child = 0;
+                        return;
+                }
+                sleep_ms(10);
+        }
+        (void) kill(s->child, SIGKILL);
+        (void) waitpid(s->child, &status, 0);
+        s->child = 0;
+}
+
+/* The fds open at start: what our caller meant the child to have. */
+typedef struct fd_set_snapshot {
+        int fds[256];
+        size_t n;
+} fd_set_snapshot;
+
+static void fds_snapshot(fd_set_snapshot *snap) {
+        _cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+
+        snap->n = 0;
+        if (!d)
+                return;
+        while ((e = readdir(d)) && snap->n < KDP_ELEMENTSOF(snap->fds))
+                if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
+                        snap->fds[snap->n++] = atoi(e->d_name);
+}
+
+/*
+ * Marks close-on-exec every fd opened since the snapshot that is not yet: umockdev keeps the
+ * masters of its emulated char devices (ptys) open without FD_CLOEXEC.
+ */
+static void fds_cloexec_new(const fd_set_snapshot *snap) {
+        _cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+
+        if (!d)
+                return;
+        while ((e = readdir(d))) {
+                int fd = atoi(e->d_name), flags;
+                bool inherited = false;
+
+                if (e->d_name[0] == '.' || fd == dirfd(d))
+                        continue;
+                for (size_t i = 0; i < snap->n; i++)
+                        inherited |= snap->fds[i] == fd;
+                flags = fcntl(fd, F_GETFD);
+                if (!inherited && flags >= 0 && !(flags & FD_CLOEXEC))
+                        (void) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+        }
+}
+
+static int spawn_child(sim_node *s, char **argv, const sigset_t *old_mask) {
+        int pipefd[2], err = 0;
+        ssize_t n;
+
+        /* a CLOEXEC pipe tells us whether exec worked */
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        (void) fflush(stdout);
+        (void) fflush(stderr);
+        s->child = fork();
+        if (s->child < 0) {
+                err = -errno;
+                (void) close(pipefd[0]);
+                (void) close(pipefd[1]);
+                return err;
+        }
+        if (s->child == 0) {
+                (void) close(pipefd[0]);
+                (void) signal(SIGPIPE, SIG_DFL);
+                (void) pthread_sigmask(SIG_SETMASK, old_mask, NULL);
+                execvp(argv[0], argv);
+                err = errno;
+                (void) !write(pipefd[1], &err, sizeof(err));
+                _exit(127);
+        }
+        (void) close(pipefd[1]);
+        do
+                n = read(pipefd[0], &err, sizeof(err));
+        while (n < 0 && errno == EINTR);
+        (void) close(pipefd[0]);
+        if (n == sizeof(err)) {
+                int status;
+
+                (void) waitpid(s->child, &status, 0);
+                s->child = 0;
+                sim_log("cannot run '%s': %s", argv[0], strerror(err));
+                return -err;
+        }
+        return 0;
+}
+
+static void usage(FILE *f) {
+        fputs("usage: sim-node [-v] [-f] FIXTURE... [--script FILE] [--control FIFO] -- COMMAND [ARG...]\n"
+              "Runs COMMAND on a umockdev testbed loaded from the FIXTURE record files and applies\n"
+              "hot-plug events from FILE and from lines written to FIFO. See the top of sim-node.c.\n",
+              f);
+}
+
+/* The main loop: commands, the control FIFO and signals until the child exits. */
+static int run(sim_node *s) {
+        int r;
+
+        for (;;) {
+                struct pollfd pfd[2] = {
+                        { .fd = s->signal_fd, .events = POLLIN },
+                        { .fd = s->control_fd, .events = POLLIN },
+                };
+                int64_t deadline = -1, t;
+                int timeout = -1;
+
+                r = stream_run(s, &s->script);
+                if (r < 0)
+                        return r;
+                r = stream_run(s, &s->control);
+                if (r < 0)
+                        return r;
+                t = stream_next_deadline(&s->script);
+                if (t >= 0)
+                        deadline = t;
+                t = stream_next_deadline(&s->control);
+                if (t >= 0 && (deadline < 0 || t < deadline))
+                        deadline = t;
+                if (deadline >= 0) {
+                        int64_t left = deadline - now_ms();
+
+                        timeout = left < 0 ? 0 : (int) left;
+                }
+                r = poll(pfd, s->control_fd >= 0 ? 2 : 1, timeout);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (pfd[0].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+
+                        if (read(s->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+                                if (si.ssi_signo == SIGCHLD) {
+                                        int status;
+
+                                        if (waitpid(s->child, &status, WNOHANG) == s->child) {
+                                                s->child = 0;
+                                                return exit_status(status);
+                                        }
+                                } else
+                                        (void) kill(s->child, (int) si.ssi_signo);
+                        }
+                }
+                if (s->control_fd >= 0 && (pfd[1].revents & POLLIN)) {
+                        r = control_read(s);
+                        if (r < 0)
+                                return r;
+                }
+        }
+}
+
+/* Takes the value of "--name VALUE" or "--name=VALUE" at argv[*i]; NULL if argv[*i] is not it. */
+static const char *option_value(int argc, char **argv, int *i, const char *shortname, const char *name) {
+        size_t len = strlen(name);
+
+        if ((shortname && strcmp(argv[*i], shortname) == 0) || strcmp(argv[*i], name) == 0) {
+                if (*i + 1 >= argc)
+                        return NULL;
+                return argv[++*i];
+        }
+        if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=')
+                return argv[*i] + len + 1;
+        return NULL;
+}
+
+int main(int argc, char **argv) {
+        sim_node s = { .control_fd = -1, .control_keep_fd = -1, .signal_fd = -1,
+                       .script.name = "script", .control.name = "control" };
+        fd_set_snapshot inherited;
+        const char *fixtures[64], *script = NULL, *control = NULL, *v;
+        size_t n_fixtures = 0;
+        sigset_t mask, old_mask;
+        int i, r;
+
+        for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+                if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+                        usage(stdout);
+                        return 0;
+                } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0)
+                        s.verbose = true;
+                else if ((v = option_value(argc, argv, &i, NULL, "--script")))
+                        script = v;
+                else if ((v = option_value(argc, argv, &i, NULL, "--control")))
+                        control = v;
+                else if ((v = option_value(argc, argv, &i, "-f", "--fixture")) || argv[i][0] != '-') {
+                        if (n_fixtures == KDP_ELEMENTSOF(fixtures)) {
+                                sim_log("too many fixtures");
+                                return EXIT_SIM_ERROR;
+                        }
+                        fixtures[n_fixtures++] = v ? v : argv[i];
+                } else {
+                        sim_log("unknown or incomplete option '%s'", argv[i]);
+                        usage(stderr);
+                        return EXIT_SIM_ERROR;
+                }
+        }
+        if (i + 1 >= argc || n_fixtures == 0) {
+                usage(stderr);
+                return EXIT_SIM_ERROR;
+        }
+        argv += i + 1;
+
+        if (!preload_active()) {
+                sim_log("umockdev's preload library is not loaded; run sim-node through "
+                        "tests/sim-node/sim-node (it sets LD_PRELOAD=libumockdev-preload.so.0)");
+                return EXIT_SKIP;
+        }
+
+        fds_snapshot(&inherited);
+        /* a reader of our stdout that went away must not kill us before the testbed is gone */
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        /*
+         * Block the signals we read through the signalfd before the testbed exists: umockdev
+         * starts threads (for emulated char devices), and a thread that does not block SIGCHLD
+         * would take it and leave the signalfd waiting for a child that is long gone.
+         */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        (void) pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
+
+        s.tb = umockdev_testbed_new();      /* sets UMOCKDEV_DIR, which the child inherits */
+        s.root = umockdev_testbed_get_root_dir(s.tb);
+        /* the preload redirects these prefixes, the testbed's own files included: it would loop */
+        static const char *const trapped[] = { "/dev/", "/sys/", "/proc/", "/run/udev/" };
+        for (size_t j = 0; j < KDP_ELEMENTSOF(trapped); j++)
+                if (strncmp(s.root, trapped[j], strlen(trapped[j])) == 0) {
+                        sim_log("the testbed directory %s lies under %s, which umockdev redirects; "
+                                "point TMPDIR elsewhere", s.root, trapped[j]);
+                        sim_node_done(&s);
+                        return EXIT_SIM_ERROR;
+                }
+        for (size_t j = 0; j < n_fixtures; j++) {
+                r = load_fixture(&s, fixtures[j]);
+                if (r < 0) {
+                        sim_node_done(&s);
+                        return EXIT_SIM_ERROR;
+                }
+        }
+        qsort(s.devs, s.n_devs, sizeof(simdev *), cmp_devs);
+        for (size_t j = 0; j < s.n_devs; j++) {
+                r = sim_materialize(&s, s.devs[j]);
+                if (r < 0) {
+                        sim_node_done(&s);
+                        return EXIT_SIM_ERROR;
+                }
+        }
+        if (s.verbose)
+                sim_log("testbed %s: %zu devices", s.root, s.n_devs);
+        if (script && load_script(&s, script) < 0) {
+                sim_node_done(&s);
+                return EXIT_SIM_ERROR;
+        }
+        if (control && control_open(&s, control) < 0) {
+                sim_node_done(&s);
+                return EXIT_SIM_ERROR;
+        }
+
+        s.signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (s.signal_fd < 0) {
+                sim_log("signalfd failed: %s", strerror(errno));
+                sim_node_done(&s);
+                return EXIT_SIM_ERROR;
+        }
+        fds_cloexec_new(&inherited);
+        if (spawn_child(&s, argv, &old_mask) < 0) {
+                sim_node_done(&s);
+                return EXIT_SIM_ERROR;
+        }
+        r = run(&s);
+        if (r < 0) {
+                stop_child(&s);
+                sim_node_done(&s);
+                return EXIT_SIM_ERROR;
+        }
+        sim_node_done(&s);
+        return r;
+}
