@@ -293,11 +293,17 @@ void kdp_kubelet_client_cancel(kdp_registration *reg) {
 
         if (!reg)
                 return;
+        /*
+         * All under the lock: the CQ thread reads reg->k only while it sees
+         * the registration not cancelled, and once it sees it cancelled it
+         * frees it, so nothing here may touch reg after the unlock but an
+         * IDLE registration, which no completion can reach.
+         */
+        pthread_mutex_lock(&reg->lock);
+        reg->cancelled = true;
         reg_unlink(reg);
         kdp_loop_remove(reg->retry);
         reg->retry = NULL;
-        pthread_mutex_lock(&reg->lock);
-        reg->cancelled = true;
         state = reg->state;
         if (state == REG_IN_FLIGHT)
                 grpc_call_cancel(reg->call, NULL);
