@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bench-scan [REPS]: the cost of one full rescan as kdpd does it, in process:
+ * kdp_registry_scan() (the backend's scan() and probe() of every device, then
+ * kdp_device_tree_finish()) and kdp_snapshot_new() for each resource (sorted
+ * list, locality index, packed ListAndWatchResponse). With the example backend
+ * at example.devices=8 and 4096; prints rescan_n<N>_p50_us, _p99_us, _max_us.
+ * Run by bench/hardware.sh.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <grpc/grpc.h>
+
+#include "registry.h"
+#include "snapshot.h"
+
+static const char *const dirs[] = { KDP_BUILD_DIR "/plugins", NULL };
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* nearest-rank percentile of a sorted array */
+static uint64_t pct(const uint64_t *v, size_t n, unsigned p) {
+        size_t i = (n * p + 99) / 100;
+
+        return v[i ? i - 1 : 0];
+}
+
+static int run(unsigned n, unsigned reps) {
+        const char *roots[_KDP_PATH_KIND_MAX] = { 0 };
+        kdp_config *c = NULL;
+        kdp_backend *b = NULL;
+        uint64_t *t = calloc(reps, sizeof(*t)), gen = 0;
+        char opt[64];
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        snprintf(opt, sizeof(opt), "example.devices=%u", n);
+        if ((r = kdp_config_load(NULL, &c)) < 0 || (r = kdp_config_add_override(c, opt)) < 0 ||
+            (r = kdp_registry_load("example", dirs, &b)) < 0 || (r = kdp_registry_start(b, c, roots)) < 0) {
+                fprintf(stderr, "bench-scan: cannot start the example backend: %s\n", strerror(-r));
+                goto out;
+        }
+        /* one warm-up round, not counted */
+        for (unsigned i = 0; i <= reps; i++) {
+                kdp_device_tree *tree = NULL;
+                uint64_t t0 = now_ns();
+
+                r = kdp_registry_scan(b, NULL, &tree);
+                if (r < 0) {
+                        fprintf(stderr, "bench-scan: scan failed: %s\n", strerror(-r));
+                        goto out;
+                }
+                for (size_t k = 0; k < tree->n_resources; k++) {
+                        kdp_snapshot *s = NULL;
+
+                        if (i == 0 && tree->resources[k].n_devices != n)
+                                fprintf(stderr, "bench-scan: %zu devices, expected %u\n",
+                                        tree->resources[k].n_devices, n);
+                        r = kdp_snapshot_new(&tree->resources[k], ++gen, &s);
+                        if (r < 0) {
+                                fprintf(stderr, "bench-scan: snapshot failed: %s\n", strerror(-r));
+                                kdp_device_tree_free(tree);
+                                goto out;
+                        }
+                        kdp_snapshot_unref(s);
+                }
+                if (i > 0)
+                        t[i - 1] = now_ns() - t0;
+                kdp_device_tree_free(tree);
+        }
+        qsort(t, reps, sizeof(*t), cmp_u64);
+        printf("rescan_n%u_p50_us=%.1f\n", n, pct(t, reps, 50) / 1e3);
+        printf("rescan_n%u_p99_us=%.1f\n", n, pct(t, reps, 99) / 1e3);
+        printf("rescan_n%u_max_us=%.1f\n", n, t[reps - 1] / 1e3);
+        r = 0;
+out:
+        if (b)
+                kdp_registry_stop(b);
+        kdp_registry_free(b);
+        kdp_config_free(c);
+        free(t);
+        return r;
+}
+
+int main(int argc, char **argv) {
+        unsigned reps = argc > 1 ? (unsigned) strtoul(argv[1], NULL, 10) : 50;
+        int r = 0;
+
+        if (reps == 0)
+                reps = 50;
+        grpc_init();
+        printf("rescan_reps=%u\n", reps);
+        fflush(stdout);
+        if (run(8, reps) < 0 || run(4096, reps) < 0)
+                r = 1;
+        grpc_shutdown();
+        return r;
+}
