@@ -87,6 +87,19 @@ changes=$(grep "^devices " "$T/kubelet.out" | tail -n +"$before" | cut -d' ' -f4
 assert_eq "$changes" "allocatable=7 allocatable=6 allocatable=7 " "allocatable as the kubelet saw it during the flapping"
 pass "a flapping GPU was reported down once and up once"
 
+# a whole PCIe switch (2 GPUs) pulled and put back 5 times as fast as the events go: devices
+# vanish while kdpd scans; it keeps serving and ends with every GPU back
+for i in $(seq 1 5); do
+        ctl unplug 0000:16:00.0
+        ctl replug 0000:16:00.0
+done
+ctl echo storm-done                             # sim-node prints it once every line before ran
+wait_line "$T/kdpd.out" '^storm-done$' 60
+devices "capacity=8 allocatable=7 healthy=0000:18:00.0,0000:19:00.0,0000:3a:00.0,0000:3b:00.0,0000:9a:00.0,0000:9b:00.0,0000:bb:00.0 unhealthy=0000:ba:00.0 "
+kill -0 "$(pgrep -P "$KDPD_PID" -x kdpd)" || fail "kdpd died"
+assert_eq "$("$KDPCTL" list --socket "$(plugin_socket pci)" | tail -n 1)" "total=8 healthy=7 unhealthy=1" "list after the storm"
+pass "devices vanishing during scans: kdpd kept serving and every GPU came back"
+
 kill -TERM "$(pgrep -P "$KDPD_PID" -x kdpd)"          # kdpd itself; sim-node exits with its status
 wait "$KDPD_PID"
 rc=$?
