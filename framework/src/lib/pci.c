@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,28 +192,6 @@ static int read_uint_at(int dirfd, const char *name, int *ret) {
         if (r < 0)
                 return r;
         return parse_uint(s, ret);
-}
-
-/* The last component of symlink `name`'s target into buf. -ENOENT without the link, -EINVAL if no link. */
-static int link_base_at(int dirfd, const char *name, char *buf, size_t size) {
-        char target[PATH_MAX];
-        const char *base;
-        ssize_t n;
-        size_t len;
-
-        n = readlinkat(dirfd, name, target, sizeof(target) - 1);
-        if (n < 0)
-                return -errno;
-        target[n] = '\0';
-        base = strrchr(target, '/');
-        base = base ? base + 1 : target;
-        len = strlen(base);
-        if (len == 0)
-                return -EINVAL;
-        if (len >= size)
-                return -ENAMETOOLONG;
-        memcpy(buf, base, len + 1);
-        return 0;
 }
 
 /* ---- libpci, behind a guard ---- */
@@ -411,13 +390,13 @@ static int pci_fill_sysfs(int dirfd, kdp_pci_device *dev, const char **ret_file)
                 return r;
 
         /* a physfn that is not a link to a PCI address is no physfn */
-        if (link_base_at(dirfd, "physfn", buf, sizeof(buf)) == 0 && bdf_canonical(buf, NULL))
+        if (kdp_sysfs_link_base_at(dirfd, "physfn", buf, sizeof(buf)) == 0 && bdf_canonical(buf, NULL))
                 strcpy(dev->physfn, buf);
 
         /* libpci resolves the links with realpath(); a dangling one still names the driver and group */
-        if (dev->driver[0] == '\0' && link_base_at(dirfd, "driver", buf, sizeof(buf)) == 0)
+        if (dev->driver[0] == '\0' && kdp_sysfs_link_base_at(dirfd, "driver", buf, sizeof(buf)) == 0)
                 strcpy(dev->driver, buf);
-        if (dev->iommu_group < 0 && link_base_at(dirfd, "iommu_group", buf, sizeof(buf)) == 0 &&
+        if (dev->iommu_group < 0 && kdp_sysfs_link_base_at(dirfd, "iommu_group", buf, sizeof(buf)) == 0 &&
             parse_uint(buf, &dev->iommu_group) < 0)
                 dev->iommu_group = -1;
 
@@ -674,25 +653,13 @@ int kdp_pci_read_attr(const kdp_backend_ctx *ctx, const char *address, const cha
         return r == -ENOTDIR ? -ENOENT : r;
 }
 
-/* DEVNAME= of a uevent text, or NULL. Points into `uevent`. */
-static const char *uevent_devname(char *uevent) {
-        char *state = NULL;
-
-        for (char *line = strtok_r(uevent, "\n", &state); line; line = strtok_r(NULL, "\n", &state))
-                if (strncmp(line, "DEVNAME=", strlen("DEVNAME=")) == 0)
-                        return line + strlen("DEVNAME=");
-        return NULL;
-}
-
-static int compare_children(const void *a, const void *b) {
-        return strverscmp(((const kdp_pci_child *) a)->name, ((const kdp_pci_child *) b)->name);
-}
+/* children are sorted with kdp_sysfs_compare_names() */
+_Static_assert(offsetof(kdp_pci_child, name) == 0, "kdp_pci_child must start with its name");
 
 /* One child `name` of the subsystem directory sfd, or 0 without adding it (not a directory; too long). */
 static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_child *ret) {
-        _cleanup_free_ char *uevent_path = NULL, *uevent = NULL;
+        _cleanup_free_ char *uevent_path = NULL;
         kdp_pci_child c = { 0 };
-        const char *devname;
         struct stat st;
         int r;
 
@@ -706,20 +673,13 @@ static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_c
 
         if (asprintf(&uevent_path, "%s/uevent", name) < 0)
                 return -ENOMEM;
-        r = kdp_sysfs_read_text_at(sfd, uevent_path, &uevent);
-        if (r < 0 && r != -ENOENT)
-                return r;
-        devname = uevent ? uevent_devname(uevent) : NULL;
-        while (devname && *devname == '/')
-                devname++;
-        if (devname && *devname) {
-                int n = snprintf(c.devnode, sizeof(c.devnode), "%s/%s", dev_root, devname);
-
-                if (n < 0 || (size_t) n >= sizeof(c.devnode)) {
-                        kdp_log_warning("Skipped class device with a too long node path", KDP_F_STR("device", name));
-                        return 0;
-                }
+        r = kdp_sysfs_devnode_at(sfd, uevent_path, dev_root, c.devnode, sizeof(c.devnode));
+        if (r == -ENAMETOOLONG) {
+                kdp_log_warning("Skipped class device with a too long node path", KDP_F_STR("device", name));
+                return 0;
         }
+        if (r < 0)
+                return r;
 
         *ret = c;
         return 1;
@@ -746,9 +706,6 @@ int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char
         r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &dev_root);
         if (r < 0)
                 return r;
-        /* "/" as the dev root would give "//dri/card1" */
-        if (strcmp(dev_root, "/") == 0)
-                dev_root[0] = '\0';
 
         dfd = open(dev_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
@@ -794,7 +751,7 @@ int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char
                 *ret_n = 0;
                 return 0;
         }
-        qsort(children, n, sizeof(*children), compare_children);
+        qsort(children, n, sizeof(*children), kdp_sysfs_compare_names);
         *ret = KDP_TAKE_PTR(children);
         *ret_n = n;
         return 0;

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,4 +55,66 @@ int kdp_sysfs_read_text_at(int dirfd, const char *name, char **ret) {
 
 bool kdp_sysfs_name_valid(const char *s) {
         return s && *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+int kdp_sysfs_link_base_at(int dirfd, const char *name, char *buf, size_t size) {
+        char target[PATH_MAX];
+        const char *base;
+        ssize_t n;
+        size_t len;
+
+        n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+        if (n < 0)
+                return -errno;
+        target[n] = '\0';
+        base = strrchr(target, '/');
+        base = base ? base + 1 : target;
+        len = strlen(base);
+        if (len == 0)
+                return -EINVAL;
+        if (len >= size)
+                return -ENAMETOOLONG;
+        memcpy(buf, base, len + 1);
+        return 0;
+}
+
+/* DEVNAME= of a uevent text, or NULL. Points into `uevent`. */
+static const char *uevent_devname(char *uevent) {
+        char *state = NULL;
+
+        for (char *line = strtok_r(uevent, "\n", &state); line; line = strtok_r(NULL, "\n", &state))
+                if (strncmp(line, "DEVNAME=", strlen("DEVNAME=")) == 0)
+                        return line + strlen("DEVNAME=");
+        return NULL;
+}
+
+int kdp_sysfs_devnode_at(int dirfd, const char *uevent, const char *dev_root, char *buf, size_t size) {
+        _cleanup_free_ char *text = NULL;
+        const char *devname;
+        int r, n;
+
+        assert(uevent && dev_root && buf && size > 0);
+
+        r = kdp_sysfs_read_text_at(dirfd, uevent, &text);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        devname = text ? uevent_devname(text) : NULL;
+        while (devname && *devname == '/')
+                devname++;
+        if (!devname || !*devname) {
+                buf[0] = '\0';
+                return 0;
+        }
+
+        /* "/" as the dev root would give "//dri/card1" */
+        if (strcmp(dev_root, "/") == 0)
+                dev_root = "";
+        n = snprintf(buf, size, "%s/%s", dev_root, devname);
+        if (n < 0 || (size_t) n >= size)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+int kdp_sysfs_compare_names(const void *a, const void *b) {
+        return strverscmp((const char *) a, (const char *) b);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Bigger than any sysfs attribute (a page) kdp reads; larger files give -EFBIG. */
 #define KDP_SYSFS_TEXT_MAX (64 * 1024)
@@ -18,3 +19,26 @@ int kdp_sysfs_read_text_at(int dirfd, const char *name, char **ret);
 
 /* One path component: non-empty, no '/', not "." or "..". */
 bool kdp_sysfs_name_valid(const char *s);
+
+/*
+ * The last component of symlink `name`'s target (relative to `dirfd`) into
+ * buf, even when the link dangles ("driver" → "nvidia"). -errno of readlinkat
+ * (-ENOENT without the link, -EINVAL if it is no link), -EINVAL for an empty
+ * last component, -ENAMETOOLONG when it does not fit `size`.
+ */
+int kdp_sysfs_link_base_at(int dirfd, const char *name, char *buf, size_t size);
+
+/*
+ * The device node of the device whose uevent file is `uevent` (relative to
+ * `dirfd`): "<dev_root>/<DEVNAME>" into buf, or "" when the uevent has no
+ * DEVNAME= or there is no uevent file. A dev root of "/" gives "/dri/card1",
+ * not "//dri/card1". -ENAMETOOLONG when it does not fit `size`; other -errno
+ * of reading the file.
+ */
+int kdp_sysfs_devnode_at(int dirfd, const char *uevent, const char *dev_root, char *buf, size_t size);
+
+/*
+ * qsort() comparator for arrays of structs whose first member is a char array
+ * holding a sysfs name: version order, so card2 sorts before card10.
+ */
+int kdp_sysfs_compare_names(const void *a, const void *b);
