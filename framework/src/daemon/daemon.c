@@ -294,6 +294,7 @@ static int make_snapshot(kdp_daemon *d, const char *resource, kdp_device_list *l
 
         if (r < 0)
                 return kdp_log_error(r, "Failed to build device snapshot", KDP_F_STR("resource", resource));
+        (void) kdp_loop_timer_arm(d->trim_timer, TRIM_AFTER_MS, 0);    /* the table it replaces */
         return 0;
 }
 
@@ -404,7 +405,6 @@ static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
         }
         if (recheck_at)
                 (void) kdp_loop_timer_arm(slot->recheck, recheck_at - now, 0);
-        (void) kdp_loop_timer_arm(d->trim_timer, TRIM_AFTER_MS, 0);    /* the old table's memory */
         return ret;
 }
 
