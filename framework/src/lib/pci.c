@@ -46,7 +46,6 @@
 
 #define PCI_FILL_FLAGS \
         (PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_NUMA_NODE | PCI_FILL_DRIVER | PCI_FILL_IOMMU_GROUP)
-#define ENTRIES_MAX (1024 * 1024)       /* names read from one devices/ directory */
 #define PCI_CLASS_BRIDGE_PCI_24 0x0604  /* class >> 8 of a PCI-to-PCI bridge */
 
 struct kdp_pci_list {
@@ -520,7 +519,7 @@ static int read_names(const char *path, name_list *ret) {
                         size_t n = allocated ? allocated * 2 : 64;
                         char **v;
 
-                        if (n > ENTRIES_MAX)
+                        if (n > KDP_SYSFS_ENTRIES_MAX)
                                 return -E2BIG;
                         v = reallocarray(names.v, n, sizeof(*v));
                         if (!v)
@@ -657,6 +656,19 @@ int kdp_pci_read_attr(const kdp_backend_ctx *ctx, const char *address, const cha
 _Static_assert(offsetof(kdp_pci_child, name) == 0, "kdp_pci_child must start with its name");
 
 /* One child `name` of the subsystem directory sfd, or 0 without adding it (not a directory; too long). */
+typedef struct child_dir {
+        int fd;
+        const char *dev_root;
+} child_dir;
+
+static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_child *ret);
+
+static int child_read_entry(const char *name, void *elem, void *userdata) {
+        const child_dir *cd = userdata;
+
+        return child_read(cd->fd, name, cd->dev_root, elem);
+}
+
 static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_child *ret) {
         _cleanup_free_ char *uevent_path = NULL;
         kdp_pci_child c = { 0 };
@@ -688,11 +700,8 @@ static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_c
 int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char *subsystem,
                      kdp_pci_child **ret, size_t *ret_n) {
         _cleanup_free_ char *rel = NULL, *dev_path = NULL, *dev_root = NULL;
-        _cleanup_free_ kdp_pci_child *children = NULL;
         _cleanup_closedir_ DIR *dir = NULL;
         _cleanup_close_ int dfd = -1, sfd = -1;
-        size_t n = 0, allocated = 0;
-        struct dirent *de;
         int r;
 
         if (!ctx || !address || !bdf_canonical(address, NULL) || !kdp_sysfs_name_valid(subsystem) || !ret || !ret_n)
@@ -723,36 +732,6 @@ int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char
                 return -errno;
         sfd = -1;                       /* dir owns it now */
 
-        for (errno = 0; (de = readdir(dir)); errno = 0) {
-                if (de->d_name[0] == '.')
-                        continue;
-                if (n == allocated) {
-                        size_t k = allocated ? allocated * 2 : 8;
-                        kdp_pci_child *v;
-
-                        if (k > ENTRIES_MAX)
-                                return -E2BIG;
-                        v = reallocarray(children, k, sizeof(*v));
-                        if (!v)
-                                return -ENOMEM;
-                        children = v;
-                        allocated = k;
-                }
-                r = child_read(dirfd(dir), de->d_name, dev_root, &children[n]);
-                if (r < 0)
-                        return r;
-                n += (size_t) r;
-        }
-        if (errno != 0)
-                return -errno;
-
-        if (n == 0) {
-                *ret = NULL;            /* no class devices of this kind (yet) */
-                *ret_n = 0;
-                return 0;
-        }
-        qsort(children, n, sizeof(*children), kdp_sysfs_compare_names);
-        *ret = KDP_TAKE_PTR(children);
-        *ret_n = n;
-        return 0;
+        return kdp_sysfs_collect(dir, sizeof(kdp_pci_child), child_read_entry,
+                                 &(child_dir){ dirfd(dir), dev_root }, (void **) ret, ret_n);
 }

@@ -27,7 +27,6 @@
 
 #include "sysfs.h"
 
-#define ENTRIES_MAX (1024 * 1024)       /* entries read from one subsystem directory */
 
 /* devices are sorted with kdp_sysfs_compare_names() */
 _Static_assert(offsetof(kdp_subsystem_device, name) == 0, "kdp_subsystem_device must start with its name");
@@ -178,13 +177,20 @@ static int device_read(const char *sysfs_root, const char *dev_root, const char 
         return 1;
 }
 
+typedef struct subsystem_dir {
+        const char *sysfs_root, *dev_root, *path;
+} subsystem_dir;
+
+static int device_read_entry(const char *name, void *elem, void *userdata) {
+        const subsystem_dir *sd = userdata;
+
+        return device_read(sd->sysfs_root, sd->dev_root, sd->path, name, elem);
+}
+
 int kdp_subsystem_enumerate(const kdp_backend_ctx *ctx, const char *subsystem, kdp_subsystem_device **ret,
                             size_t *ret_n) {
         _cleanup_free_ char *sysfs_root = NULL, *dev_root = NULL, *dir_path = NULL;
-        _cleanup_free_ kdp_subsystem_device *devices = NULL;
         _cleanup_closedir_ DIR *dir = NULL;
-        size_t n = 0, allocated = 0;
-        struct dirent *de;
         int r;
 
         if (!ctx || !kdp_sysfs_name_valid(subsystem) || !ret || !ret_n)
@@ -200,36 +206,6 @@ int kdp_subsystem_enumerate(const kdp_backend_ctx *ctx, const char *subsystem, k
         if (r < 0)
                 return r;
 
-        for (errno = 0; dir && (de = readdir(dir)); errno = 0) {
-                if (de->d_name[0] == '.')
-                        continue;
-                if (n == allocated) {
-                        size_t k = allocated ? allocated * 2 : 16;
-                        kdp_subsystem_device *v;
-
-                        if (k > ENTRIES_MAX)
-                                return -E2BIG;
-                        v = reallocarray(devices, k, sizeof(*v));
-                        if (!v)
-                                return -ENOMEM;
-                        devices = v;
-                        allocated = k;
-                }
-                r = device_read(sysfs_root, dev_root, dir_path, de->d_name, &devices[n]);
-                if (r < 0)
-                        return r;
-                n += (size_t) r;
-        }
-        if (errno != 0)
-                return -errno;
-
-        if (n == 0) {
-                *ret = NULL;            /* no such subsystem, or no devices in it (yet) */
-                *ret_n = 0;
-                return 0;
-        }
-        qsort(devices, n, sizeof(*devices), kdp_sysfs_compare_names);
-        *ret = KDP_TAKE_PTR(devices);
-        *ret_n = n;
-        return 0;
+        return kdp_sysfs_collect(dir, sizeof(kdp_subsystem_device), device_read_entry,
+                                 &(subsystem_dir){ sysfs_root, dev_root, dir_path }, (void **) ret, ret_n);
 }

@@ -118,3 +118,43 @@ int kdp_sysfs_devnode_at(int dirfd, const char *uevent, const char *dev_root, ch
 int kdp_sysfs_compare_names(const void *a, const void *b) {
         return strverscmp((const char *) a, (const char *) b);
 }
+
+int kdp_sysfs_collect(DIR *dir, size_t elem_size, kdp_sysfs_entry_fn read_one, void *userdata, void **ret,
+                      size_t *ret_n) {
+        _cleanup_free_ char *elems = NULL;
+        size_t n = 0, allocated = 0;
+        struct dirent *de;
+        int r;
+
+        for (errno = 0; dir && (de = readdir(dir)); errno = 0) {
+                if (de->d_name[0] == '.')
+                        continue;
+                if (n == allocated) {
+                        size_t k = allocated ? allocated * 2 : 16;
+                        char *v;
+
+                        if (k > KDP_SYSFS_ENTRIES_MAX)
+                                return -E2BIG;
+                        v = reallocarray(elems, k, elem_size);
+                        if (!v)
+                                return -ENOMEM;
+                        elems = v;
+                        allocated = k;
+                }
+                r = read_one(de->d_name, elems + n * elem_size, userdata);
+                if (r < 0)
+                        return r;
+                n += r > 0;
+        }
+        if (errno != 0)
+                return -errno;
+        if (n == 0) {
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        qsort(elems, n, elem_size, kdp_sysfs_compare_names);
+        *ret = KDP_TAKE_PTR(elems);
+        *ret_n = n;
+        return 0;
+}

@@ -5,7 +5,9 @@
  */
 #pragma once
 
+#include <dirent.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stddef.h>
 
 /* Bigger than any sysfs attribute (a page) kdp reads; larger files give -EFBIG. */
@@ -42,3 +44,19 @@ int kdp_sysfs_devnode_at(int dirfd, const char *uevent, const char *dev_root, ch
  * holding a sysfs name: version order, so card2 sorts before card10.
  */
 int kdp_sysfs_compare_names(const void *a, const void *b);
+
+/* Entries read from one sysfs directory at most. */
+#define KDP_SYSFS_ENTRIES_MAX (1024 * 1024)
+
+/* Fills *elem from directory entry `name`: 1 kept, 0 skipped, <0 error. */
+typedef int (*kdp_sysfs_entry_fn)(const char *name, void *elem, void *userdata);
+
+/*
+ * Calls read_one for every entry of `dir` not starting with '.', into a
+ * growing array of elem_size elements whose first member is the name, and
+ * sorts the kept ones with kdp_sysfs_compare_names. *ret (free()) is NULL and
+ * *ret_n 0 when none was kept. -E2BIG past KDP_SYSFS_ENTRIES_MAX, -ENOMEM,
+ * -errno of readdir, or read_one's error.
+ */
+int kdp_sysfs_collect(DIR *dir, size_t elem_size, kdp_sysfs_entry_fn read_one, void *userdata, void **ret,
+                      size_t *ret_n);
