@@ -15,9 +15,15 @@
  *
  * Threads. Every hook of one backend runs with that backend's lock held, so a
  * backend never sees two hooks at once and needs no locks of its own. init,
- * scan, probe and fini run on the event loop; allocate and preferred on the
- * gRPC thread and must answer in microseconds (no I/O that can block);
- * pre_start on a worker thread and may take up to the kubelet's 30 s.
+ * scan, probe, device_event, fini and the callbacks of watched fds run on the
+ * event loop; allocate and preferred on the gRPC thread and must answer in
+ * microseconds (no I/O that can block); pre_start on a worker thread and may
+ * take up to the kubelet's 30 s.
+ *
+ * Events. A scan runs at start, after each burst of device events of the
+ * declared udev subsystems (device_event sees every event first), when a
+ * watched fd's callback asks for one, when kdp_backend_rescan_after() comes
+ * due, every rescan/probe interval, and at reload.
  *
  * Ownership across the .so boundary.
  *   1. Strings and arrays in kdp_backend_ops have static storage.
@@ -80,6 +86,15 @@ typedef struct kdp_pref_request {
 
 typedef struct kdp_pref_response kdp_pref_response;
 
+/* A device event of a declared subsystem, as udevd (or the kernel) sent it. */
+typedef struct kdp_device_event {
+        const char *action;             /* add remove change bind unbind move online offline */
+        const char *subsystem;          /* pci, drm, net, ... */
+        const char *devpath;            /* /devices/... */
+        const char *sysname;            /* 0000:3b:00.0, renderD128, ens1f0 */
+        const char *driver;             /* DRIVER= of the event; NULL when it carries none */
+} kdp_device_event;
+
 typedef struct kdp_prestart_request {
         const char *resource;
         const char *const *device_ids;
@@ -110,6 +125,8 @@ typedef struct kdp_backend_ops {
         int (*probe)(void *state, const char *resource, const char *device_id, char **ret_reason);
         uint32_t probe_interval_ms;             /* 0: the framework default (5000) */
         uint32_t rescan_interval_ms;            /* 0: scan only at start, on udev events and on reload */
+        /* optional: sees each device event of udev_subsystems before the scan it triggers */
+        void (*device_event)(void *state, const kdp_device_event *ev);
         /* append new fields here only */
 } kdp_backend_ops;
 
@@ -153,6 +170,22 @@ int kdp_backend_param_bool(const kdp_backend_ctx *ctx, const char *name, bool *r
 
 /* Builds "<root of kind>/<rel>" into *ret (free()). */
 int kdp_backend_path(const kdp_backend_ctx *ctx, kdp_path_kind kind, const char *rel, char **ret);
+
+/*
+ * Watching an fd the backend owns (a kernel log, a vendor event channel) on
+ * kdpd's loop. `fn` runs on the loop thread, under the backend's lock, while
+ * `fd` is readable: it must read until EAGAIN, and returns >0 to ask for a
+ * scan, 0 for none, <0 to stop watching (logged). Allowed in init and in any
+ * loop-thread hook or callback (a callback may unwatch its own fd). Every
+ * watch ends before fini runs; the fd stays the backend's to close.
+ * -EOPNOTSUPP when the backend runs outside kdpd (unit tests).
+ */
+typedef int (*kdp_backend_fd_fn)(void *state, int fd);
+int kdp_backend_watch_fd(kdp_backend_ctx *ctx, int fd, kdp_backend_fd_fn fn);
+void kdp_backend_unwatch_fd(kdp_backend_ctx *ctx, int fd);
+
+/* Asks for one scan `ms` from now, for state that expires; a later call replaces the request. */
+int kdp_backend_rescan_after(kdp_backend_ctx *ctx, uint32_t ms);
 
 /* The backend="<name>" field that the backend log macros prefix. */
 const kdp_log_field *kdp_backend_log_field(const kdp_backend_ctx *ctx);

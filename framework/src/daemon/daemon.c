@@ -33,13 +33,26 @@
 #define TRIM_AFTER_MS 2000
 #define UNIX_PATH_MAX_LEN 107
 
-typedef struct backend_slot {
+typedef struct backend_slot backend_slot;
+
+/* An fd a backend asked the loop to watch (kdp_backend_watch_fd()). */
+typedef struct fd_watch {
+        backend_slot *slot;
+        int fd;
+        kdp_backend_fd_fn fn;
+        kdp_loop_source *source;
+        struct fd_watch *next;
+} fd_watch;
+
+struct backend_slot {
         kdp_daemon *d;
         kdp_backend *b;
         kdp_loop_source *timer;         /* rescan/probe timer, NULL if neither */
         kdp_loop_source *recheck;       /* rescan when a held device may recover */
+        kdp_loop_source *expiry;        /* rescan the backend asked for (kdp_backend_rescan_after()) */
+        fd_watch *watches;
         bool dirty;                     /* a device event asks for a scan */
-} backend_slot;
+};
 
 typedef struct kdp_resource kdp_resource;
 struct kdp_resource {
@@ -444,16 +457,123 @@ static void scan_dirty_slots(kdp_loop *loop, void *userdata) {
                 }
 }
 
-/* Every event of a burst marks its backends; one scan each follows once the burst is read. */
+/* Asks for a scan of `slot` once the loop has read what is pending (a burst gives one scan). */
+static void mark_dirty(backend_slot *slot) {
+        kdp_daemon *d = slot->d;
+
+        slot->dirty = true;
+        if (!d->scan_posted && kdp_loop_post(d->loop, scan_dirty_slots, d) >= 0)
+                d->scan_posted = true;
+}
+
+/* Every event of a burst reaches its backends and marks them; one scan each follows once the burst is read. */
 static void on_device_event(const kdp_udev_event *ev, void *userdata) {
         kdp_daemon *d = userdata;
-        bool any = false;
+        const kdp_device_event event = {
+                .action = ev->action, .subsystem = ev->subsystem, .devpath = ev->devpath,
+                .sysname = ev->sysname, .driver = ev->driver,
+        };
 
         for (size_t i = 0; i < d->n_slots; i++)
-                if (slot_wants(&d->slots[i], ev->subsystem))
-                        any = d->slots[i].dirty = true;
-        if (any && !d->scan_posted && kdp_loop_post(d->loop, scan_dirty_slots, d) >= 0)
-                d->scan_posted = true;
+                if (slot_wants(&d->slots[i], ev->subsystem)) {
+                        kdp_registry_device_event(d->slots[i].b, &event);
+                        mark_dirty(&d->slots[i]);
+                }
+}
+
+/* ---- what a backend asks of the loop (kdp_backend_host) ---- */
+
+static fd_watch **find_watch(backend_slot *slot, int fd) {
+        fd_watch **w = &slot->watches;
+
+        while (*w && (*w)->fd != fd)
+                w = &(*w)->next;
+        return w;
+}
+
+static void host_unwatch_fd(void *data, int fd) {
+        fd_watch **link = find_watch(data, fd), *w = *link;
+
+        if (!w)
+                return;
+        *link = w->next;
+        kdp_loop_remove(w->source);
+        free(w);
+}
+
+static void on_watched_fd(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
+        fd_watch *w = userdata;
+        backend_slot *slot = w->slot;   /* the callback may unwatch, freeing w */
+        int r = kdp_registry_fd_ready(slot->b, w->fn, fd);
+
+        if (r < 0) {
+                kdp_log_error(r, "Stopped watching a backend's fd", KDP_F_STR("backend", slot->b->name),
+                              KDP_F_INT("fd", fd));
+                host_unwatch_fd(slot, fd);
+        } else if (r > 0)
+                mark_dirty(slot);
+}
+
+static int host_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
+        backend_slot *slot = data;
+        fd_watch *w;
+        int r;
+
+        if (*find_watch(slot, fd))
+                return -EEXIST;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        *w = (fd_watch){ .slot = slot, .fd = fd, .fn = fn, .next = slot->watches };
+        r = kdp_loop_add_fd(slot->d->loop, fd, EPOLLIN, on_watched_fd, w, &w->source);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        slot->watches = w;
+        return 0;
+}
+
+static void on_slot_expiry(kdp_loop *loop, void *userdata) {
+        (void) rescan(userdata, false);
+}
+
+static int host_rescan_after(void *data, uint32_t ms) {
+        backend_slot *slot = data;
+        int r;
+
+        if (!slot->expiry) {
+                r = kdp_loop_add_timer(slot->d->loop, on_slot_expiry, slot, &slot->expiry);
+                if (r < 0)
+                        return r;
+        }
+        return kdp_loop_timer_arm(slot->expiry, ms, 0);
+}
+
+static const kdp_backend_host backend_host = {
+        .watch_fd = host_watch_fd,
+        .unwatch_fd = host_unwatch_fd,
+        .rescan_after = host_rescan_after,
+};
+
+/* Ends what the backend asked of the loop, then stops it (fini closes what was watched). */
+static void stop_backend(backend_slot *slot) {
+        while (slot->watches)
+                host_unwatch_fd(slot, slot->watches->fd);
+        if (slot->expiry)
+                (void) kdp_loop_timer_disarm(slot->expiry);
+        kdp_registry_stop(slot->b);
+}
+
+/* Starts the backend; what a failed init asked of the loop is undone. */
+static int start_backend(backend_slot *slot, const kdp_config *config) {
+        int r;
+
+        kdp_registry_set_host(slot->b, &backend_host, slot);
+        r = kdp_registry_start(slot->b, config, (const char *const *) slot->d->roots);
+        if (r < 0)
+                stop_backend(slot);
+        return r;
 }
 
 static int watch_devices(kdp_daemon *d, const char *source) {
@@ -540,13 +660,13 @@ static void on_kubelet_restarted(void *userdata) {
 static int restart_backend(kdp_daemon *d, backend_slot *slot, const kdp_config *config) {
         int r;
 
-        kdp_registry_stop(slot->b);
-        r = kdp_registry_start(slot->b, config, (const char *const *) d->roots);
+        stop_backend(slot);
+        r = start_backend(slot, config);
         if (r >= 0)
                 return 0;
         kdp_log_error(r, "Kept the previous config of a backend that refused the new one",
                       KDP_F_STR("backend", slot->b->name));
-        return kdp_registry_start(slot->b, d->config, (const char *const *) d->roots);
+        return start_backend(slot, d->config);
 }
 
 static void reload(kdp_daemon *d) {
@@ -681,7 +801,7 @@ static int start_backends(kdp_daemon *d) {
                 r = kdp_loop_add_timer(d->loop, on_slot_recheck, &d->slots[i], &d->slots[i].recheck);
                 if (r < 0)
                         return r;
-                r = kdp_registry_start(d->slots[i].b, d->config, (const char *const *) d->roots);
+                r = start_backend(&d->slots[i], d->config);
                 if (r < 0)
                         return r;
         }
@@ -783,8 +903,10 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
         d->rt = kdp_server_runtime_free(d->rt);        /* waits until every server is gone */
         d->udev = kdp_udev_monitor_free(d->udev);
         for (size_t i = 0; i < d->n_slots; i++) {
+                stop_backend(&d->slots[i]);
                 kdp_loop_remove(d->slots[i].timer);
                 kdp_loop_remove(d->slots[i].recheck);
+                kdp_loop_remove(d->slots[i].expiry);
                 kdp_registry_free(d->slots[i].b);
         }
         d->debounce = kdp_debounce_free(d->debounce);

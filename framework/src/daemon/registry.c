@@ -88,6 +88,8 @@ static void take_optional_hooks(kdp_backend *b) {
                 b->probe_interval_ms = ops->probe_interval_ms;
         if (KDP_OPS_HAS(ops, rescan_interval_ms))
                 b->rescan_interval_ms = ops->rescan_interval_ms;
+        if (KDP_OPS_HAS(ops, device_event))
+                b->device_event = ops->device_event;
         if (b->probe && b->probe_interval_ms == 0)
                 b->probe_interval_ms = 5000;
 }
@@ -189,6 +191,11 @@ int kdp_registry_default_dirs(char ***ret) {
         return 0;
 }
 
+void kdp_registry_set_host(kdp_backend *b, const kdp_backend_host *host, void *data) {
+        b->host = host;
+        b->host_data = data;
+}
+
 int kdp_registry_start(kdp_backend *b, const kdp_config *config, const char *const roots[_KDP_PATH_KIND_MAX]) {
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
         void *state = NULL;
@@ -199,6 +206,7 @@ int kdp_registry_start(kdp_backend *b, const kdp_config *config, const char *con
         r = kdp_backend_ctx_new(b->name, roots, b->ops->params, config, &ctx);
         if (r < 0)
                 return r;
+        kdp_backend_ctx_set_host(ctx, b->host, b->host_data);
         pthread_mutex_lock(&b->lock);
         r = b->ops->init(ctx, &state);
         pthread_mutex_unlock(&b->lock);
@@ -288,6 +296,23 @@ int kdp_registry_pre_start(kdp_backend *b, const kdp_prestart_request *req) {
         pthread_mutex_lock(&b->lock);
         if (b->pre_start && b->started)
                 r = b->pre_start(b->state, req);
+        pthread_mutex_unlock(&b->lock);
+        return r;
+}
+
+void kdp_registry_device_event(kdp_backend *b, const kdp_device_event *ev) {
+        pthread_mutex_lock(&b->lock);
+        if (b->device_event && b->started)
+                b->device_event(b->state, ev);
+        pthread_mutex_unlock(&b->lock);
+}
+
+int kdp_registry_fd_ready(kdp_backend *b, kdp_backend_fd_fn fn, int fd) {
+        int r = -ESRCH;
+
+        pthread_mutex_lock(&b->lock);
+        if (b->started)
+                r = fn(b->state, fd);
         pthread_mutex_unlock(&b->lock);
         return r;
 }

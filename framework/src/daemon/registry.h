@@ -37,8 +37,11 @@ typedef struct kdp_backend {
         int (*preferred)(void *state, const kdp_pref_request *req, kdp_pref_response *resp);
         int (*pre_start)(void *state, const kdp_prestart_request *req);
         int (*probe)(void *state, const char *resource, const char *device_id, char **ret_reason);
+        void (*device_event)(void *state, const kdp_device_event *ev);
         uint32_t probe_interval_ms;
         uint32_t rescan_interval_ms;
+        const kdp_backend_host *host;   /* handed to every ctx; NULL: none */
+        void *host_data;
 } kdp_backend;
 
 /*
@@ -55,6 +58,8 @@ KDP_DEFINE_CLEANUP_FUNC(kdp_backend, kdp_registry_free)
 /* Where kdpd looks for backends by name: plugins/ beside the binary (build tree), ../LIBDIR/kdp/backends from it (an install anywhere), the configured install dir. */
 int kdp_registry_default_dirs(char ***ret);
 
+/* What the next kdp_registry_start() hands the backend's ctx (fd watches, timed rescans). */
+void kdp_registry_set_host(kdp_backend *b, const kdp_backend_host *host, void *data);
 int kdp_registry_start(kdp_backend *b, const kdp_config *config, const char *const roots[_KDP_PATH_KIND_MAX]);
 void kdp_registry_stop(kdp_backend *b);
 
@@ -64,3 +69,6 @@ int kdp_registry_scan(kdp_backend *b, const char *sysfs_root, kdp_device_tree **
 int kdp_registry_allocate(kdp_backend *b, const kdp_alloc_request *req, kdp_alloc_response *resp);
 int kdp_registry_preferred(kdp_backend *b, const kdp_pref_request *req, kdp_pref_response *resp);
 int kdp_registry_pre_start(kdp_backend *b, const kdp_prestart_request *req);
+/* Loop thread: a device event for device_event(), a readable watched fd for its fn (-ESRCH when stopped). */
+void kdp_registry_device_event(kdp_backend *b, const kdp_device_event *ev);
+int kdp_registry_fd_ready(kdp_backend *b, kdp_backend_fd_fn fn, int fd);

@@ -249,3 +249,29 @@ const kdp_log_field *kdp_backend_log_field(const kdp_backend_ctx *ctx) {
 
         return ctx ? &ctx->log_field : &none;
 }
+
+void kdp_backend_ctx_set_host(kdp_backend_ctx *ctx, const kdp_backend_host *host, void *data) {
+        ctx->host = host;
+        ctx->host_data = data;
+}
+
+int kdp_backend_watch_fd(kdp_backend_ctx *ctx, int fd, kdp_backend_fd_fn fn) {
+        if (!ctx || fd < 0 || !fn)
+                return -EINVAL;
+        if (!ctx->host)
+                return -EOPNOTSUPP;
+        return ctx->host->watch_fd(ctx->host_data, fd, fn);
+}
+
+void kdp_backend_unwatch_fd(kdp_backend_ctx *ctx, int fd) {
+        if (ctx && ctx->host && fd >= 0)
+                ctx->host->unwatch_fd(ctx->host_data, fd);
+}
+
+int kdp_backend_rescan_after(kdp_backend_ctx *ctx, uint32_t ms) {
+        if (!ctx)
+                return -EINVAL;
+        if (!ctx->host)
+                return -EOPNOTSUPP;
+        return ctx->host->rescan_after(ctx->host_data, ms);
+}

@@ -18,12 +18,21 @@ typedef struct kdp_backend_ctx_param {
         char *origin;           /* "file:line", "-o ...", or "default" */
 } kdp_backend_ctx_param;
 
+/* What kdpd offers a running backend (fd watches, timed rescans); see <kdp/backend.h>. */
+typedef struct kdp_backend_host {
+        int (*watch_fd)(void *data, int fd, kdp_backend_fd_fn fn);
+        void (*unwatch_fd)(void *data, int fd);
+        int (*rescan_after)(void *data, uint32_t ms);
+} kdp_backend_host;
+
 struct kdp_backend_ctx {
         char *name;
         kdp_log_field log_field;        /* backend="<name>" */
         char *roots[_KDP_PATH_KIND_MAX];
         kdp_backend_ctx_param *params;
         size_t n_params;
+        const kdp_backend_host *host;   /* NULL outside kdpd */
+        void *host_data;
 };
 
 /*
@@ -35,4 +44,5 @@ int kdp_backend_ctx_new(const char *name, const char *const roots[_KDP_PATH_KIND
                         const kdp_param_spec *specs, const kdp_config *config,
                         kdp_backend_ctx **ret);
 kdp_backend_ctx *kdp_backend_ctx_free(kdp_backend_ctx *ctx);
+void kdp_backend_ctx_set_host(kdp_backend_ctx *ctx, const kdp_backend_host *host, void *data);
 KDP_DEFINE_CLEANUP_FUNC(kdp_backend_ctx, kdp_backend_ctx_free)
