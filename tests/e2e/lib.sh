@@ -101,7 +101,7 @@ stop_kubelet() {
         wait "$KUBELET_PID" 2>/dev/null
 }
 
-# start_kdpd NAME [ARGS...]: kdpd serving $DIR, stderr (klog) in $T/NAME.err
+# start_kdpd NAME [ARGS...]: kdpd serving $DIR (CDI specs into $T/cdi), stderr (klog) in $T/NAME.err
 start_kdpd() {
         local name=$1
         shift
@@ -110,9 +110,9 @@ start_kdpd() {
                         --show-leak-kinds=definite,indirect --error-exitcode=99 \
                         --suppressions="$KDP_SOURCE_DIR/tests/valgrind/grpc-absl.supp" \
                         --log-file="$VALGRIND_LOG.$name" \
-                        "$KDPD" --kubelet-dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+                        "$KDPD" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" >"$T/$name.out" 2>"$T/$name.err" &
         else
-                "$KDPD" --kubelet-dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+                "$KDPD" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" >"$T/$name.out" 2>"$T/$name.err" &
         fi
         KDPD_PID=$!
         PIDS+=($KDPD_PID)

@@ -26,16 +26,16 @@ if [ ! -x "$kubelet" ]; then
         echo "SKIP: $kubelet not built (no Go toolchain)"
         exit 77
 fi
+work=$(mktemp -d /tmp/kdp-interop.XXXXXX)
 if [ -n "${KDP_INTEROP_PLUGIN:-}" ]; then
         read -r -a plugin <<< "$KDP_INTEROP_PLUGIN"
 else
         for f in "$build/kdpd" "$build/plugins/kdp-backend-example.so"; do
                 [ -e "$f" ] || { echo "FAIL: $f is missing"; exit 1; }
         done
-        plugin=("$build/kdpd" --backend example --kubelet-dir)
+        plugin=("$build/kdpd" --backend example --cdi-dir "$work/cdi" --kubelet-dir)
 fi
 
-work=$(mktemp -d /tmp/kdp-interop.XXXXXX)
 dir=$work/device-plugins
 mkdir "$dir"
 kubelet_pid=

@@ -20,6 +20,7 @@
 
 #include <kdp/log.h>
 
+#include "cdi.h"
 #include "daemon.h"
 #include "debounce.h"
 #include "kubelet-client.h"
@@ -60,6 +61,7 @@ struct kdp_resource {
         char *name;
         backend_slot *owner;
         kdp_snapshot *snap;
+        kdp_cdi_specs *cdi;             /* the CDI spec files its devices' CDI names need */
         kdp_server *server;
         char *socket_name;
         kdp_registration *reg;
@@ -302,11 +304,19 @@ static void log_device_changes(const char *resource, const kdp_device_list *old,
                                      KDP_F_STR("device", old->devices[i].id));
 }
 
-static int make_snapshot(kdp_daemon *d, const char *resource, kdp_device_list *list, kdp_snapshot **ret) {
-        int r = kdp_snapshot_new(list, ++d->generation, ret);
+static const char *cdi_dir(const kdp_daemon *d) {
+        return d->roots[KDP_PATH_CDI] ? d->roots[KDP_PATH_CDI] : "/var/run/cdi";
+}
 
+/* The CDI specs go to disk first, so no name reaches the kubelet before its spec exists. */
+static int make_snapshot(kdp_resource *res, kdp_device_list *list, kdp_snapshot **ret) {
+        kdp_daemon *d = res->d;
+        int r;
+
+        (void) kdp_cdi_sync(cdi_dir(d), list, &res->cdi);      /* logged; retried at the next change */
+        r = kdp_snapshot_new(list, ++d->generation, ret);
         if (r < 0)
-                return kdp_log_error(r, "Failed to build device snapshot", KDP_F_STR("resource", resource));
+                return kdp_log_error(r, "Failed to build device snapshot", KDP_F_STR("resource", res->name));
         (void) kdp_loop_timer_arm(d->trim_timer, TRIM_AFTER_MS, 0);    /* the table it replaces */
         return 0;
 }
@@ -324,8 +334,9 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
         res->seen_in_scan = scan;
         res->name = strdup(list->resource);
         log_device_changes(list->resource, NULL, list);
-        r = res->name ? make_snapshot(d, res->name, list, &res->snap) : -ENOMEM;
+        r = res->name ? make_snapshot(res, list, &res->snap) : -ENOMEM;
         if (r < 0) {
+                kdp_cdi_remove(cdi_dir(d), &res->cdi);
                 free(res->name);
                 free(res);
                 return r;
@@ -337,8 +348,10 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
         return serve_resource(res);
 }
 
+/* The resource's CDI spec files stay: a container that restarts may still need them. */
 static void free_resource(kdp_resource *res) {
         stop_serving(res);
+        kdp_cdi_specs_free(res->cdi);
         kdp_snapshot_unref(res->snap);
         free(res->name);
         free(res);
@@ -353,7 +366,7 @@ static int update_resource(kdp_resource *res, kdp_device_list *list, bool reserv
                 return reserve ? serve_resource(res) : 0;
         }
         log_device_changes(res->name, &res->snap->list, list);
-        r = make_snapshot(res->d, res->name, list, &snap);
+        r = make_snapshot(res, list, &snap);
         if (r < 0)
                 return r;
         kdp_snapshot_unref(res->snap);
@@ -377,6 +390,7 @@ static void retire_resource(kdp_daemon *d, kdp_resource *res) {
                 kdp_snapshot_unref(snap);
         }
         kdp_device_list_done(&empty);
+        kdp_cdi_remove(cdi_dir(d), &res->cdi);
         for (kdp_resource **p = &d->resources; *p; p = &(*p)->next)
                 if (*p == res) {
                         *p = res->next;
