@@ -1,0 +1,954 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * gpu: NVIDIA, AMD and Intel GPUs as the resources pods already ask for
+ * (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915|xe). See README.md for
+ * every path it reads and every config key.
+ *
+ *   init   params -> state; opens the kernel log and watches it (NVIDIA Xids)
+ *   scan   PCI list -> the table of GPUs seen since start (gpus[]) -> devices
+ *   kmsg   readable -> Xids -> a critical one marks its GPU and asks for a scan
+ *   device_event (pci add/bind/change) -> the GPU was reset: its Xid is cleared
+ *   allocate / preferred -> from gpus[] (gRPC thread, under the backend lock)
+ *
+ * A GPU once seen stays in the table: when it is unbound, excluded or removed
+ * it is reported Unhealthy with the reason instead of vanishing, so capacity
+ * stays honest and the kubelet stops admitting pods onto it. The table holds
+ * only what was read; every scan reads sysfs/procfs again (udev events and a
+ * periodic rescan for what sends no event: AER counters, procfs, /dev nodes).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <kdp/backend.h>
+#include <kdp/cleanup.h>
+#include <kdp/health.h>
+#include <kdp/pci.h>
+
+#include "gpu.h"
+#include "xid.h"
+
+#define REASON_MAX 256
+#define RESOURCE_MAX 128
+#define REPLICAS_MAX 64
+
+typedef struct gpu {
+        char bdf[KDP_PCI_ADDRESS_MAX];
+        gpu_vendor vendor;
+        char resource[RESOURCE_MAX];
+        char driver[64];                        /* the driver it is served with */
+        char id[GPU_UUID_MAX];                  /* UUID (NVIDIA) or PCI address */
+        char nodes[GPU_NODES_MAX][32];          /* its own nodes, relative to the dev root */
+        size_t n_nodes;
+        int numa_node;
+        kdp_health_pci pci;
+        bool bound;                             /* bound to its driver at the last scan */
+        unsigned xid;                           /* the last critical Xid, 0: none */
+        uint64_t xid_at_ms;                     /* CLOCK_MONOTONIC when it was logged */
+        char reason[REASON_MAX];                /* "" when healthy */
+} gpu;
+
+typedef struct model_resource {
+        uint16_t vendor, device;
+        char *resource;
+} model_resource;
+
+typedef struct resource_replicas {
+        char *resource;                         /* NULL: every resource */
+        unsigned n;
+} resource_replicas;
+
+typedef struct gpu_state {
+        kdp_backend_ctx *ctx;
+        bool vendor_on[_GPU_VENDOR_MAX];
+        char **allow, **deny;
+        model_resource *models;
+        size_t n_models;
+        resource_replicas *replicas;
+        size_t n_replicas;
+        gpu_replica_policy policy;
+        bool device_specs, cdi;
+        gpu_xid_set xid_ignore;
+        bool xid_off;
+        uint64_t xid_recovery_ms;               /* 0: only a reset or rebind recovers */
+        gpu_kmsg *kmsg;
+        char *dev_root;                         /* --dev-root without a trailing '/' */
+        bool nvidia_shared_present[8];          /* of nvidia_shared_nodes, at the last scan */
+        gpu *gpus;
+        size_t n_gpus;
+} gpu_state;
+
+static const char *const vendor_names[_GPU_VENDOR_MAX] = {
+        [GPU_NVIDIA] = "nvidia", [GPU_AMD] = "amd", [GPU_INTEL] = "intel",
+};
+static const uint16_t vendor_ids[_GPU_VENDOR_MAX] = {
+        [GPU_NVIDIA] = 0x10de, [GPU_AMD] = 0x1002, [GPU_INTEL] = 0x8086,
+};
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* ---- params ---- */
+
+static void strv_free(char **v) {
+        for (size_t i = 0; v && v[i]; i++)
+                free(v[i]);
+        free(v);
+}
+
+static void strv_freep(char ***v) {
+        strv_free(*v);
+}
+
+/* "a, b,c" -> {"a","b","c",NULL}; empty entries are dropped. */
+static int split_list(const char *text, char ***ret) {
+        _cleanup_free_ char *copy = strdup(text ? text : "");
+        char **v = calloc(1, sizeof(char *)), *state = NULL;
+        size_t n = 0;
+
+        if (!copy || !v) {
+                free(v);
+                return -ENOMEM;
+        }
+        for (char *t = strtok_r(copy, ",", &state); t; t = strtok_r(NULL, ",", &state)) {
+                char **nv;
+
+                t += strspn(t, " \t");
+                for (char *e = t + strlen(t); e > t && (e[-1] == ' ' || e[-1] == '\t'); )
+                        *--e = '\0';
+                if (!*t)
+                        continue;
+                nv = realloc(v, (n + 2) * sizeof(char *));
+                if (!nv || !(nv[n] = strdup(t))) {
+                        strv_free(nv ? nv : v);
+                        return -ENOMEM;
+                }
+                v = nv;
+                v[++n] = NULL;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int param_error(const gpu_state *s, const char *key, const char *value, const char *why) {
+        kdp_backend_log_error(s->ctx, -EINVAL, "Rejected config value", KDP_F_STR("key", key),
+                              KDP_F_STR("value", value), KDP_F_STR("reason", why));
+        return -EINVAL;
+}
+
+static int parse_pci_id(const char *text, uint16_t *vendor, uint16_t *device) {
+        unsigned v, d;
+        int end = 0;
+
+        if (sscanf(text, "%4x:%4x%n", &v, &d, &end) != 2 || text[end] || strlen(text) != 9)
+                return -EINVAL;
+        *vendor = (uint16_t) v;
+        *device = (uint16_t) d;
+        return 0;
+}
+
+/* allow/deny entries: "vvvv:dddd", "vvvv:*" or a PCI address. */
+static int check_filter(const gpu_state *s, const char *key, char **list) {
+        for (size_t i = 0; list[i]; i++) {
+                uint16_t v, d;
+                unsigned a, b, c, f;
+                char tail;
+
+                if (parse_pci_id(list[i], &v, &d) >= 0)
+                        continue;
+                if (strlen(list[i]) == 6 && strcmp(list[i] + 4, ":*") == 0 && sscanf(list[i], "%4x", &a) == 1)
+                        continue;
+                if (sscanf(list[i], "%x:%2x:%2x.%1x%c", &a, &b, &c, &f, &tail) == 4)
+                        continue;
+                return param_error(s, key, list[i], "not vendor:device, vendor:* or a PCI address");
+        }
+        return 0;
+}
+
+static int parse_models(gpu_state *s) {
+        _cleanup_(strv_freep) char **list = NULL;
+        int r = split_list(kdp_backend_param(s->ctx, "model_resources"), &list);
+
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i]; i++) {
+                char *eq = strchr(list[i], '=');
+                model_resource m = { 0 };
+                model_resource *nm;
+
+                if (!eq || eq[1] == '\0')
+                        return param_error(s, "gpu.model_resources", list[i], "expected vendor:device=resource");
+                *eq = '\0';
+                if (parse_pci_id(list[i], &m.vendor, &m.device) < 0)
+                        return param_error(s, "gpu.model_resources", list[i], "not a vendor:device PCI ID");
+                if (strlen(eq + 1) >= RESOURCE_MAX)
+                        return param_error(s, "gpu.model_resources", eq + 1, "resource name too long");
+                nm = realloc(s->models, (s->n_models + 1) * sizeof(*nm));
+                if (!nm)
+                        return -ENOMEM;
+                s->models = nm;
+                m.resource = strdup(eq + 1);
+                if (!m.resource)
+                        return -ENOMEM;
+                s->models[s->n_models++] = m;
+        }
+        return 0;
+}
+
+static int parse_count(const gpu_state *s, const char *text, unsigned *ret) {
+        char *end;
+        unsigned long n;
+
+        errno = 0;
+        n = strtoul(text, &end, 10);
+        if (errno || end == text || *end || n < 1 || n > REPLICAS_MAX)
+                return param_error(s, "gpu.replicas", text, "replicas must be 1..64");
+        *ret = (unsigned) n;
+        return 0;
+}
+
+/* "4" (every resource) or "nvidia.com/gpu=4,amd.com/gpu=2". */
+static int parse_replicas(gpu_state *s) {
+        _cleanup_(strv_freep) char **list = NULL;
+        int r = split_list(kdp_backend_param(s->ctx, "replicas"), &list);
+
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i]; i++) {
+                char *eq = strchr(list[i], '=');
+                resource_replicas rr = { 0 }, *nr;
+
+                r = parse_count(s, eq ? eq + 1 : list[i], &rr.n);
+                if (r < 0)
+                        return r;
+                if (eq) {
+                        *eq = '\0';
+                        rr.resource = strdup(list[i]);
+                        if (!rr.resource)
+                                return -ENOMEM;
+                }
+                nr = realloc(s->replicas, (s->n_replicas + 1) * sizeof(*nr));
+                if (!nr) {
+                        free(rr.resource);
+                        return -ENOMEM;
+                }
+                s->replicas = nr;
+                s->replicas[s->n_replicas++] = rr;
+        }
+        return 0;
+}
+
+static int parse_vendors(gpu_state *s) {
+        _cleanup_(strv_freep) char **list = NULL;
+        int r = split_list(kdp_backend_param(s->ctx, "vendors"), &list);
+
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i]; i++) {
+                gpu_vendor v = 0;
+
+                while (v < _GPU_VENDOR_MAX && strcmp(vendor_names[v], list[i]) != 0)
+                        v++;
+                if (v == _GPU_VENDOR_MAX)
+                        return param_error(s, "gpu.vendors", list[i], "not one of nvidia, amd, intel");
+                s->vendor_on[v] = true;
+        }
+        return 0;
+}
+
+static int parse_policy(gpu_state *s) {
+        const char *p = kdp_backend_param(s->ctx, "replica_policy");
+
+        if (strcmp(p, "spread") == 0)
+                s->policy = GPU_REPLICAS_SPREAD;
+        else if (strcmp(p, "pack") == 0)
+                s->policy = GPU_REPLICAS_PACK;
+        else
+                return param_error(s, "gpu.replica_policy", p, "not spread or pack");
+        return 0;
+}
+
+static int parse_xid(gpu_state *s) {
+        const char *ignore = kdp_backend_param(s->ctx, "xid_ignore");
+        int64_t recovery;
+        int r;
+
+        if (strcmp(ignore, "all") == 0)
+                s->xid_off = true;
+        else if (gpu_xid_set_parse(ignore, &s->xid_ignore) < 0)
+                return param_error(s, "gpu.xid_ignore", ignore, "not a comma-separated list of Xid numbers or 'all'");
+        r = kdp_backend_param_int(s->ctx, "xid_recovery_s", 0, 7 * 24 * 3600, &recovery);
+        if (r < 0)
+                return r;
+        s->xid_recovery_ms = (uint64_t) recovery * 1000;
+        return 0;
+}
+
+static int parse_params(gpu_state *s) {
+        int r;
+
+        if ((r = parse_vendors(s)) < 0 || (r = parse_models(s)) < 0 || (r = parse_replicas(s)) < 0 ||
+            (r = parse_policy(s)) < 0 || (r = parse_xid(s)) < 0)
+                return r;
+        if ((r = split_list(kdp_backend_param(s->ctx, "allow"), &s->allow)) < 0 ||
+            (r = split_list(kdp_backend_param(s->ctx, "deny"), &s->deny)) < 0)
+                return r;
+        if ((r = check_filter(s, "gpu.allow", s->allow)) < 0 || (r = check_filter(s, "gpu.deny", s->deny)) < 0)
+                return r;
+        if ((r = kdp_backend_param_bool(s->ctx, "nvidia_device_specs", &s->device_specs)) < 0 ||
+            (r = kdp_backend_param_bool(s->ctx, "cdi", &s->cdi)) < 0)
+                return r;
+        return 0;
+}
+
+/* ---- the kernel log ---- */
+
+static gpu *find_gpu(gpu_state *s, const char *bdf) {
+        for (size_t i = 0; i < s->n_gpus; i++)
+                if (strcmp(s->gpus[i].bdf, bdf) == 0)
+                        return &s->gpus[i];
+        return NULL;
+}
+
+typedef struct xid_batch {
+        gpu_state *s;
+        bool changed;
+} xid_batch;
+
+static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
+        xid_batch *b = userdata;
+        gpu_state *s = b->s;
+        gpu *g = find_gpu(s, x->bdf);
+        uint64_t now = now_ms(), age_ms;
+        struct timespec ts;
+
+        if (!g || g->vendor != GPU_NVIDIA)
+                return;
+        if (gpu_xid_set_has(&s->xid_ignore, x->code)) {
+                kdp_backend_log_v(s->ctx, 2, "Ignored an application Xid", KDP_F_STR("pci", x->bdf),
+                                  KDP_F_INT("xid", x->code), KDP_F_STR("bucket", gpu_xid_bucket(x->code)));
+                return;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        age_ms = ((uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 - x->ts_usec) / 1000;
+        if (replay && (!s->xid_recovery_ms || x->ts_usec / 1000 > now || age_ms >= s->xid_recovery_ms))
+                return;                 /* logged before we started and already over (or unbounded) */
+        g->xid = x->code;
+        g->xid_at_ms = replay ? now - age_ms : now;
+        b->changed = true;
+        kdp_backend_log_warning(s->ctx, "GPU reported a critical Xid", KDP_F_STR("pci", x->bdf),
+                                KDP_F_STR("uuid", g->id), KDP_F_INT("xid", x->code),
+                                KDP_F_STR("bucket", gpu_xid_bucket(x->code)), KDP_F_STR("replay", replay ? "true" : "false"));
+}
+
+static int on_kmsg(void *state, int fd) {
+        xid_batch b = { .s = state };
+        int r;
+
+        (void) fd;
+        r = gpu_kmsg_drain(b.s->kmsg, on_xid, &b);
+        if (r < 0)
+                return r;
+        return b.changed;
+}
+
+static void open_kmsg(gpu_state *s) {
+        _cleanup_free_ char *path = NULL;
+        const char *rel = kdp_backend_param(s->ctx, "kmsg");
+        int r;
+
+        if (!s->vendor_on[GPU_NVIDIA] || s->xid_off || !*rel)
+                return;
+        r = rel[0] == '/' ? ((path = strdup(rel)) ? 0 : -ENOMEM) : kdp_backend_path(s->ctx, KDP_PATH_DEV, rel, &path);
+        if (r >= 0)
+                r = gpu_kmsg_open(path, &s->kmsg);
+        if (r >= 0)
+                r = kdp_backend_watch_fd(s->ctx, gpu_kmsg_fd(s->kmsg), on_kmsg);
+        if (r < 0) {
+                kdp_backend_log_warning(s->ctx, "NVIDIA Xid health is off: cannot read the kernel log",
+                                        KDP_F_STR("path", path ? path : rel), KDP_F_STR("err", strerror(-r)));
+                s->kmsg = gpu_kmsg_free(s->kmsg);
+                return;
+        }
+        /* what the log held before we started: Xids still within the recovery time count */
+        (void) on_kmsg(s, gpu_kmsg_fd(s->kmsg));
+}
+
+/* ---- ops ---- */
+
+static void gpu_fini(void *state) {
+        gpu_state *s = state;
+
+        if (!s)
+                return;
+        s->kmsg = gpu_kmsg_free(s->kmsg);
+        gpu_xid_set_done(&s->xid_ignore);
+        strv_free(s->allow);
+        strv_free(s->deny);
+        for (size_t i = 0; i < s->n_models; i++)
+                free(s->models[i].resource);
+        free(s->models);
+        for (size_t i = 0; i < s->n_replicas; i++)
+                free(s->replicas[i].resource);
+        free(s->replicas);
+        free(s->gpus);
+        free(s->dev_root);
+        free(s);
+}
+
+static int gpu_init(kdp_backend_ctx *ctx, void **ret_state) {
+        gpu_state *s = calloc(1, sizeof(*s));
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        s->ctx = ctx;
+        r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
+        if (r >= 0)
+                r = parse_params(s);
+        if (r < 0) {
+                gpu_fini(s);
+                return r;
+        }
+        open_kmsg(s);
+        *ret_state = s;
+        return 0;
+}
+
+/* ---- discovery ---- */
+
+static bool is_gpu_class(uint32_t class_code) {
+        return (class_code >> 16) == 0x03 || (class_code >> 8) == 0x1200;
+}
+
+static int vendor_of(const gpu_state *s, const kdp_pci_device *p) {
+        for (gpu_vendor v = 0; v < _GPU_VENDOR_MAX; v++)
+                if (p->vendor_id == vendor_ids[v])
+                        return s->vendor_on[v] && is_gpu_class(p->class_code) ? (int) v : -ENOENT;
+        return -ENOENT;
+}
+
+static bool filter_matches(char **list, const kdp_pci_device *p) {
+        for (size_t i = 0; list[i]; i++) {
+                uint16_t v, d;
+                unsigned vv;
+
+                if (parse_pci_id(list[i], &v, &d) >= 0) {
+                        if (v == p->vendor_id && d == p->device_id)
+                                return true;
+                } else if (strcmp(list[i] + 4, ":*") == 0) {
+                        if (sscanf(list[i], "%4x", &vv) == 1 && vv == p->vendor_id)
+                                return true;
+                } else if (strcasecmp(list[i], p->address) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static bool is_allowed(const gpu_state *s, const kdp_pci_device *p) {
+        return (!s->allow[0] || filter_matches(s->allow, p)) && !filter_matches(s->deny, p);
+}
+
+/* The driver a vendor's GPU must be bound to; Intel: i915 or xe. */
+static bool driver_expected(gpu_vendor v, const char *driver) {
+        switch (v) {
+        case GPU_NVIDIA:
+                return strcmp(driver, "nvidia") == 0;
+        case GPU_AMD:
+                return strcmp(driver, "amdgpu") == 0;
+        case GPU_INTEL:
+                return strcmp(driver, "i915") == 0 || strcmp(driver, "xe") == 0;
+        default:
+                return false;
+        }
+}
+
+static const char *resource_of(const gpu_state *s, gpu_vendor v, const kdp_pci_device *p) {
+        for (size_t i = 0; i < s->n_models; i++)
+                if (s->models[i].vendor == p->vendor_id && s->models[i].device == p->device_id)
+                        return s->models[i].resource;
+        switch (v) {
+        case GPU_NVIDIA:
+                return kdp_backend_param(s->ctx, "nvidia_resource");
+        case GPU_AMD:
+                return kdp_backend_param(s->ctx, "amd_resource");
+        default:
+                return kdp_backend_param(s->ctx, strcmp(p->driver, "xe") == 0 ? "xe_resource" : "i915_resource");
+        }
+}
+
+static void reason_add(gpu *g, const char *text) {
+        size_t n = strlen(g->reason);
+
+        snprintf(g->reason + n, sizeof(g->reason) - n, "%s%s", n ? "; " : "", text);
+}
+
+static gpu *gpu_add(gpu_state *s, const kdp_pci_device *p, gpu_vendor v) {
+        gpu *n = realloc(s->gpus, (s->n_gpus + 1) * sizeof(*n));
+        gpu *g;
+
+        if (!n)
+                return NULL;
+        s->gpus = n;
+        g = &s->gpus[s->n_gpus++];
+        *g = (gpu){ .vendor = v, .numa_node = -1 };
+        snprintf(g->bdf, sizeof(g->bdf), "%s", p->address);
+        snprintf(g->resource, sizeof(g->resource), "%s", resource_of(s, v, p));
+        snprintf(g->driver, sizeof(g->driver), "%s", p->driver);
+        if (v != GPU_NVIDIA)
+                snprintf(g->id, sizeof(g->id), "%s", p->address);
+        return g;
+}
+
+static void node_add(gpu *g, const char *rel) {
+        if (g->n_nodes < GPU_NODES_MAX)
+                snprintf(g->nodes[g->n_nodes++], sizeof(g->nodes[0]), "%s", rel);
+}
+
+/* card* and renderD* of the PCI device's drm/ directory (never computed from each other). */
+static void read_drm_nodes(gpu_state *s, gpu *g) {
+        _cleanup_free_ kdp_pci_child *children = NULL;
+        _cleanup_free_ char *root = NULL;
+        size_t n = 0, root_len;
+
+        if (kdp_pci_children(s->ctx, g->bdf, "drm", &children, &n) < 0 ||
+            kdp_backend_path(s->ctx, KDP_PATH_DEV, "", &root) < 0)
+                return;
+        root_len = strlen(root);
+        while (root_len > 0 && root[root_len - 1] == '/')
+                root_len--;
+        g->n_nodes = 0;
+        for (size_t i = 0; i < n; i++) {
+                const char *node = children[i].devnode;
+
+                if ((strncmp(children[i].name, "card", 4) != 0 && strncmp(children[i].name, "renderD", 7) != 0) ||
+                    strncmp(node, root, root_len) != 0 || node[root_len] != '/')
+                        continue;       /* controlD*, connectors, nodes outside the dev root */
+                node_add(g, node + root_len + 1);
+        }
+}
+
+static bool has_node(const gpu *g, const char *prefix) {
+        for (size_t i = 0; i < g->n_nodes; i++)
+                if (strncmp(g->nodes[i], prefix, strlen(prefix)) == 0)
+                        return true;
+        return false;
+}
+
+static void check_node(gpu_state *s, gpu *g, const char *rel) {
+        _cleanup_free_ char *why = NULL;
+
+        if (kdp_health_check_dev_node(s->ctx, rel, &why) == KDP_UNHEALTHY && why)
+                reason_add(g, why);
+}
+
+/* NVIDIA: UUID and minor from procfs. Returns false when the GPU cannot be served (no ID yet, excluded). */
+static bool refresh_nvidia(gpu_state *s, gpu *g, bool is_new) {
+        nvidia_info info;
+        int r = nvidia_read_information(s->ctx, g->bdf, &info);
+
+        if (r < 0 || !info.uuid[0]) {
+                if (is_new || !g->id[0])
+                        return false;
+                reason_add(g, r == -ENOENT ? "not listed in /proc/driver/nvidia/gpus" :
+                                                   "its /proc/driver/nvidia information is unreadable");
+                return true;
+        }
+        if (info.excluded) {
+                if (!is_new)
+                        reason_add(g, "excluded by the driver (NVreg_ExcludedGpus)");
+                return !is_new;
+        }
+        snprintf(g->id, sizeof(g->id), "%s", info.uuid);
+        g->n_nodes = 0;
+        {
+                char rel[32];
+
+                snprintf(rel, sizeof(rel), "nvidia%u", info.minor);
+                node_add(g, rel);
+        }
+        check_node(s, g, g->nodes[0]);
+        return true;
+}
+
+static void refresh_amd(gpu_state *s, gpu *g, const amd_kfd *kfd) {
+        read_drm_nodes(s, g);
+        if (!has_node(g, "dri/renderD"))
+                reason_add(g, "no DRM render node");
+        if (!kfd->present)
+                reason_add(g, "no KFD topology (amdgpu without compute support)");
+        else if (!amd_kfd_has(kfd, g->bdf))
+                reason_add(g, "not in the KFD topology");
+        check_node(s, g, "kfd");
+}
+
+static void refresh_intel(gpu_state *s, gpu *g) {
+        read_drm_nodes(s, g);
+        if (!has_node(g, "dri/card") || !has_node(g, "dri/renderD"))
+                reason_add(g, "no DRM card and render nodes");
+}
+
+static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
+        _cleanup_free_ char *why = NULL;
+        unsigned checks = KDP_HEALTH_PCI_PRESENT | KDP_HEALTH_PCI_ENABLED | KDP_HEALTH_PCI_AER_FATAL |
+                          KDP_HEALTH_PCI_AER_NONFATAL;
+        bool bound = strcmp(p->driver, g->driver) == 0;
+
+        if (bound && !g->bound) {
+                (void) kdp_health_pci_rebase(s->ctx, g->bdf, &g->pci);  /* (re)bound: counters start anew */
+                g->xid = 0;
+        }
+        g->bound = bound;
+        if (!bound) {
+                char text[96];
+
+                snprintf(text, sizeof(text), "%s%s", p->driver[0] ? "bound to " : "driver unbound", p->driver);
+                reason_add(g, text);
+        }
+        if (kdp_health_pci_check(s->ctx, g->bdf, NULL, checks, &g->pci, &why) == KDP_UNHEALTHY && why)
+                reason_add(g, why);
+        g->numa_node = p->numa_node;
+}
+
+static void refresh_xid(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expiry) {
+        char text[64];
+        uint64_t due;
+
+        if (!g->xid)
+                return;
+        due = g->xid_at_ms + s->xid_recovery_ms;
+        if (s->xid_recovery_ms && now >= due) {
+                kdp_backend_log_info(s->ctx, "GPU recovered: its Xid is older than xid_recovery_s",
+                                     KDP_F_STR("pci", g->bdf), KDP_F_INT("xid", g->xid));
+                g->xid = 0;
+                return;
+        }
+        snprintf(text, sizeof(text), "Xid %u (%s)", g->xid, gpu_xid_bucket(g->xid));
+        reason_add(g, text);
+        if (s->xid_recovery_ms && (!*next_expiry || due < *next_expiry))
+                *next_expiry = due;
+}
+
+/* One PCI function: a GPU of ours (new or known) is refreshed. */
+static void scan_function(gpu_state *s, const kdp_pci_device *p, const amd_kfd *kfd, bool *present) {
+        int v = vendor_of(s, p);
+        gpu *g;
+        bool is_new;
+
+        if (v < 0 || p->is_bridge)
+                return;
+        g = find_gpu(s, p->address);
+        is_new = !g;
+        if (is_new && (!is_allowed(s, p) || !driver_expected(v, p->driver) ||
+                       (v == GPU_INTEL && p->sriov_numvfs > 0)))
+                return;                 /* not ours (unbound, vfio-pci, a PF whose VFs are served) */
+        if (is_new && !(g = gpu_add(s, p, v)))
+                return;
+        present[g - s->gpus] = true;
+        g->reason[0] = '\0';
+        refresh_pci_health(s, g, p);
+        if (v == GPU_NVIDIA && !refresh_nvidia(s, g, is_new)) {
+                if (is_new)
+                        s->n_gpus--;    /* no UUID yet: try again next scan */
+                return;
+        }
+        if (v == GPU_AMD)
+                refresh_amd(s, g, kfd);
+        else if (v == GPU_INTEL)
+                refresh_intel(s, g);
+}
+
+/* ---- devices ---- */
+
+#define NODE_SET_MAX (GPU_NODES_MAX + 5)
+
+/* A GPU's nodes as kdp_dev_node, with the strings they point at. */
+typedef struct node_set {
+        char host[NODE_SET_MAX][256];
+        char container[NODE_SET_MAX][64];
+        kdp_dev_node nodes[NODE_SET_MAX + 1];   /* { 0 }-terminated */
+        size_t n;
+} node_set;
+
+static void node_set_add(node_set *ns, const gpu_state *s, const char *rel) {
+        if (ns->n >= NODE_SET_MAX)
+                return;
+        snprintf(ns->host[ns->n], sizeof(ns->host[0]), "%s/%s", s->dev_root, rel);
+        snprintf(ns->container[ns->n], sizeof(ns->container[0]), "/dev/%s", rel);
+        ns->nodes[ns->n] = (kdp_dev_node){ .host_path = ns->host[ns->n], .container_path = ns->container[ns->n],
+                                           .permissions = "rw" };
+        ns->nodes[++ns->n] = (kdp_dev_node){ 0 };
+}
+
+/* Its own nodes, then the node-wide ones it needs (NVIDIA's control nodes that exist, AMD's /dev/kfd). */
+static void node_set_fill(node_set *ns, const gpu_state *s, const gpu *g) {
+        *ns = (node_set){ 0 };
+        for (size_t i = 0; i < g->n_nodes; i++)
+                node_set_add(ns, s, g->nodes[i]);
+        if (g->vendor == GPU_NVIDIA)
+                for (size_t i = 0; nvidia_shared_nodes[i]; i++) {
+                        if (s->nvidia_shared_present[i])
+                                node_set_add(ns, s, nvidia_shared_nodes[i]);
+                }
+        else if (g->vendor == GPU_AMD)
+                node_set_add(ns, s, "kfd");
+}
+
+static void refresh_shared_nodes(gpu_state *s) {
+        for (size_t i = 0; nvidia_shared_nodes[i]; i++) {
+                _cleanup_free_ char *why = NULL;
+
+                s->nvidia_shared_present[i] =
+                        kdp_health_check_dev_node(s->ctx, nvidia_shared_nodes[i], &why) == KDP_HEALTHY;
+        }
+}
+
+static unsigned replicas_of(const gpu_state *s, const char *resource) {
+        unsigned n = 1;
+
+        for (size_t i = 0; i < s->n_replicas; i++)
+                if (!s->replicas[i].resource || strcmp(s->replicas[i].resource, resource) == 0)
+                        n = s->replicas[i].n;
+        return n;
+}
+
+static int emit_gpu(const gpu_state *s, kdp_device_tree *tree, const gpu *g) {
+        char cdi[RESOURCE_MAX + GPU_UUID_MAX + 2], id[GPU_UUID_MAX + 16];
+        const char *cdis[2] = { cdi, NULL };
+        kdp_device_info info = {
+                .id = g->id,
+                .health = g->reason[0] ? KDP_UNHEALTHY : KDP_HEALTHY,
+                .health_reason = g->reason[0] ? g->reason : NULL,
+                .pci_address = g->bdf,
+        };
+        unsigned n = replicas_of(s, g->resource);
+        node_set ns;
+        int r = 0;
+
+        node_set_fill(&ns, s, g);
+        info.dev_nodes = ns.nodes;
+        if (g->numa_node >= 0) {
+                info.numa_nodes[0] = g->numa_node;
+                info.n_numa_nodes = 1;
+        }
+        if (s->cdi) {
+                snprintf(cdi, sizeof(cdi), "%s=%s", g->resource, g->id);
+                info.cdi_devices = cdis;
+        }
+        if (n == 1)
+                return kdp_device_tree_add(tree, g->resource, &info);
+        info.id = id;
+        for (unsigned k = 0; k < n && r >= 0; k++) {
+                snprintf(id, sizeof(id), "%s" GPU_REPLICA_SEP "%u", g->id, k);
+                r = kdp_device_tree_add(tree, g->resource, &info);
+        }
+        return r;
+}
+
+static int gpu_scan(void *state, kdp_device_tree *tree) {
+        _cleanup_free_ bool *present = NULL;
+        gpu_state *s = state;
+        amd_kfd kfd = { 0 };
+        kdp_pci_list *l = NULL;
+        uint64_t now = now_ms(), next_expiry = 0;
+        int r;
+
+        r = kdp_pci_list_scan(s->ctx, &l);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        if (s->vendor_on[GPU_AMD] && (r = amd_kfd_read(s->ctx, &kfd)) < 0)
+                kdp_backend_log_warning(s->ctx, "Cannot read the KFD topology", KDP_F_STR("err", strerror(-r)));
+        refresh_shared_nodes(s);
+        present = calloc(s->n_gpus + kdp_pci_list_size(l) + 1, sizeof(bool));
+        if (!present) {
+                amd_kfd_done(&kfd);
+                kdp_pci_list_free(l);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < kdp_pci_list_size(l); i++)
+                scan_function(s, kdp_pci_list_get(l, i), &kfd, present);
+        amd_kfd_done(&kfd);
+        kdp_pci_list_free(l);
+
+        for (size_t i = 0; i < s->n_gpus; i++) {
+                gpu *g = &s->gpus[i];
+
+                if (!present[i]) {
+                        g->reason[0] = '\0';
+                        g->bound = false;
+                        reason_add(g, "removed from the PCI bus");
+                }
+                refresh_xid(s, g, now, &next_expiry);
+                r = kdp_device_tree_add_resource(tree, g->resource);
+                if (r >= 0)
+                        (void) emit_gpu(s, tree, g);    /* a refused device is logged by the tree */
+        }
+        if (next_expiry)
+                (void) kdp_backend_rescan_after(s->ctx, (uint32_t) (next_expiry - now));
+        return 0;
+}
+
+/* A reset shows as a PCI change or (re)bind event: the GPU's Xid is over. */
+static void gpu_device_event(void *state, const kdp_device_event *ev) {
+        gpu_state *s = state;
+        gpu *g;
+
+        if (strcmp(ev->subsystem, "pci") != 0 || !ev->sysname ||
+            (strcmp(ev->action, "change") != 0 && strcmp(ev->action, "bind") != 0 && strcmp(ev->action, "add") != 0))
+                return;
+        g = find_gpu(s, ev->sysname);
+        if (!g || !g->xid)
+                return;
+        kdp_backend_log_info(s->ctx, "GPU recovered: reset or rebound after its Xid", KDP_F_STR("pci", g->bdf),
+                             KDP_F_INT("xid", g->xid), KDP_F_STR("event", ev->action));
+        g->xid = 0;
+}
+
+/* ---- Allocate and GetPreferredAllocation ---- */
+
+static const gpu *gpu_by_id(const gpu_state *s, const char *resource, const char *id) {
+        size_t n = gpu_replica_base_len(id);
+
+        for (size_t i = 0; i < s->n_gpus; i++)
+                if (strlen(s->gpus[i].id) == n && strncmp(s->gpus[i].id, id, n) == 0 &&
+                    strcmp(s->gpus[i].resource, resource) == 0)
+                        return &s->gpus[i];
+        return NULL;
+}
+
+/* The distinct GPUs of a request, in request order (replicas of one GPU count once). */
+static int request_gpus(const gpu_state *s, const kdp_alloc_request *req, const gpu ***ret, size_t *ret_n) {
+        const gpu **list = calloc(req->n_device_ids + 1, sizeof(*list));
+        size_t n = 0;
+
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < req->n_device_ids; i++) {
+                const gpu *g = gpu_by_id(s, req->resource, req->device_ids[i]);
+                bool dup = false;
+
+                if (!g) {
+                        free(list);
+                        return -EOPNOTSUPP;     /* not ours any more: the device records answer */
+                }
+                for (size_t j = 0; j < n && !dup; j++)
+                        dup = list[j] == g;
+                if (!dup)
+                        list[n++] = g;
+        }
+        *ret = list;
+        *ret_n = n;
+        return 0;
+}
+
+/* "a,b,c" of each GPU's ID (NVIDIA) or PCI address. */
+static char *join_ids(const gpu **list, size_t n, bool addresses) {
+        size_t len = 1;
+        char *out;
+
+        for (size_t i = 0; i < n; i++)
+                len += strlen(addresses ? list[i]->bdf : list[i]->id) + 1;
+        out = calloc(len, 1);
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        strcat(out, ",");
+                strcat(out, addresses ? list[i]->bdf : list[i]->id);
+        }
+        return out;
+}
+
+static int add_gpu_edits(const gpu_state *s, const gpu *g, kdp_alloc_response *resp) {
+        char cdi[RESOURCE_MAX + GPU_UUID_MAX + 2];
+        bool nodes = g->vendor == GPU_NVIDIA ? s->device_specs : !s->cdi;
+        node_set ns;
+        int r = 0;
+
+        if (nodes) {
+                node_set_fill(&ns, s, g);
+                for (size_t i = 0; i < ns.n && r >= 0; i++)
+                        r = kdp_alloc_response_add_dev_node(resp, &ns.nodes[i]);
+        }
+        if (r >= 0 && s->cdi) {
+                snprintf(cdi, sizeof(cdi), "%s=%s", g->resource, g->id);
+                r = kdp_alloc_response_add_cdi_device(resp, cdi);
+        }
+        return r;
+}
+
+static int gpu_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_response *resp) {
+        _cleanup_free_ const gpu **list = NULL;
+        _cleanup_free_ char *ids = NULL;
+        const gpu_state *s = state;
+        size_t n = 0;
+        int r;
+
+        r = request_gpus(s, req, &list, &n);
+        if (r < 0 || n == 0)
+                return r < 0 ? r : -EOPNOTSUPP;
+        for (size_t i = 0; i < n; i++) {
+                r = add_gpu_edits(s, list[i], resp);
+                if (r < 0)
+                        return r;
+        }
+        ids = join_ids(list, n, list[0]->vendor != GPU_NVIDIA);
+        if (!ids)
+                return -ENOMEM;
+        return kdp_alloc_response_add_env(resp,
+                                          list[0]->vendor == GPU_NVIDIA ? "NVIDIA_VISIBLE_DEVICES" : "KDP_GPU_PCI_ADDRESSES",
+                                          ids);
+}
+
+static int gpu_preferred(void *state, const kdp_pref_request *req, kdp_pref_response *resp) {
+        const gpu_state *s = state;
+
+        if (replicas_of(s, req->resource) == 1)
+                return -EOPNOTSUPP;     /* whole GPUs: the framework's PCIe locality */
+        return gpu_replicas_preferred(s->policy, req, resp);
+}
+
+static const char *const gpu_subsystems[] = { "pci", "drm", NULL };
+
+static const kdp_param_spec gpu_params[] = {
+        { "vendors", "nvidia,amd,intel", "which vendors' GPUs to serve (comma-separated)" },
+        { "allow", "", "serve only these GPUs: vendor:device, vendor:* or PCI addresses (empty: all)" },
+        { "deny", "", "never serve these GPUs (same forms as allow)" },
+        { "nvidia_resource", "nvidia.com/gpu", "resource of NVIDIA GPUs" },
+        { "amd_resource", "amd.com/gpu", "resource of AMD GPUs" },
+        { "i915_resource", "gpu.intel.com/i915", "resource of Intel GPUs bound to i915" },
+        { "xe_resource", "gpu.intel.com/xe", "resource of Intel GPUs bound to xe" },
+        { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10de:2330=nvidia.com/h100)" },
+        { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..64)" },
+        { "replica_policy", "spread", "spread (replicas on distinct GPUs first) or pack" },
+        { "nvidia_device_specs", "false", "also return NVIDIA device nodes as DeviceSpecs" },
+        { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
+        { "xid_ignore", "13,31,43,45,68,109", "Xids that do not make a GPU unhealthy, or 'all' for no Xid health" },
+        { "xid_recovery_s", "300", "seconds after a critical Xid a GPU is healthy again without a reset; 0: only a reset" },
+        { "kmsg", "kmsg", "kernel log, relative to --dev-root (or absolute); empty: no Xid health" },
+        { 0 },
+};
+
+static const kdp_backend_ops gpu_ops = {
+        .abi_major = KDP_BACKEND_ABI_MAJOR,
+        .struct_size = sizeof(kdp_backend_ops),
+        .name = "gpu",
+        .udev_subsystems = gpu_subsystems,
+        .params = gpu_params,
+        .init = gpu_init,
+        .scan = gpu_scan,
+        .fini = gpu_fini,
+        .allocate = gpu_allocate,
+        .preferred = gpu_preferred,
+        .rescan_interval_ms = 1000,     /* AER counters, procfs and NVIDIA's /dev nodes send no uevent */
+        .device_event = gpu_device_event,
+};
+
+KDP_BACKEND_REGISTER(gpu_ops);

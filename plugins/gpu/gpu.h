@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The GPU backend's internal interfaces (one per module):
+ *
+ *   gpu.c     ops, params, the table of GPUs seen since start, scan, health
+ *   nvidia.c  /proc/driver/nvidia/gpus/<bdf>/information, the NVIDIA nodes
+ *   amd.c     the KFD topology: which GPUs the compute driver serves
+ *   share.c   replicas: "<id>::<k>" IDs, Allocate, GetPreferredAllocation
+ *   xid.c     Xid errors from the kernel log (xid.h)
+ *
+ * Everything runs under the backend's lock (kdp/backend.h): scan and the Xid
+ * callback on the loop thread, allocate and preferred on the gRPC thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdp/backend.h>
+#include <kdp/health.h>
+#include <kdp/pci.h>
+
+typedef enum gpu_vendor {
+        GPU_NVIDIA,
+        GPU_AMD,
+        GPU_INTEL,
+        _GPU_VENDOR_MAX,
+        _GPU_VENDOR_INVALID = -EINVAL,
+} gpu_vendor;
+
+#define GPU_NODES_MAX 8
+#define GPU_UUID_MAX 48
+
+/* ---- nvidia.c ---- */
+
+typedef struct nvidia_info {
+        char uuid[GPU_UUID_MAX];        /* "GPU-5f1b3a7e-..."; "" when the driver has none cached */
+        unsigned minor;                 /* /dev/nvidia<minor> */
+        bool excluded;                  /* "GPU Excluded: Yes" (NVreg_ExcludedGpus) */
+} nvidia_info;
+
+/* Parses the text of an `information` file. -EBADMSG without "Bus Location"/"Device Minor" or when they disagree with `bdf`. */
+int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret);
+/* Reads <proc root>/driver/nvidia/gpus/<bdf>/information; -ENOENT when the driver lists no such GPU. */
+int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret);
+/* The node-wide NVIDIA nodes a container needs beside /dev/nvidia<minor>, in this order. */
+extern const char *const nvidia_shared_nodes[];
+
+/* ---- amd.c ---- */
+
+typedef struct amd_kfd {
+        char (*bdfs)[KDP_PCI_ADDRESS_MAX];      /* GPU nodes of the topology, as PCI addresses (function 0) */
+        unsigned *render_minors;                /* drm_render_minor of each */
+        size_t n;
+        bool present;                           /* the topology directory exists (amdgpu loaded with KFD) */
+} amd_kfd;
+
+/* Parses one KFD node `properties` text: 1 and the address + render minor for a GPU node, 0 for a CPU node. */
+int amd_kfd_parse_properties(const char *text, char bdf[KDP_PCI_ADDRESS_MAX], unsigned *ret_render_minor);
+/* Reads <sysfs>/class/kfd/kfd/topology/nodes/<n>/properties for every node. */
+int amd_kfd_read(const kdp_backend_ctx *ctx, amd_kfd *ret);
+bool amd_kfd_has(const amd_kfd *kfd, const char *bdf);
+void amd_kfd_done(amd_kfd *kfd);
+
+/* ---- share.c ---- */
+
+#define GPU_REPLICA_SEP "::"
+
+/* The physical ID of a (replica) ID: length of the part before "::" (the whole length without one). */
+size_t gpu_replica_base_len(const char *id);
+
+typedef enum gpu_replica_policy {
+        GPU_REPLICAS_SPREAD,            /* distinct GPUs first */
+        GPU_REPLICAS_PACK,              /* fill the GPUs already in use first */
+        _GPU_REPLICA_POLICY_MAX,
+        _GPU_REPLICA_POLICY_INVALID = -EINVAL,
+} gpu_replica_policy;
+
+/*
+ * Chooses req->size IDs of req->available (must_include first) by `policy`
+ * and appends them to resp. Only for resources with replicas; -EINVAL when
+ * the request cannot be met (the framework then chooses).
+ */
+int gpu_replicas_preferred(gpu_replica_policy policy, const kdp_pref_request *req, kdp_pref_response *resp);

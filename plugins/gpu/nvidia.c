@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * NVIDIA's procfs view of one GPU (HARDWARE-GPU §3.1, §3.2).
+ *
+ * The driver writes /proc/driver/nvidia/gpus/<bdf>/information as
+ * "Key: \t value" lines. The device minor (/dev/nvidia<minor>) is handed out
+ * in probe order and may change after a remove and rescan, so it is read
+ * here every scan, never computed from the address. The UUID line is absent
+ * while the driver has not cached it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <kdp/cleanup.h>
+
+#include "gpu.h"
+
+const char *const nvidia_shared_nodes[] = {
+        "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", NULL,
+};
+
+static char *trim(char *s) {
+        char *end;
+
+        s += strspn(s, " \t");
+        end = s + strlen(s);
+        while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+                *--end = '\0';
+        return s;
+}
+
+static int parse_minor(const char *v, unsigned *ret) {
+        char *end;
+        unsigned long m;
+
+        errno = 0;
+        m = strtoul(v, &end, 10);
+        if (errno || end == v || *end || m > 247)       /* NV_MINOR_DEVICE_NUMBER_REGULAR_MAX */
+                return -EBADMSG;
+        *ret = (unsigned) m;
+        return 0;
+}
+
+static int apply_line(char *line, nvidia_info *info, bool *have_bus, bool *have_minor, const char *bdf) {
+        char *colon = strchr(line, ':'), *key, *value;
+
+        if (!colon)
+                return 0;
+        *colon = '\0';
+        key = trim(line);
+        value = trim(colon + 1);
+        if (strcmp(key, "GPU UUID") == 0) {
+                if (strlen(value) >= sizeof(info->uuid))
+                        return -EBADMSG;
+                strcpy(info->uuid, value);
+        } else if (strcmp(key, "Device Minor") == 0) {
+                *have_minor = true;
+                return parse_minor(value, &info->minor);
+        } else if (strcmp(key, "Bus Location") == 0) {
+                *have_bus = true;
+                if (strcasecmp(value, bdf) != 0)
+                        return -EBADMSG;
+        } else if (strcmp(key, "GPU Excluded") == 0)
+                info->excluded = strcmp(value, "Yes") == 0;
+        return 0;
+}
+
+int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret) {
+        _cleanup_free_ char *copy = strdup(text ? text : "");
+        nvidia_info info = { 0 };
+        bool have_bus = false, have_minor = false;
+        char *state = NULL;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *line = strtok_r(copy, "\n", &state); line; line = strtok_r(NULL, "\n", &state)) {
+                r = apply_line(line, &info, &have_bus, &have_minor, bdf);
+                if (r < 0)
+                        return r;
+        }
+        if (!have_bus || !have_minor)
+                return -EBADMSG;
+        *ret = info;
+        return 0;
+}
+
+/* procfs files report size 0: read to EOF. */
+static int read_all(const char *path, char **ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *mem;
+        char chunk[1024];
+        size_t n;
+
+        if (!f)
+                return -errno;
+        mem = open_memstream(&buf, &size);
+        if (!mem)
+                return -ENOMEM;
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && size < 65536)
+                fwrite(chunk, 1, n, mem);
+        if (ferror(f)) {
+                fclose(mem);
+                free(buf);
+                return -EIO;
+        }
+        if (fclose(mem) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret) {
+        _cleanup_free_ char *rel = NULL, *path = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&rel, "driver/nvidia/gpus/%s/information", bdf) < 0)
+                return -ENOMEM;
+        r = kdp_backend_path(ctx, KDP_PATH_PROC, rel, &path);
+        if (r < 0)
+                return r;
+        r = read_all(path, &text);
+        if (r == -ENOTDIR)
+                r = -ENOENT;
+        if (r < 0)
+                return r;
+        return nvidia_parse_information(text, bdf, ret);
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The GPU backend's parsers and replica policy (plugins/gpu/nvidia.c, amd.c,
+ * share.c), on the exact texts HARDWARE-GPU §3.1 and §4.2 describe.
+ */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "gpu.h"
+#include "kdp-test.h"
+
+/* §3.1: "Key: \t value" with the driver's own tabs; "GPU Excluded:\t No" has no space before the tab. */
+static const char h100_information[] =
+        "Model: \t\t NVIDIA H100 80GB HBM3\n"
+        "IRQ:   \t\t 523\n"
+        "GPU UUID: \t GPU-5f1b3a7e-0c2d-4e8f-9a61-3b7c2d9e0f14\n"
+        "Video BIOS: \t 96.00.99.00.01\n"
+        "Bus Type: \t PCIe\n"
+        "DMA Size: \t 52 bits\n"
+        "DMA Mask: \t 0xfffffffffffff\n"
+        "Bus Location: \t 0000:3a:00.0\n"
+        "Device Minor: \t 2\n"
+        "GPU Firmware: \t 595.45.04\n"
+        "GPU Excluded:\t No\n";
+
+START_TEST(nvidia_information_fields) {
+        nvidia_info info;
+
+        ck_assert_int_eq(nvidia_parse_information(h100_information, "0000:3a:00.0", &info), 0);
+        ck_assert_str_eq(info.uuid, "GPU-5f1b3a7e-0c2d-4e8f-9a61-3b7c2d9e0f14");
+        ck_assert_uint_eq(info.minor, 2);
+        ck_assert(!info.excluded);
+}
+END_TEST
+
+START_TEST(nvidia_information_odd) {
+        nvidia_info info;
+
+        /* the UUID line is missing while the driver has not cached it */
+        ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t 0\n",
+                                                  "0000:18:00.0", &info), 0);
+        ck_assert_str_eq(info.uuid, "");
+        ck_assert_uint_eq(info.minor, 0);
+        ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t 0\n"
+                                                  "GPU Excluded:\t Yes\n", "0000:18:00.0", &info), 0);
+        ck_assert(info.excluded);
+        /* another GPU's file, a missing minor, a minor beyond NVIDIA's 247, garbage */
+        ck_assert_int_eq(nvidia_parse_information(h100_information, "0000:18:00.0", &info), -EBADMSG);
+        ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\n", "0000:18:00.0", &info),
+                         -EBADMSG);
+        ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t 248\n",
+                                                  "0000:18:00.0", &info), -EBADMSG);
+        ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t x\n",
+                                                  "0000:18:00.0", &info), -EBADMSG);
+        ck_assert_int_eq(nvidia_parse_information("", "0000:18:00.0", &info), -EBADMSG);
+}
+END_TEST
+
+/* §4.2: an MI300X GPU node (decimal values; location_id = bus << 8). */
+static const char mi300x_node[] =
+        "cpu_cores_count 0\n"
+        "simd_count 1216\n"
+        "mem_banks_count 1\n"
+        "gfx_target_version 90402\n"
+        "vendor_id 4098\n"
+        "device_id 29857\n"
+        "location_id 34048\n"
+        "domain 0\n"
+        "drm_render_minor 144\n"
+        "hive_id 15188982192727901047\n"
+        "num_xcc 8\n";
+
+START_TEST(amd_kfd_properties) {
+        char bdf[KDP_PCI_ADDRESS_MAX];
+        unsigned render = 0;
+
+        ck_assert_int_eq(amd_kfd_parse_properties(mi300x_node, bdf, &render), 1);
+        ck_assert_str_eq(bdf, "0000:85:00.0");
+        ck_assert_uint_eq(render, 144);
+        /* a CPX partition: the low bits of location_id are the partition, not the function */
+        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 152\nlocation_id 1287\ndomain 0\n"
+                                                  "drm_render_minor 135\n", bdf, &render), 1);
+        ck_assert_str_eq(bdf, "0000:05:00.0");
+        ck_assert_uint_eq(render, 135);
+        /* a CPU node, a GPU node without its address, a bad number */
+        ck_assert_int_eq(amd_kfd_parse_properties("cpu_cores_count 96\nsimd_count 0\nlocation_id 0\n", bdf,
+                                                  &render), 0);
+        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 152\ndomain 0\ndrm_render_minor 128\n", bdf, &render),
+                         -ENOENT);
+        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 1x\n", bdf, &render), -EBADMSG);
+}
+END_TEST
+
+START_TEST(replica_base) {
+        ck_assert_uint_eq(gpu_replica_base_len("GPU-abc::3"), strlen("GPU-abc"));
+        ck_assert_uint_eq(gpu_replica_base_len("0000:18:00.0::12"), strlen("0000:18:00.0"));
+        ck_assert_uint_eq(gpu_replica_base_len("0000:18:00.0"), strlen("0000:18:00.0"));
+}
+END_TEST
+
+/* Runs the policy and returns the chosen IDs joined by spaces. */
+static char *choose(gpu_replica_policy policy, const char *const *available, size_t n, const char *const *must,
+                    size_t n_must, size_t size, int *ret) {
+        kdp_pref_request req = { .resource = "nvidia.com/gpu", .available = available, .n_available = n,
+                                 .must_include = must, .n_must_include = n_must, .size = size };
+        kdp_pref_response resp;
+        char *out = calloc(1, 1024);
+
+        kdp_pref_response_init(&resp, &req);
+        *ret = gpu_replicas_preferred(policy, &req, &resp);
+        for (size_t i = 0; i < resp.n_ids; i++) {
+                if (i)
+                        strcat(out, " ");
+                strcat(out, resp.ids[i]);
+        }
+        kdp_pref_response_done(&resp);
+        return out;
+}
+
+/* Three GPUs with two replicas each; A::0 is already in use elsewhere, so A has one free. */
+static const char *const shared[] = { "A::1", "B::0", "B::1", "C::0", "C::1" };
+
+START_TEST(replicas_spread) {
+        _cleanup_free_ char *two = NULL, *three = NULL, *four = NULL, *must = NULL;
+        const char *const m[] = { "C::1" };
+        int r;
+
+        two = choose(GPU_REPLICAS_SPREAD, shared, 5, NULL, 0, 2, &r);
+        ck_assert_int_eq(r, 0);
+        ck_assert_str_eq(two, "B::0 C::0");            /* distinct GPUs, the least used first */
+        three = choose(GPU_REPLICAS_SPREAD, shared, 5, NULL, 0, 3, &r);
+        ck_assert_str_eq(three, "B::0 C::0 A::1");     /* a third distinct GPU before a second replica */
+        four = choose(GPU_REPLICAS_SPREAD, shared, 5, NULL, 0, 4, &r);
+        ck_assert_str_eq(four, "B::0 C::0 A::1 B::1");
+        must = choose(GPU_REPLICAS_SPREAD, shared, 5, m, 1, 2, &r);
+        ck_assert_str_eq(must, "C::1 B::0");
+}
+END_TEST
+
+START_TEST(replicas_pack) {
+        _cleanup_free_ char *one = NULL, *three = NULL;
+        int r;
+
+        one = choose(GPU_REPLICAS_PACK, shared, 5, NULL, 0, 1, &r);
+        ck_assert_int_eq(r, 0);
+        ck_assert_str_eq(one, "A::1");                 /* the GPU already shared fills up first */
+        three = choose(GPU_REPLICAS_PACK, shared, 5, NULL, 0, 3, &r);
+        ck_assert_str_eq(three, "A::1 B::0 B::1");
+}
+END_TEST
+
+START_TEST(replicas_impossible) {
+        _cleanup_free_ char *big = NULL, *unknown = NULL;
+        const char *const m[] = { "Z::0" };
+        int r;
+
+        big = choose(GPU_REPLICAS_SPREAD, shared, 5, NULL, 0, 6, &r);
+        ck_assert_int_eq(r, -EINVAL);
+        unknown = choose(GPU_REPLICAS_SPREAD, shared, 5, m, 1, 1, &r);
+        ck_assert_int_eq(r, -EINVAL);
+}
+END_TEST
+
+static Suite *gpu_parts_suite(void) {
+        Suite *s = suite_create("gpu-parts");
+        TCase *tc = tcase_create("core");
+
+        tcase_add_test(tc, nvidia_information_fields);
+        tcase_add_test(tc, nvidia_information_odd);
+        tcase_add_test(tc, amd_kfd_properties);
+        tcase_add_test(tc, replica_base);
+        tcase_add_test(tc, replicas_spread);
+        tcase_add_test(tc, replicas_pack);
+        tcase_add_test(tc, replicas_impossible);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return kdp_test_run(gpu_parts_suite());
+}
