@@ -10,15 +10,26 @@
  *                                    check SYSPATH   sysfs state of one device
  *                                    attr SYSPATH NAME
  *                                    count           a fresh libudev and libpci count
+ *                                    file PATH       what "files" prints for PATH
  *                                    mark TEXT       echoes "mark TEXT"
  *                                  Before each request it reads every uevent already queued, so a
  *                                  request written after sim-node finished a command comes after
  *                                  that command's events in the output.
+ *   sim-check files PATH...        one line per PATH, through the plain calls a backend makes
+ *                                  (lstat, readlink, opendir/readdir, open/read, stat):
+ *                                    file PATH missing | dir: NAME... | link -> TARGET
+ *                                    | char|block MAJ:MIN | text=CONTENT (C escapes)
+ *   sim-check kmsg BYTES           opens /dev/kmsg O_RDONLY|O_NONBLOCK as a kmsg reader does;
+ *                                  with BYTES 0, one read() must fail with EAGAIN ("kmsg empty"),
+ *                                  not report EOF; else it polls and reads until BYTES bytes
+ *                                  came and prints them ("kmsg text=...", C escapes)
  *
  * Who owns what: each mode owns its udev context, enumerator or monitor and its pci_access, and
  * frees them before returning; every udev_device lives for one loop iteration.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libudev.h>
 #include <limits.h>
 #include <pci/pci.h>
@@ -362,6 +373,126 @@ static void do_attr(const char *syspath, const char *name) {
         putchar('\n');
 }
 
+/* text with \n \t \\ and \xNN for other control bytes */
+static void print_escaped(const char *text, size_t len) {
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char) text[i];
+
+                if (c == '\n')
+                        fputs("\\n", stdout);
+                else if (c == '\t')
+                        fputs("\\t", stdout);
+                else if (c == '\\')
+                        fputs("\\\\", stdout);
+                else if (c < 0x20 || c == 0x7f)
+                        printf("\\x%02x", c);
+                else
+                        putchar(c);
+        }
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void do_file(const char *path) {
+        struct stat sb;
+
+        printf("file %s ", path);
+        if (lstat(path, &sb) < 0)
+                fputs(errno == ENOENT ? "missing" : strerror(errno), stdout);
+        else if (S_ISLNK(sb.st_mode)) {
+                char target[PATH_MAX];
+                ssize_t n = readlink(path, target, sizeof(target) - 1);
+
+                printf("link -> %.*s", (int) (n < 0 ? 0 : n), target);
+        } else if (S_ISDIR(sb.st_mode)) {
+                _cleanup_closedir_ DIR *d = opendir(path);
+                char *names[256];
+                size_t n = 0;
+                struct dirent *e;
+
+                fputs("dir:", stdout);
+                while (d && (e = readdir(d)) && n < KDP_ELEMENTSOF(names))
+                        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                                names[n++] = strdup(e->d_name);
+                qsort(names, n, sizeof(char *), cmp_str);
+                for (size_t i = 0; i < n; i++) {
+                        printf(" %s", names[i] ? names[i] : "?");
+                        free(names[i]);
+                }
+                if (!d)
+                        printf(" (opendir: %s)", strerror(errno));
+        } else if (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode))
+                printf("%s %u:%u", S_ISCHR(sb.st_mode) ? "char" : "block", major(sb.st_rdev),
+                       minor(sb.st_rdev));
+        else {
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+                char buf[8192];
+                size_t len = 0;
+                ssize_t n = 0;
+
+                while (fd >= 0 && len < sizeof(buf) && (n = read(fd, buf + len, sizeof(buf) - len)) > 0)
+                        len += (size_t) n;
+                if (fd < 0 || n < 0)
+                        printf("(read: %s)", strerror(errno));
+                else {
+                        fputs("text=", stdout);
+                        print_escaped(buf, len);
+                }
+        }
+        putchar('\n');
+}
+
+static int do_files(int argc, char **argv) {
+        for (int i = 0; i < argc; i++)
+                do_file(argv[i]);
+        return 0;
+}
+
+static int do_kmsg(long want) {
+        _cleanup_close_ int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        char buf[65536];
+        size_t len = 0;
+
+        if (fd < 0) {
+                printf("kmsg open: %s\n", strerror(errno));
+                return 1;
+        }
+        if (want == 0) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+
+                if (n < 0 && errno == EAGAIN)
+                        printf("kmsg empty\n");
+                else if (n == 0)
+                        printf("kmsg EOF\n");
+                else
+                        printf("kmsg read %zd: %s\n", n, n < 0 ? strerror(errno) : "data");
+                return 0;
+        }
+        while (len < (size_t) want && len < sizeof(buf)) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                ssize_t n;
+
+                if (poll(&pfd, 1, 10000) <= 0) {
+                        printf("kmsg timeout after %zu bytes\n", len);
+                        return 1;
+                }
+                n = read(fd, buf + len, sizeof(buf) - len);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        continue;
+                if (n <= 0) {
+                        printf("kmsg read: %s\n", n == 0 ? "EOF" : strerror(errno));
+                        return 1;
+                }
+                len += (size_t) n;
+        }
+        fputs("kmsg text=", stdout);
+        print_escaped(buf, len);
+        putchar('\n');
+        return 0;
+}
+
 static int do_monitor(const char *source) {
         _cleanup_(udev_unrefp) struct udev *udev = udev_new();
         _cleanup_(udev_monitor_unrefp) struct udev_monitor *mon = NULL;
@@ -437,6 +568,8 @@ static int do_monitor(const char *source) {
                                 } else if (strcmp(start, "count") == 0)
                                         printf("count udev-pci=%d libpci=%d\n", print_udev_pci(udev, false),
                                                print_libpci(false));
+                                else if (strcmp(start, "file") == 0 && arg)
+                                        do_file(arg);
                                 else if (strcmp(start, "mark") == 0)
                                         printf("mark %s\n", arg ? arg : "");
                                 else if (*start)
@@ -457,6 +590,10 @@ int main(int argc, char **argv) {
                 return do_enum();
         if (argc >= 2 && strcmp(argv[1], "monitor") == 0)
                 return do_monitor(argc >= 3 ? argv[2] : "udev");
-        fprintf(stderr, "usage: sim-check enum | monitor [udev|kernel]\n");
+        if (argc >= 2 && strcmp(argv[1], "files") == 0)
+                return do_files(argc - 2, argv + 2);
+        if (argc == 3 && strcmp(argv[1], "kmsg") == 0)
+                return do_kmsg(atol(argv[2]));
+        fprintf(stderr, "usage: sim-check enum | monitor [udev|kernel] | files PATH... | kmsg BYTES\n");
         return 2;
 }

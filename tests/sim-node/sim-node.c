@@ -10,12 +10,16 @@
  *   2. loads every FIXTURE (umockdev record files; records with N: lines get their /dev nodes),
  *   3. creates what the records point at outside /sys/devices, so that links resolve as on a real
  *      node: /sys/bus/pci/drivers/<drv>/ with its <bdf> back-links and bind/unbind/new_id/remove_id,
- *      /sys/kernel/iommu_groups/<n>/devices/<bdf>,
- *   4. runs COMMAND as a child with UMOCKDEV_DIR and LD_PRELOAD in its environment, so the child
+ *      /sys/kernel/iommu_groups/<n>/devices/<bdf>; and for a record with an N: line, the /dev
+ *      side as udev makes it: stat() of the node and of its S: links gives the record's "dev"
+ *      number (dev/.node/<name>, see "Plain files"), and S: links are relative ("../card1"),
+ *   4. copies FIXTURE.files/ (FIXTURE without its ".umockdev", plus ".files"), if that directory
+ *      exists, into the testbed root: see "Plain files" below,
+ *   5. runs COMMAND as a child with UMOCKDEV_DIR and LD_PRELOAD in its environment, so the child
  *      (and everything it starts) sees the testbed as /sys, /dev and /run/udev,
- *   5. while the child runs, applies the commands of --script FILE and of lines written to
+ *   6. while the child runs, applies the commands of --script FILE and of lines written to
  *      --control FIFO (the two run independently; each runs its own lines in order),
- *   6. exits with the child's status (128+N if a signal N killed it).
+ *   7. exits with the child's status (128+N if a signal N killed it).
  * Its own errors (bad arguments, a bad fixture, a command that names no device, ...) print
  * "sim-node: ..." on stderr, stop the child (SIGTERM) and exit 2. Without the preload it exits 77.
  *
@@ -53,6 +57,50 @@
  *                         starts when the child does, before the child has opened its monitor
  *   sleep MS              pauses this command stream
  *   echo TEXT             prints TEXT on stdout, for tests to synchronise on
+ *   kmsg RECORD           writes RECORD and a "\n" to the testbed's /dev/kmsg FIFO in one write();
+ *                         RECORD is the rest of the line, verbatim (a kmsg record such as
+ *                         "4,8820,91234570700,c;NVRM: Xid (PCI:0000:3a:00): 79, pid=0, GPU has
+ *                         fallen off the bus."), except that the two characters \n become a
+ *                         newline, for continuation lines (" SUBSYSTEM=pci"). The kernel prints a
+ *                         backslash in a record as \x5c, so a real record never holds \n. At most
+ *                         PIPE_BUF (4096) bytes with the newline. An error if the fixture has no
+ *                         dev/kmsg, or if the FIFO is full (1 MiB unread)
+ *   rm PATH               removes PATH (below the testbed root: proc/driver/nvidia/gpus/<bdf>,
+ *                         dev/nvidia2), a directory with everything in it, a link and not its
+ *                         target; an error if PATH does not exist
+ *   write PATH TEXT       creates or replaces the file PATH with TEXT (C escapes expanded as for
+ *                         "set", "\n" appended), creating missing directories; the new file is
+ *                         renamed over the old one, so a reader sees one text or the other
+ *   mkdir PATH            mkdir -p
+ *   PATH is relative to the testbed root ("proc/...", "dev/...", "sys/..."); an absolute PATH, a
+ *   ".." component or the root itself is refused like any bad command (exit 2; in a script,
+ *   before the child starts). These three edit plain files only: no uevent, and sim-node's device
+ *   table does not notice (use unplug/unbind/set for devices).
+ *
+ * Plain files (FIXTURE.files/). Every directory at the top of the tree (dev/, proc/, sys/) is
+ * merged into the testbed root; files at the top (SOURCE.md) are notes and stay out. Regular
+ * files, directories and relative links are copied; an absolute link, another file type, or a
+ * name that the records (or another fixture) already made is an error (exit 2): the tree adds,
+ * it never overwrites. Files named .gitkeep are skipped: they only make git keep an empty
+ * directory. An empty regular file dev/kmsg is a placeholder: sim-node makes a FIFO of it and
+ * keeps a read-write fd on it, so a reader never sees EOF (read() gives EAGAIN, or blocks, when
+ * no record waits), and records written before the child opens it wait in the FIFO.
+ * The preload redirects a path under /dev, /sys or /proc to the testbed when the testbed has it
+ * (checked for /proc with umockdev 0.17.16: open, openat, fopen, stat, lstat, fstatat, statx,
+ * access, readlink, realpath, opendir/readdir, chdir), so proc/driver/nvidia/gpus/<bdf>/information
+ * is what the child reads as /proc/driver/nvidia/gpus/<bdf>/information, and the rest of /proc
+ * stays the real one. A directory in the tree hides the real one of the same path: with a
+ * proc/driver/ in the tree, /proc/driver lists only what the tree holds. Not redirected, for
+ * /dev, /sys and /proc alike: glibc's scandir(), glob() and nftw() (they call the internal
+ * opendir/open, which the preload cannot see), and a link whose target is missing (the preload
+ * tests existence through the link). A file under dev/ is reported by stat() as a char device
+ * (the preload's rule for emulated nodes); its number is read from the link dev/.node/<name,
+ * with '/' as '_'> -> "MAJOR:MINOR", which a files tree carries for nodes that are not udev's
+ * (dev/.node/nvidia0 -> 195:0), else it is 0:0.
+ * /dev/kmsg as a FIFO differs from the kernel's in three ways a reader may notice: records that
+ * wait together can come in one read() (split them at each "\n" that no " " follows); each
+ * record goes to one reader only, where the kernel gives every opener the whole log; lseek()
+ * fails with ESPIPE (no SEEK_END, no SEEK_DATA), and there is no EPIPE for lost records.
  *
  * Delivery (umockdev 0.17.16, checked): the preload turns a process's uevent netlink socket into
  * an AF_UNIX datagram socket bound to $UMOCKDEV_DIR/event<fd>, and umockdev_testbed_uevent() sends
@@ -72,9 +120,9 @@
  *
  * Who owns what: main() owns the sim_node for the life of the process. The sim_node owns the
  * testbed (unref deletes its directory), the device table, the two command streams, the control
- * FIFO fds and the signalfd. Each simdev owns its strings and the record text it came from, which
- * replug and bind replay; it stays in the table while unplugged (present = false). The child owns
- * nothing of ours.
+ * FIFO fds, the kmsg FIFO fd and the signalfd. Each simdev owns its strings and the record text
+ * it came from, which replug and bind replay; it stays in the table while unplugged (present =
+ * false). The child owns nothing of ours.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -136,6 +184,10 @@ typedef enum sim_verb {
         VERB_WAIT_LISTENERS,
         VERB_SLEEP,
         VERB_ECHO,
+        VERB_KMSG,
+        VERB_RM,
+        VERB_WRITE,
+        VERB_MKDIR,
         _VERB_MAX,
         _VERB_INVALID = -EINVAL,
 } sim_verb;
@@ -144,14 +196,17 @@ static const char *const verb_names[_VERB_MAX] = {
         [VERB_UNPLUG] = "unplug", [VERB_REPLUG] = "replug", [VERB_UNBIND] = "unbind",
         [VERB_BIND] = "bind",     [VERB_SET] = "set",       [VERB_UEVENT] = "uevent",
         [VERB_WAIT] = "wait",     [VERB_WAIT_LISTENERS] = "wait-listeners",
-        [VERB_SLEEP] = "sleep",   [VERB_ECHO] = "echo",
+        [VERB_SLEEP] = "sleep",   [VERB_ECHO] = "echo",       [VERB_KMSG] = "kmsg",
+        [VERB_RM] = "rm",         [VERB_WRITE] = "write",     [VERB_MKDIR] = "mkdir",
 };
 
 typedef struct sim_cmd {
         sim_verb verb;
         char *addr;                     /* unplug replug unbind bind set uevent */
-        char *arg;                      /* bind: driver; set: attribute; uevent: action */
-        char *value;                    /* set: value (escapes expanded, "\n" appended); echo: text;
+        char *arg;                      /* bind: driver; set: attribute; uevent: action;
+                                         * rm write mkdir: the path below the testbed root */
+        char *value;                    /* set, write: value (escapes expanded, "\n" appended);
+                                         * echo: text; kmsg: the record, "\n"-terminated;
                                          * uevent: extra KEY=VALUE lines, "\n"-terminated */
         long ms;                        /* wait, wait-listeners, sleep */
         long count;                     /* wait-listeners */
@@ -175,6 +230,7 @@ typedef struct sim_node {
         char control_buf[LINE_MAX_LEN];
         size_t control_len;
         int signal_fd;
+        int kmsg_fd;                    /* read-write on the testbed's dev/kmsg FIFO, or -1 */
         pid_t child;
         bool verbose;
         bool diag_unavailable_told;
@@ -640,9 +696,85 @@ static void sim_unlink_iommu(sim_node *s, simdev *d) {
                 (void) rmdir(dir);
 }
 
+/* dev/.node/<name, '/' -> '_'> -> devnum: where the preload's stat() reads a node's number */
+static int sim_link_devnum(sim_node *s, const char *name, const char *devnum) {
+        _cleanup_free_ char *dir = sim_path(s, "/dev/.node"), *link = NULL;
+        int r;
+
+        r = mkdir_p(dir);
+        if (r < 0)
+                return r;
+        if (asprintf(&link, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        for (char *p = link + strlen(dir) + 1; *p; p++)
+                if (*p == '/')
+                        *p = '_';
+        return sim_symlink(devnum, link);
+}
+
+/* The link text that leads from the directory of dev/<from> to dev/<to>: "../card1". */
+static char *relative_target(const char *from, const char *to) {
+        size_t common = 0, ups = 0;
+        char *out;
+
+        /* the longest common prefix of whole directories */
+        for (size_t i = 0; from[i] && from[i] == to[i]; i++)
+                if (from[i] == '/')
+                        common = i + 1;
+        for (const char *p = from + common; *p; p++)
+                ups += *p == '/';
+        out = calloc(1, ups * 3 + strlen(to) + 1);
+        if (!out) {
+                sim_log("out of memory");
+                abort();
+        }
+        for (size_t i = 0; i < ups; i++)
+                strcat(out, "../");
+        strcat(out, to + common);
+        return out;
+}
+
+/*
+ * The record's /dev node as udev would leave it: dev/.node entries, so that stat() of the node
+ * and of its S: links gives the record's "dev" number (without them st_rdev is 0:0), and S:
+ * links made relative ("../card1"; umockdev points them at the testbed's absolute path).
+ */
+static int sim_link_devnode(sim_node *s, simdev *d) {
+        _cleanup_free_ char *copy = strdup_or_die(d->record), *node = NULL, *devnum = NULL;
+        char *save = NULL, *links[16];
+        size_t n_links = 0;
+        unsigned maj, min;
+        int r = 0;
+
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (strncmp(line, "N: ", 3) == 0 && !node)
+                        /* "N: name" or "N: name=<contents in hex>" */
+                        node = strndup(line + 3, strcspn(line + 3, "="));
+                else if (strncmp(line, "S: ", 3) == 0 && n_links < KDP_ELEMENTSOF(links))
+                        links[n_links++] = line + 3;
+                else if (sscanf(line, "A: dev=%u:%u", &maj, &min) == 2 && !devnum &&
+                         asprintf(&devnum, "%u:%u", maj, min) < 0)
+                        return -ENOMEM;
+        }
+        if (!node)
+                return 0;
+        if (devnum)
+                r = sim_link_devnum(s, node, devnum);
+        for (size_t i = 0; i < n_links && r >= 0; i++) {
+                _cleanup_free_ char *path = NULL, *target = relative_target(links[i], node);
+
+                if (asprintf(&path, "%s/dev/%s", s->root, links[i]) < 0)
+                        return -ENOMEM;
+                r = sim_symlink(target, path);
+                if (r >= 0 && devnum)
+                        r = sim_link_devnum(s, links[i], devnum);
+        }
+        return r;
+}
+
 /*
  * Makes every L: link of the record that points outside /sys/devices resolve (mkdir -p of the
- * target), then adds the driver and iommu back-links.
+ * target), then adds the driver and iommu back-links and the device number of the /dev node.
  */
 static int sim_materialize(sim_node *s, simdev *d) {
         _cleanup_free_ char *copy = strdup_or_die(d->record);
@@ -651,13 +783,20 @@ static int sim_materialize(sim_node *s, simdev *d) {
 
         for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 _cleanup_free_ char *abs = NULL, *norm = NULL, *path = NULL;
+                const char *name = line + 3;
+                size_t dir_len;
                 char *eq;
 
                 if (strncmp(line, "L: ", 3) != 0 || !(eq = strchr(line, '=')))
                         continue;
                 if (strncmp(line, "L: driver=", 10) == 0 && !d->driver)
                         continue;
-                if (asprintf(&abs, "%s/%s", d->syspath, eq + 1) < 0)
+                /* relative to the link's own directory: "L: a/b=../x" sits in <dev>/a */
+                dir_len = 0;
+                for (const char *p = name; p < eq; p++)
+                        if (*p == '/')
+                                dir_len = (size_t) (p - name) + 1;
+                if (asprintf(&abs, "%s/%.*s%s", d->syspath, (int) dir_len, name, eq + 1) < 0)
                         return -ENOMEM;
                 norm = normalize_path(abs);
                 if (strncmp(norm, "/sys/", 5) != 0 || strncmp(norm, "/sys/devices/", 13) == 0)
@@ -672,7 +811,10 @@ static int sim_materialize(sim_node *s, simdev *d) {
         r = sim_link_driver(s, d);
         if (r < 0)
                 return r;
-        return sim_link_iommu(s, d);
+        r = sim_link_iommu(s, d);
+        if (r < 0)
+                return r;
+        return sim_link_devnode(s, d);
 }
 
 static int sim_add_record(sim_node *s, simdev *d, const char *record) {
@@ -1143,6 +1285,375 @@ static int sim_wait_listeners(sim_node *s, long count, long timeout_ms) {
 }
 
 /* -------------------------------------------------------------------------------------------- */
+/* Plain files: FIXTURE.files/, dev/kmsg, and the rm / write / mkdir commands */
+
+/* A path below the testbed root: relative, no ".." component, and not the root itself. */
+static bool testbed_path_ok(const char *path) {
+        bool named = false;
+
+        if (!*path || path[0] == '/')
+                return false;
+        for (const char *p = path; *p;) {
+                size_t len = strcspn(p, "/");
+
+                if (len == 2 && strncmp(p, "..", 2) == 0)
+                        return false;
+                if (len > 0 && !(len == 1 && p[0] == '.'))
+                        named = true;
+                p += len;
+                while (*p == '/')
+                        p++;
+        }
+        return named;
+}
+
+static int copy_file(const char *src, const char *dst, mode_t mode) {
+        _cleanup_close_ int in = -1, out = -1;
+        char buf[65536];
+
+        in = open(src, O_RDONLY | O_CLOEXEC);
+        if (in < 0)
+                return -errno;
+        out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+        if (out < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = read(in, buf, sizeof(buf));
+
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                for (ssize_t off = 0; off < n;) {
+                        ssize_t w = write(out, buf + off, (size_t) (n - off));
+
+                        if (w < 0)
+                                return -errno;
+                        off += w;
+                }
+        }
+}
+
+static int cmp_strp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The names in a directory, sorted, without "." and "..". Takes d. */
+static int list_names(DIR *d, char ***ret, size_t *ret_n) {
+        _cleanup_closedir_ DIR *dir = d;
+        char **names = NULL;
+        size_t n = 0, size = 0;
+        struct dirent *e;
+
+        if (!dir)
+                return -errno;
+        while ((e = readdir(dir))) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                if (n == size) {
+                        char **v = realloc(names, (size = size ? size * 2 : 16) * sizeof(char *));
+
+                        if (!v) {
+                                sim_log("out of memory");
+                                abort();
+                        }
+                        names = v;
+                }
+                names[n++] = strdup_or_die(e->d_name);
+        }
+        if (n > 0)
+                qsort(names, n, sizeof(char *), cmp_strp);
+        *ret = names;
+        *ret_n = n;
+        return 0;
+}
+
+static void free_names(char **names, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+        free(names);
+}
+
+/*
+ * Copies the directory src into the testbed directory dst; rel is dst's path below the testbed
+ * root ("" at the top). At the top only directories are copied (SOURCE.md and other notes stay
+ * out); files named .gitkeep are skipped (they only make git keep an empty directory); the
+ * placeholder dev/kmsg becomes a FIFO. Nothing already in the testbed is overwritten.
+ */
+static int copy_tree(sim_node *s, const char *src, const char *dst, const char *rel) {
+        char **names = NULL;
+        size_t n = 0;
+        int r;
+
+        r = list_names(opendir(src), &names, &n);
+        if (r < 0) {
+                sim_log("cannot read %s: %s", src, strerror(-r));
+                return r;
+        }
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                _cleanup_free_ char *from = NULL, *to = NULL, *where = NULL;
+                struct stat st, dt;
+                bool exists;
+
+                if (asprintf(&from, "%s/%s", src, names[i]) < 0 ||
+                    asprintf(&to, "%s/%s", dst, names[i]) < 0 ||
+                    asprintf(&where, "%s%s%s", rel, *rel ? "/" : "", names[i]) < 0)
+                        abort();
+                if (lstat(from, &st) < 0) {
+                        r = -errno;
+                        sim_log("cannot stat %s: %s", from, strerror(-r));
+                        break;
+                }
+                exists = lstat(to, &dt) == 0;
+                if (!*rel && !S_ISDIR(st.st_mode))
+                        continue;
+                if (S_ISDIR(st.st_mode)) {
+                        if (exists && !S_ISDIR(dt.st_mode)) {
+                                sim_log("%s: %s is already in the testbed and is not a directory",
+                                        from, where);
+                                r = -EEXIST;
+                        } else if (!exists && mkdir(to, (st.st_mode & 07777) | 0700) < 0) {
+                                r = -errno;
+                                sim_log("cannot create %s: %s", to, strerror(-r));
+                        } else
+                                r = copy_tree(s, from, to, where);
+                        continue;
+                }
+                if (S_ISREG(st.st_mode) && strcmp(names[i], ".gitkeep") == 0)
+                        continue;
+                if (exists) {
+                        sim_log("%s: %s is already in the testbed (from a record or another fixture)",
+                                from, where);
+                        r = -EEXIST;
+                } else if (S_ISREG(st.st_mode) && strcmp(where, "dev/kmsg") == 0) {
+                        /* the kernel log: a FIFO that our read-write fd keeps from ever reporting EOF */
+                        if (mkfifo(to, 0644) < 0 ||
+                            (s->kmsg_fd = open(to, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
+                                r = -errno;
+                                sim_log("cannot create the FIFO %s: %s", to, strerror(-r));
+                        } else
+                                (void) fcntl(s->kmsg_fd, F_SETPIPE_SZ, 1 << 20);
+                } else if (S_ISREG(st.st_mode)) {
+                        r = copy_file(from, to, st.st_mode & 07777);
+                        if (r < 0)
+                                sim_log("cannot copy %s to %s: %s", from, to, strerror(-r));
+                } else if (S_ISLNK(st.st_mode)) {
+                        char target[PATH_MAX];
+                        ssize_t len = readlink(from, target, sizeof(target) - 1);
+
+                        if (len < 0) {
+                                r = -errno;
+                                sim_log("cannot read the link %s: %s", from, strerror(-r));
+                                continue;
+                        }
+                        target[len] = '\0';
+                        if (target[0] == '/') {
+                                sim_log("%s: absolute link target '%s' (it would point out of "
+                                        "the testbed); make it relative", from, target);
+                                r = -EINVAL;
+                        } else if (symlink(target, to) < 0) {
+                                r = -errno;
+                                sim_log("cannot create the link %s: %s", to, strerror(-r));
+                        }
+                } else {
+                        sim_log("%s: only regular files, directories and relative links can be "
+                                "copied", from);
+                        r = -EINVAL;
+                }
+        }
+        free_names(names, n);
+        return r < 0 ? r : 0;
+}
+
+/* Copies FIXTURE.files/ (FIXTURE without ".umockdev") into the testbed root, if it exists. */
+static int load_files(sim_node *s, const char *fixture) {
+        _cleanup_free_ char *dir = NULL;
+        size_t len = strlen(fixture), suffix = strlen(".umockdev");
+        struct stat st;
+
+        if (len > suffix && strcmp(fixture + len - suffix, ".umockdev") == 0)
+                len -= suffix;
+        if (asprintf(&dir, "%.*s.files", (int) len, fixture) < 0)
+                return -ENOMEM;
+        if (stat(dir, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                sim_log("cannot read %s: %s", dir, strerror(errno));
+                return -errno;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                sim_log("%s is not a directory", dir);
+                return -ENOTDIR;
+        }
+        if (s->verbose)
+                sim_log("copying %s into the testbed", dir);
+        return copy_tree(s, dir, s->root, "");
+}
+
+/* "kmsg RECORD": the record and its newline in one write(), so a reader gets it whole. */
+static int sim_kmsg(sim_node *s, const char *record) {
+        size_t len = strlen(record);
+        ssize_t n;
+
+        if (s->kmsg_fd < 0) {
+                sim_log("kmsg: the testbed has no dev/kmsg FIFO (put an empty dev/kmsg file in the "
+                        "fixture's .files tree)");
+                return -ENOENT;
+        }
+        if (len > PIPE_BUF) {
+                sim_log("kmsg: a record of %zu bytes (newline included) is longer than PIPE_BUF (%d), "
+                        "which a FIFO writes in one piece", len, PIPE_BUF);
+                return -E2BIG;
+        }
+        n = write(s->kmsg_fd, record, len);
+        if (n < 0) {
+                int r = -errno;
+
+                if (r == -EAGAIN)
+                        sim_log("kmsg: the dev/kmsg FIFO is full: the child reads no records");
+                else
+                        sim_log("kmsg: write failed: %s", strerror(-r));
+                return r;
+        }
+        if ((size_t) n != len) {
+                sim_log("kmsg: short write (%zd of %zu bytes)", n, len);
+                return -EIO;
+        }
+        return 0;
+}
+
+/* rm -r of name, relative to dir_fd; links are removed, not followed. */
+static int rm_rf_at(int dir_fd, const char *name) {
+        struct stat st;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode)) {
+                _cleanup_close_ int fd = -1;
+                char **names = NULL;
+                size_t n = 0;
+                DIR *d;
+                int r;
+
+                fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                /* the DIR gets a copy, and fd stays ours for the unlinkat()s below */
+                r = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (r < 0)
+                        return -errno;
+                d = fdopendir(r);
+                if (!d) {
+                        int err = -errno;
+
+                        (void) close(r);
+                        return err;
+                }
+                /* names first: removing entries while readdir() walks them is unspecified */
+                r = list_names(d, &names, &n);
+                for (size_t i = 0; i < n && r >= 0; i++)
+                        r = rm_rf_at(fd, names[i]);
+                free_names(names, n);
+                if (r < 0)
+                        return r;
+                if (unlinkat(dir_fd, name, AT_REMOVEDIR) < 0)
+                        return -errno;
+                return 0;
+        }
+        if (unlinkat(dir_fd, name, 0) < 0)
+                return -errno;
+        return 0;
+}
+
+static int sim_rm(sim_node *s, const char *rel) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+        int r;
+
+        if (asprintf(&path, "%s/%s", s->root, rel) < 0)
+                return -ENOMEM;
+        if (lstat(path, &st) < 0) {
+                r = -errno;
+                sim_log("rm: %s: %s", rel, strerror(-r));
+                return r;
+        }
+        r = rm_rf_at(AT_FDCWD, path);
+        if (r < 0)
+                sim_log("rm: %s: %s", rel, strerror(-r));
+        return r;
+}
+
+/*
+ * Creates or replaces the file rel with text: a new file renamed over the old one, so a reader
+ * sees the old text or the new one, never a half-written file.
+ */
+static int sim_write(sim_node *s, const char *rel, const char *text) {
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(text), dir_len;
+        struct stat st;
+        int r;
+
+        if (asprintf(&path, "%s/%s", s->root, rel) < 0)
+                return -ENOMEM;
+        dir_len = (size_t) (basename_of(path) - path);
+        if (asprintf(&tmp, "%.*s", (int) dir_len, path) < 0)
+                return -ENOMEM;
+        r = mkdir_p(tmp);
+        if (r < 0) {
+                sim_log("write: cannot create the directories of %s: %s", rel, strerror(-r));
+                return r;
+        }
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+                sim_log("write: %s is a directory", rel);
+                return -EISDIR;
+        }
+        free(tmp);
+        if (asprintf(&tmp, "%.*s.sim-node-write.XXXXXX", (int) dir_len, path) < 0)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                sim_log("write: cannot create a file beside %s: %s", rel, strerror(-r));
+                return r;
+        }
+        for (size_t off = 0; off < len;) {
+                ssize_t n = write(fd, text + off, len - off);
+
+                if (n < 0) {
+                        r = -errno;
+                        (void) unlink(tmp);
+                        sim_log("write: %s: %s", rel, strerror(-r));
+                        return r;
+                }
+                off += (size_t) n;
+        }
+        (void) fchmod(fd, 0644);
+        if (rename(tmp, path) < 0) {
+                r = -errno;
+                (void) unlink(tmp);
+                sim_log("write: %s: %s", rel, strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+static int sim_mkdir(sim_node *s, const char *rel) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+        int r;
+
+        if (asprintf(&path, "%s/%s", s->root, rel) < 0)
+                return -ENOMEM;
+        r = mkdir_p(path);
+        if (r >= 0 && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)))
+                r = -ENOTDIR;
+        if (r < 0)
+                sim_log("mkdir: %s: %s", rel, strerror(-r));
+        return r;
+}
+
+/* -------------------------------------------------------------------------------------------- */
 /* Commands */
 
 static void sim_cmd_done(sim_cmd *c) {
@@ -1292,9 +1803,60 @@ static int parse_command(const char *line, const char *where, sim_cmd *ret) {
                         p++;
                 c.value = strdup_or_die(p);
                 break;
+        case VERB_KMSG: {
+                char *v;
+
+                if (*p)
+                        p++;    /* the one separator; the record is the rest, verbatim */
+                if (!*p) {
+                        sim_log("%s: usage: kmsg RECORD", where);
+                        return -EINVAL;
+                }
+                /* only the two characters \n mean something: a newline (continuation lines) */
+                c.value = v = calloc(1, strlen(p) + 2);
+                if (!v)
+                        return -ENOMEM;
+                for (; *p; p++) {
+                        if (p[0] == '\\' && p[1] == 'n') {
+                                *v++ = '\n';
+                                p++;
+                        } else
+                                *v++ = *p;
+                }
+                *v = '\n';
+                break;
+        }
+        case VERB_RM:
+        case VERB_MKDIR:
+        case VERB_WRITE:
+                c.arg = next_word(&p);
+                if (c.verb != VERB_WRITE)
+                        extra = next_word(&p);
+                if (!c.arg || extra) {
+                        sim_log("%s: usage: %s PATH%s", where, verb,
+                                c.verb == VERB_WRITE ? " TEXT" : "");
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                if (!testbed_path_ok(c.arg)) {
+                        sim_log("%s: %s: '%s' is not a path below the testbed root (relative, no '..')",
+                                where, verb, c.arg);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                if (c.verb == VERB_WRITE) {
+                        gchar *v;
+
+                        if (*p)
+                                p++;
+                        v = g_strcompress(p);
+                        c.value = join(v, "\n");
+                        g_free(v);
+                }
+                break;
         default:
                 sim_log("%s: unknown command '%s' (unplug replug unbind bind set uevent wait "
-                        "wait-listeners sleep echo)", where, verb);
+                        "wait-listeners sleep echo kmsg rm write mkdir)", where, verb);
                 return -EINVAL;
         }
         *ret = c;
@@ -1336,8 +1898,11 @@ static int sim_execute(sim_node *s, const sim_cmd *c, const char *where, long *r
                         return r;
                 }
         }
-        if (s->verbose)
-                sim_log("%s: %s%s%s", where, verb_names[c->verb], c->addr ? " " : "", c->addr ? c->addr : "");
+        if (s->verbose) {
+                const char *what = c->addr ? c->addr : c->verb == VERB_KMSG ? c->value : c->arg;
+
+                sim_log("%s: %s%s%s", where, verb_names[c->verb], what ? " " : "", what ? what : "");
+        }
         switch (c->verb) {
         case VERB_UNPLUG:
                 r = sim_unplug(s, d);
@@ -1379,6 +1944,18 @@ static int sim_execute(sim_node *s, const sim_cmd *c, const char *where, long *r
                 printf("%s\n", c->value);
                 (void) fflush(stdout);
                 r = 0;
+                break;
+        case VERB_KMSG:
+                r = sim_kmsg(s, c->value);
+                break;
+        case VERB_RM:
+                r = sim_rm(s, c->arg);
+                break;
+        case VERB_WRITE:
+                r = sim_write(s, c->arg, c->value);
+                break;
+        case VERB_MKDIR:
+                r = sim_mkdir(s, c->arg);
                 break;
         default:
                 r = -EINVAL;
@@ -1627,6 +2204,8 @@ static void sim_node_done(sim_node *s) {
                 (void) close(s->control_keep_fd);
         if (s->signal_fd >= 0)
                 (void) close(s->signal_fd);
+        if (s->kmsg_fd >= 0)
+                (void) close(s->kmsg_fd);
         g_free(s->root);
         if (s->tb)
                 g_object_unref(s->tb);  /* deletes the testbed directory */
@@ -1822,7 +2401,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *short
 }
 
 int main(int argc, char **argv) {
-        sim_node s = { .control_fd = -1, .control_keep_fd = -1, .signal_fd = -1,
+        sim_node s = { .control_fd = -1, .control_keep_fd = -1, .signal_fd = -1, .kmsg_fd = -1,
                        .script.name = "script", .control.name = "control" };
         fd_set_snapshot inherited;
         const char *fixtures[64], *script = NULL, *control = NULL, *v;
@@ -1901,6 +2480,13 @@ int main(int argc, char **argv) {
         qsort(s.devs, s.n_devs, sizeof(simdev *), cmp_devs);
         for (size_t j = 0; j < s.n_devs; j++) {
                 r = sim_materialize(&s, s.devs[j]);
+                if (r < 0) {
+                        sim_node_done(&s);
+                        return EXIT_SIM_ERROR;
+                }
+        }
+        for (size_t j = 0; j < n_fixtures; j++) {
+                r = load_files(&s, fixtures[j]);
                 if (r < 0) {
                         sim_node_done(&s);
                         return EXIT_SIM_ERROR;

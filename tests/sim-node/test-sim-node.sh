@@ -4,7 +4,10 @@
 # sim-node/rig: the simulated-node rig end to end. sim-check runs under sim-node on each fixture
 # in tests/fixtures/nodes/ and must see (a) exactly the modelled devices through libudev and
 # libpci, and (b) exactly the uevents, in the kernel's order, that the script drives through
-# sim-node's --control FIFO and --script, with sysfs changing to match. Exit 77 = skipped.
+# sim-node's --control FIFO and --script, with sysfs changing to match; (c) and (d) check
+# sim-node's own contract and a umockdev limit; (e) the plain files beside a fixture
+# (FIXTURE.files/) in /proc, /dev and /sys, the /dev/kmsg FIFO byte for byte, and rm / write /
+# mkdir as the child sees them. Exit 77 = skipped.
 # ok() never fails, so "[ ... ] && ok ... || fail ..." is an if-then-else; the single-quoted
 # bash -c scripts expand their $0 $1 ... in the child, as intended.
 # shellcheck disable=SC2015,SC2016
@@ -180,8 +183,9 @@ wait_for "$tmp/events" '^ready udev$'
 
 # step NAME COMMANDS... -- REQUESTS...: runs the commands through the FIFO, waits until sim-node
 # has done them, sends the requests to sim-check, and leaves what sim-check printed since the
-# previous step (events first, then the answers) in $tmp/step
+# previous step (events first, then the answers) in $tmp/step. sim-check writes to $events.
 mark=0
+events=$tmp/events
 step() {
         local name=$1 prev=$mark
         shift
@@ -198,9 +202,9 @@ step() {
                 shift
         done
         printf 'mark %s\n' $mark >&4
-        wait_for "$tmp/events" "^mark $mark\$"
+        wait_for "$events" "^mark $mark\$"
         awk -v a="mark $prev" -v b="mark $mark" '$0 == b { exit } p { print } $0 == a { p = 1 }' \
-                "$tmp/events" > "$tmp/step"
+                "$events" > "$tmp/step"
         [ $prev = 0 ] && sed -i '/^ready udev$/d' "$tmp/step"
         cat > "$tmp/step.want"
         expect "$name" "$tmp/step" < "$tmp/step.want"
@@ -499,6 +503,177 @@ nb=$(grep -c '^event ' "$tmp/eb")
 [ $((na + nb)) = 1 ] && grep -q 'two uevent listeners were bound to .*/event' "$tmp/simerr" &&
         ok "same fd number in two processes: one of them gets the event, and wait says so" ||
         fail "shadowed listeners: a=$na b=$nb stderr=$(cat "$tmp/simerr")"
+
+# ---------------------------------------------------------------------------------------------
+# (e) plain files beside a fixture (FIXTURE.files/), /dev/kmsg, and rm / write / mkdir
+
+fdir=$tmp/files
+mkdir -p "$fdir/node.files/proc/driver/nvidia/gpus/0000:01:00.0" \
+        "$fdir/node.files/proc/driver/nvidia/gpus/0000:02:00.0" \
+        "$fdir/node.files/proc/driver/nvidia/capabilities/gpu0/mig" \
+        "$fdir/node.files/dev/.node" "$fdir/node.files/sys/module/nvidia"
+cp "$flap" "$fdir/node.umockdev"
+info() {        # info MINOR BDF: an information file as the driver prints it (HARDWARE-GPU §3.1)
+        printf 'Model: \t\t NVIDIA A100-PCIE-40GB\nBus Location: \t %s\nDevice Minor: \t %s\nGPU Excluded:\t No\n' "$2" "$1"
+}
+info 0 0000:01:00.0 > "$fdir/node.files/proc/driver/nvidia/gpus/0000:01:00.0/information"
+info 1 0000:02:00.0 > "$fdir/node.files/proc/driver/nvidia/gpus/0000:02:00.0/information"
+: > "$fdir/node.files/proc/driver/nvidia/capabilities/gpu0/mig/.gitkeep"
+ln -s gpus/0000:02:00.0 "$fdir/node.files/proc/driver/nvidia/latest"
+: > "$fdir/node.files/dev/nvidia0"
+: > "$fdir/node.files/dev/nvidiactl"
+: > "$fdir/node.files/dev/kmsg"
+ln -s 195:0 "$fdir/node.files/dev/.node/nvidia0"
+ln -s 195:255 "$fdir/node.files/dev/.node/nvidiactl"
+ln -s 1:11 "$fdir/node.files/dev/.node/kmsg"
+printf '595.45.04\n' > "$fdir/node.files/sys/module/nvidia/version"
+echo "notes, not copied" > "$fdir/node.files/SOURCE.md"
+node=$fdir/node.umockdev
+P=/proc/driver/nvidia
+INFO0='Model: \t\t NVIDIA A100-PCIE-40GB\nBus Location: \t 0000:01:00.0\nDevice Minor: \t 0\nGPU Excluded:\t No'
+INFO1='Model: \t\t NVIDIA A100-PCIE-40GB\nBus Location: \t 0000:02:00.0\nDevice Minor: \t 1\nGPU Excluded:\t No'
+
+"$simnode" "$node" -- bash -c '"$0" files "$@"; [ -e "$UMOCKDEV_DIR/SOURCE.md" ] && echo SOURCE.md copied
+        [ -r /proc/self/status ] || echo "/proc/self/status hidden"' "$check" $P/gpus \
+        $P/gpus/0000:01:00.0/information $P/gpus/0000:02:00.0/information $P/latest \
+        $P/capabilities/gpu0/mig /dev/nvidia0 /dev/nvidiactl /dev/kmsg /sys/module/nvidia/version \
+        > "$tmp/out" 2> "$tmp/err"
+expect "files: the copied tree is what the child sees in /proc, /dev and /sys" "$tmp/out" <<EOF
+file $P/gpus dir: 0000:01:00.0 0000:02:00.0
+file $P/gpus/0000:01:00.0/information text=$INFO0\\n
+file $P/gpus/0000:02:00.0/information text=$INFO1\\n
+file $P/latest link -> gpus/0000:02:00.0
+file $P/capabilities/gpu0/mig dir:
+file /dev/nvidia0 char 195:0
+file /dev/nvidiactl char 195:255
+file /dev/kmsg char 1:11
+file /sys/module/nvidia/version text=595.45.04\\n
+EOF
+[ -s "$tmp/err" ] && fail "files: stderr: $(cat "$tmp/err")"
+
+"$simnode" "$two" -- "$check" files /dev/nvme0 /dev/nvme0n1 > "$tmp/out" 2>&1
+expect "records: a /dev node made from an N: line has the record's device number" "$tmp/out" <<'EOF'
+file /dev/nvme0 char 240:0
+file /dev/nvme0n1 block 259:0
+EOF
+
+"$simnode" "$node" -- "$check" kmsg 0 > "$tmp/out" 2>&1
+expect "kmsg: a reader of the empty log gets EAGAIN, never EOF" "$tmp/out" <<'EOF'
+kmsg empty
+EOF
+
+# exact bytes: a record, one with continuation lines (\n), one whose other backslashes stay
+cat > "$tmp/kmsg.script" <<'EOF'
+kmsg 4,8820,91234570700,c;NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.
+kmsg 4,2105,88123456,-;pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0\n SUBSYSTEM=pci\n DEVICE=+pci:0000:00:01.0
+kmsg 6,2106,88123457,-;a \t and a \\ and \x0a stay, so do trailing blanks  
+echo sent
+EOF
+printf '%s\n' '4,8820,91234570700,c;NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.' \
+        '4,2105,88123456,-;pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0' \
+        ' SUBSYSTEM=pci' ' DEVICE=+pci:0000:00:01.0' \
+        '6,2106,88123457,-;a \t and a \\ and \x0a stay, so do trailing blanks  ' > "$tmp/kmsg.want"
+"$simnode" "$node" --script "$tmp/kmsg.script" -- "$check" kmsg "$(wc -c < "$tmp/kmsg.want")" \
+        > "$tmp/out" 2> "$tmp/err"
+rc=$?
+# sim-check prints the bytes with \n \t \\ escapes
+{ printf 'kmsg text='; sed 's/\\/\\\\/g' "$tmp/kmsg.want" | awk '{ printf "%s\\n", $0 } END { print "" }'; echo sent; } \
+        > "$tmp/kmsg.text"
+expect "kmsg: records arrive through the FIFO as exact bytes; only \\n becomes a newline" "$tmp/kmsg.text" \
+        < <(sort "$tmp/out")
+[ $rc = 0 ] && [ ! -s "$tmp/err" ] && ok "kmsg session exits 0" || fail "kmsg session: rc=$rc $(cat "$tmp/err")"
+
+# rm / write / mkdir through --control, seen by a child that stays
+mkfifo "$tmp/ctl3" "$tmp/req3"
+exec 3<>"$tmp/ctl3" 4<>"$tmp/req3"
+events=$tmp/events3
+"$simnode" "$node" --control "$tmp/ctl3" -- \
+        bash -c 'exec "$0" monitor udev < "$1" > "$2"' "$check" "$tmp/req3" "$events" \
+        > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
+sim_pid=$!
+wait_for "$events" '^ready udev$'
+mark=0
+printf 'mark 0\n' >&4
+wait_for "$events" '^mark 0$'
+G1=/devices/pci0000:00/0000:00:01.0/0000:01:00.0
+
+step "rm: the proc entry of an unbound GPU vanishes, its /dev node stays" \
+        "unbind 0000:01:00.0" "rm proc/driver/nvidia/gpus/0000:01:00.0" -- \
+        "file $P/gpus" "file $P/gpus/0000:01:00.0/information" "file /dev/nvidia0" <<EOF
+event unbind pci $G1 DRIVER=-
+file $P/gpus dir: 0000:02:00.0
+file $P/gpus/0000:01:00.0/information missing
+file /dev/nvidia0 char 195:0
+EOF
+
+step "write: the entry comes back on bind (parents created, escapes expanded, newline appended)" \
+        "bind 0000:01:00.0 nvidia" "write proc/driver/nvidia/gpus/0000:01:00.0/information $INFO0" -- \
+        "file $P/gpus" "file $P/gpus/0000:01:00.0/information" <<EOF
+event bind pci $G1 DRIVER=nvidia
+file $P/gpus dir: 0000:01:00.0 0000:02:00.0
+file $P/gpus/0000:01:00.0/information text=$INFO0\\n
+EOF
+
+step "mkdir and write: a MIG instance appears, a file's text is replaced" \
+        "mkdir proc/driver/nvidia/capabilities/gpu0/mig/gi1/ci0" \
+        'write proc/driver/nvidia/capabilities/gpu0/mig/gi1/access DeviceFileMinor: 12\nDeviceFileMode: 292\nDeviceFileModify: 1' \
+        "write sys/module/nvidia/version 595.58.02" -- \
+        "file $P/capabilities/gpu0/mig/gi1" "file $P/capabilities/gpu0/mig/gi1/access" \
+        "file /sys/module/nvidia/version" <<EOF
+file $P/capabilities/gpu0/mig/gi1 dir: access ci0
+file $P/capabilities/gpu0/mig/gi1/access text=DeviceFileMinor: 12\\nDeviceFileMode: 292\\nDeviceFileModify: 1\\n
+file /sys/module/nvidia/version text=595.58.02\\n
+EOF
+
+step "rm: a link goes, not its target; a directory goes with everything in it" \
+        "rm proc/driver/nvidia/latest" "rm proc/driver/nvidia/capabilities" -- \
+        "file $P" "file $P/gpus/0000:02:00.0/information" <<EOF
+file $P dir: gpus
+file $P/gpus/0000:02:00.0/information text=$INFO1\\n
+EOF
+
+grep -q '^error' "$events" && fail "sim-check reported: $(grep '^error' "$events")"
+exec 4>&-
+wait "$sim_pid"
+rc=$?
+sim_pid=
+[ $rc = 0 ] && [ ! -s "$tmp/simerr" ] && ok "files session exits 0, nothing on stderr" ||
+        fail "files session: rc=$rc $(cat "$tmp/simerr")"
+exec 3>&-
+
+# bad paths fail before the child starts; a missing one when the command runs
+for cmd in "rm /etc/hostname" "write proc/../../x y" "mkdir ../x" "rm ." "rm"; do
+        printf '%s\n' "$cmd" > "$tmp/bad.script"
+        "$simnode" "$node" --script "$tmp/bad.script" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
+        rc=$?
+        [ $rc = 2 ] && [ ! -s "$tmp/out" ] &&
+                grep -qE "is not a path below the testbed root|usage: rm PATH" "$tmp/err" &&
+                ok "'$cmd' is refused before the child starts (exit 2)" ||
+                fail "'$cmd': rc=$rc out=$(cat "$tmp/out") err=$(cat "$tmp/err")"
+done
+printf 'rm proc/driver/nvidia/nothing\n' > "$tmp/bad.script"
+"$simnode" "$node" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
+rc=$?
+[ $rc = 2 ] && grep -q "rm: proc/driver/nvidia/nothing: No such file or directory" "$tmp/err" &&
+        ok "rm of a missing path exits 2" || fail "rm missing: rc=$rc $(cat "$tmp/err")"
+printf 'kmsg 4,1,1,-;x\n' > "$tmp/bad.script"
+"$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
+rc=$?
+[ $rc = 2 ] && grep -q "kmsg: the testbed has no dev/kmsg FIFO" "$tmp/err" &&
+        ok "kmsg without a dev/kmsg placeholder exits 2" || fail "kmsg without FIFO: rc=$rc $(cat "$tmp/err")"
+ln -s /etc/hostname "$fdir/node.files/proc/abs"
+"$simnode" "$node" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc = 2 ] && [ ! -s "$tmp/out" ] && grep -q "absolute link target '/etc/hostname'" "$tmp/err" &&
+        ok "an absolute link in a files tree is refused (exit 2)" || fail "absolute link: rc=$rc $(cat "$tmp/err")"
+rm "$fdir/node.files/proc/abs"
+mkdir -p "$fdir/node.files/sys/bus/pci/devices"
+: > "$fdir/node.files/sys/bus/pci/devices/0000:01:00.0"
+"$simnode" "$node" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc = 2 ] && [ ! -s "$tmp/out" ] && grep -q "sys/bus/pci/devices/0000:01:00.0 is already in the testbed" "$tmp/err" &&
+        ok "a files tree never overwrites what the records made (exit 2)" || fail "collision: rc=$rc $(cat "$tmp/err")"
+rm -r "$fdir/node.files/sys/bus"
 
 if [ $failures -gt 0 ]; then
         echo "$failures check(s) failed"
