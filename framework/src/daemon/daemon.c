@@ -305,7 +305,7 @@ static void log_device_changes(const char *resource, const kdp_device_list *old,
 }
 
 static const char *cdi_dir(const kdp_daemon *d) {
-        return d->roots[KDP_PATH_CDI] ? d->roots[KDP_PATH_CDI] : "/var/run/cdi";
+        return d->roots[KDP_PATH_CDI];
 }
 
 /* The CDI specs go to disk first, so no name reaches the kubelet before its spec exists. */
@@ -841,8 +841,9 @@ static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
         d->overrides = strv_copy(o->overrides);
         if (!d->kubelet_dir || (o->config_path && !d->config_path) || !d->overrides)
                 return -ENOMEM;
+        /* every root is set, so the device tree resolves PCI paths (locality) under the default /sys too */
         for (int k = 0; k < _KDP_PATH_KIND_MAX; k++)
-                if (o->roots[k] && !(d->roots[k] = strdup(o->roots[k])))
+                if (!(d->roots[k] = strdup(o->roots[k] ? o->roots[k] : kdp_backend_default_root(k))))
                         return -ENOMEM;
         return 0;
 }

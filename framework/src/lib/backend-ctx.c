@@ -29,6 +29,10 @@ static const char *const default_roots[_KDP_PATH_KIND_MAX] = {
         [KDP_PATH_CDI] = "/var/run/cdi",
 };
 
+const char *kdp_backend_default_root(kdp_path_kind kind) {
+        return (int) kind >= 0 && kind < _KDP_PATH_KIND_MAX ? default_roots[kind] : NULL;
+}
+
 kdp_backend_ctx *kdp_backend_ctx_free(kdp_backend_ctx *ctx) {
         if (!ctx)
                 return NULL;

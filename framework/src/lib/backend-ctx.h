@@ -44,5 +44,7 @@ int kdp_backend_ctx_new(const char *name, const char *const roots[_KDP_PATH_KIND
                         const kdp_param_spec *specs, const kdp_config *config,
                         kdp_backend_ctx **ret);
 kdp_backend_ctx *kdp_backend_ctx_free(kdp_backend_ctx *ctx);
+/* "/sys", "/dev", "/proc", "/var/run/cdi": the root of a kind when none is configured. */
+const char *kdp_backend_default_root(kdp_path_kind kind);
 void kdp_backend_ctx_set_host(kdp_backend_ctx *ctx, const kdp_backend_host *host, void *data);
 KDP_DEFINE_CLEANUP_FUNC(kdp_backend_ctx, kdp_backend_ctx_free)
