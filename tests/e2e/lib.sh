@@ -81,6 +81,17 @@ assert_eq() {
         [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"
 }
 
+# devices_match RESOURCE REGEX [TIMEOUT_S]: waits until the stand-in kubelet's newest `devices`
+# line of RESOURCE (in $T/kubelet.out) matches REGEX
+devices_match() {
+        local res=$1 re=$2 end=$(($(now_ms) + ${3:-5} * 1000))
+        while [ "$(now_ms)" -lt "$end" ]; do
+                grep "^devices resource=$res " "$T/kubelet.out" | tail -n 1 | grep -Eq -- "$re" && return 0
+                sleep 0.02
+        done
+        fail "last devices line of $res does not match '$re': $(grep "^devices resource=$res " "$T/kubelet.out" | tail -n 1)"
+}
+
 # start_kubelet NAME [ARGS...]: a stand-in kubelet on $DIR, output in $T/NAME.out
 start_kubelet() {
         local name=$1

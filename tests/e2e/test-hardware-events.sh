@@ -27,12 +27,7 @@ grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simul
 
 # devices LINE-REGEX: waits for the newest `devices` line to match
 devices() {
-        local end=$(($(now_ms) + 5000))
-        while [ "$(now_ms)" -lt "$end" ]; do
-                grep "^devices resource=$RES " "$T/kubelet.out" | tail -n 1 | grep -Eq -- "$1" && return 0
-                sleep 0.02
-        done
-        fail "last devices line does not match '$1': $(grep "^devices " "$T/kubelet.out" | tail -n 1)"
+        devices_match "$RES" "$1"
 }
 ctl() {
         echo "$*" >&9
