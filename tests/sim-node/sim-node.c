@@ -170,6 +170,8 @@ typedef struct simdev {
         char *driver_link;              /* L: driver= target of the record, NULL if none */
         char *iommu_group;              /* basename of the record's L: iommu_group= target */
         char *driver;                   /* the driver bound now, NULL when unbound */
+        char *node;                     /* the record's N: name ("dri/renderD128"), NULL if none */
+        char *node_target;              /* what umockdev linked <testbed>/dev/<node> to at the first add */
         bool present;
 } simdev;
 
@@ -398,6 +400,8 @@ static simdev *simdev_free(simdev *d) {
         free(d->driver_link);
         free(d->iommu_group);
         free(d->driver);
+        free(d->node);
+        free(d->node_target);
         free(d);
         return NULL;
 }
@@ -817,17 +821,70 @@ static int sim_materialize(sim_node *s, simdev *d) {
         return sim_link_devnode(s, d);
 }
 
+/* The record without its N: lines. */
+static char *record_without_node(const char *record) {
+        _cleanup_free_ char *copy = strdup_or_die(record);
+        char *out = calloc(1, strlen(record) + 2), *save = NULL;
+
+        if (!out)
+                return NULL;
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                if (strncmp(line, "N: ", 3) != 0) {
+                        strcat(out, line);
+                        strcat(out, "\n");
+                }
+        return out;
+}
+
+/* Remembers the record's /dev node and where umockdev pointed it (a pty or a file). */
+static void sim_note_node(sim_node *s, simdev *d, const char *record) {
+        _cleanup_free_ char *path = NULL;
+        const char *n = strstr(record, "\nN: ");
+        char target[PATH_MAX];
+        ssize_t len;
+
+        if (!n && strncmp(record, "N: ", 3) == 0)
+                n = record - 1;
+        if (!n)
+                return;
+        d->node = strndup(n + 4, strcspn(n + 4, "=\n"));
+        if (!d->node || asprintf(&path, "%s/dev/%s", s->root, d->node) < 0)
+                return;
+        len = readlink(path, target, sizeof(target) - 1);
+        if (len > 0) {
+                target[len] = '\0';
+                d->node_target = strdup(target);
+        }
+}
+
+/*
+ * umockdev (0.17) keeps a removed device's pty in its table and aborts when a record with the
+ * same N: name is added again; a re-added device therefore gets its record without the N: line
+ * and its old node back, as the kernel gives a re-bound device the same node.
+ */
 static int sim_add_record(sim_node *s, simdev *d, const char *record) {
+        _cleanup_free_ char *stripped = NULL, *path = NULL;
         GError *error = NULL;
 
         if (s->verbose)
                 sim_log("add %s", d->devpath);
+        if (d->node_target) {
+                stripped = record_without_node(record);
+                if (!stripped || asprintf(&path, "%s/dev/%s", s->root, d->node) < 0)
+                        return -ENOMEM;
+                record = stripped;
+        }
         if (!umockdev_testbed_add_from_string(s->tb, record, &error)) {
                 sim_log("umockdev rejected the record of %s: %s", d->devpath, error->message);
                 g_error_free(error);
                 return -EINVAL;
         }
         d->present = true;
+        if (path) {
+                (void) unlink(path);
+                if (symlink(d->node_target, path) < 0)
+                        return -errno;
+        }
         return sim_materialize(s, d);
 }
 
@@ -2163,6 +2220,7 @@ static int load_fixture(sim_node *s, const char *path) {
                         g_error_free(error);
                         return -EINVAL;
                 }
+                sim_note_node(s, d, record);
                 if (s->n_devs == s->devs_size) {
                         size_t n = s->devs_size ? s->devs_size * 2 : 64;
                         simdev **v = realloc(s->devs, n * sizeof(simdev *));
