@@ -137,9 +137,13 @@ static int split_list(const char *text, char ***ret) {
         return 0;
 }
 
+/* Logs a bad value of param `key` ("gpu.<param>") with where it was set. */
 static int param_error(const gpu_state *s, const char *key, const char *value, const char *why) {
+        const char *origin = kdp_backend_param_origin(s->ctx, key + strlen("gpu."));
+
         kdp_backend_log_error(s->ctx, -EINVAL, "Rejected config value", KDP_F_STR("key", key),
-                              KDP_F_STR("value", value), KDP_F_STR("reason", why));
+                              KDP_F_STR("value", value), KDP_F_STR("origin", origin ? origin : "?"),
+                              KDP_F_STR("reason", why));
         return -EINVAL;
 }
 

@@ -157,6 +157,8 @@ const char *kdp_backend_name(const kdp_backend_ctx *ctx);
 
 /* The configured value of a declared param, or its default; NULL if unset or undeclared. */
 const char *kdp_backend_param(const kdp_backend_ctx *ctx, const char *name);
+/* Where that value came from: "FILE:LINE", "-o BACKEND.KEY=VALUE" or "default"; for error messages. */
+const char *kdp_backend_param_origin(const kdp_backend_ctx *ctx, const char *name);
 
 /*
  * Parses a param as a decimal integer in [min, max], or a boolean

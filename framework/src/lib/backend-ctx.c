@@ -129,6 +129,12 @@ const char *kdp_backend_param(const kdp_backend_ctx *ctx, const char *name) {
         return p ? p->value : NULL;
 }
 
+const char *kdp_backend_param_origin(const kdp_backend_ctx *ctx, const char *name) {
+        const kdp_backend_ctx_param *p = ctx_find_param(ctx, name);
+
+        return p ? p->origin : NULL;
+}
+
 /* "<backend>.<param>" (free()), or NULL when out of memory. */
 static char *param_key(const kdp_backend_ctx *ctx, const char *name) {
         char *s;
