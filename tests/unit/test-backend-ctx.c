@@ -394,6 +394,72 @@ START_TEST(test_backend_path_rejects_bad_kind_and_arguments) {
 }
 END_TEST
 
+
+/* A host that records what the backend asked of it. */
+typedef struct host_log {
+        int watched_fd, unwatched_fd;
+        kdp_backend_fd_fn fn;
+        uint32_t rescan_ms;
+} host_log;
+
+static int log_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
+        host_log *l = data;
+
+        l->watched_fd = fd;
+        l->fn = fn;
+        return 0;
+}
+
+static void log_unwatch_fd(void *data, int fd) {
+        ((host_log *) data)->unwatched_fd = fd;
+}
+
+static int log_rescan_after(void *data, uint32_t ms) {
+        ((host_log *) data)->rescan_ms = ms;
+        return 0;
+}
+
+static int some_fd_fn(void *state, int fd) {
+        (void) state;
+        return fd;
+}
+
+START_TEST(test_backend_host_requests_reach_the_host) {
+        static const kdp_backend_host host = {
+                .watch_fd = log_watch_fd, .unwatch_fd = log_unwatch_fd, .rescan_after = log_rescan_after,
+        };
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        host_log l = { -1, -1, NULL, 0 };
+
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, NULL, &ctx), 0);
+        /* outside kdpd (no host) the requests are refused, never crash */
+        ck_assert_int_eq(kdp_backend_watch_fd(ctx, 3, some_fd_fn), -EOPNOTSUPP);
+        ck_assert_int_eq(kdp_backend_rescan_after(ctx, 10), -EOPNOTSUPP);
+        kdp_backend_unwatch_fd(ctx, 3);
+
+        kdp_backend_ctx_set_host(ctx, &host, &l);
+        ck_assert_int_eq(kdp_backend_watch_fd(ctx, 7, some_fd_fn), 0);
+        ck_assert_int_eq(l.watched_fd, 7);
+        ck_assert_ptr_eq(l.fn, some_fd_fn);
+        ck_assert_int_eq(kdp_backend_watch_fd(ctx, -1, some_fd_fn), -EINVAL);
+        ck_assert_int_eq(kdp_backend_watch_fd(ctx, 7, NULL), -EINVAL);
+        ck_assert_int_eq(kdp_backend_rescan_after(ctx, 2500), 0);
+        ck_assert_uint_eq(l.rescan_ms, 2500);
+        kdp_backend_unwatch_fd(ctx, 7);
+        ck_assert_int_eq(l.unwatched_fd, 7);
+        ck_assert_int_eq(kdp_backend_rescan_after(NULL, 1), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_backend_param_origin_names_file_flag_or_default) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, NULL, &ctx), 0);
+        ck_assert_str_eq(kdp_backend_param_origin(ctx, "devices"), "default");
+        ck_assert_ptr_null(kdp_backend_param_origin(ctx, "undeclared"));
+}
+END_TEST
+
 static Suite *backend_ctx_suite(void) {
         Suite *s = suite_create("backend-ctx");
         TCase *tc;
@@ -425,6 +491,8 @@ static Suite *backend_ctx_suite(void) {
         tcase_add_test(tc, test_backend_path_joins_default_roots);
         tcase_add_test(tc, test_backend_path_joins_configured_roots_with_one_slash);
         tcase_add_test(tc, test_backend_path_rejects_bad_kind_and_arguments);
+        tcase_add_test(tc, test_backend_host_requests_reach_the_host);
+        tcase_add_test(tc, test_backend_param_origin_names_file_flag_or_default);
         suite_add_tcase(s, tc);
 
         return s;
