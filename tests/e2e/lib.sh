@@ -53,10 +53,14 @@ now_ms() {
         date +%s%3N
 }
 
+# waits last SLOW times longer under valgrind
+SLOW=1
+[ "${KDP_VALGRIND:-}" = 1 ] && SLOW=4
+
 # wait_line FILE REGEX [TIMEOUT_S]: waits until a line of FILE matches.
 wait_line() {
         local file=$1 re=$2 timeout=${3:-10} end
-        end=$(($(now_ms) + timeout * 1000))
+        end=$(($(now_ms) + timeout * 1000 * SLOW))
         while [ "$(now_ms)" -lt "$end" ]; do
                 if grep -Eq -- "$re" "$file" 2>/dev/null; then
                         return 0
@@ -84,7 +88,7 @@ assert_eq() {
 # devices_match RESOURCE REGEX [TIMEOUT_S]: waits until the stand-in kubelet's newest `devices`
 # line of RESOURCE (in $T/kubelet.out) matches REGEX
 devices_match() {
-        local res=$1 re=$2 end=$(($(now_ms) + ${3:-5} * 1000))
+        local res=$1 re=$2 end=$(($(now_ms) + ${3:-5} * 1000 * SLOW))
         while [ "$(now_ms)" -lt "$end" ]; do
                 grep "^devices resource=$res " "$T/kubelet.out" | tail -n 1 | grep -Eq -- "$re" && return 0
                 sleep 0.02
@@ -112,19 +116,21 @@ stop_kubelet() {
         wait "$KUBELET_PID" 2>/dev/null
 }
 
+# KDPD_RUN: the command that runs kdpd, under valgrind when KDP_VALGRIND=1 (one log per process),
+# for scenarios that start kdpd themselves (inside sim-node)
+KDPD_RUN=("$KDPD")
+if [ "${KDP_VALGRIND:-}" = 1 ]; then
+        KDPD_RUN=(valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect
+                  --show-leak-kinds=definite,indirect --error-exitcode=99
+                  --suppressions="$KDP_SOURCE_DIR/tests/valgrind/grpc-absl.supp"
+                  --log-file="$VALGRIND_LOG.%p" "$KDPD")
+fi
+
 # start_kdpd NAME [ARGS...]: kdpd serving $DIR (CDI specs into $T/cdi), stderr (klog) in $T/NAME.err
 start_kdpd() {
         local name=$1
         shift
-        if [ "${KDP_VALGRIND:-}" = 1 ]; then
-                valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
-                        --show-leak-kinds=definite,indirect --error-exitcode=99 \
-                        --suppressions="$KDP_SOURCE_DIR/tests/valgrind/grpc-absl.supp" \
-                        --log-file="$VALGRIND_LOG.$name" \
-                        "$KDPD" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" >"$T/$name.out" 2>"$T/$name.err" &
-        else
-                "$KDPD" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" >"$T/$name.out" 2>"$T/$name.err" &
-        fi
+        "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" >"$T/$name.out" 2>"$T/$name.err" &
         KDPD_PID=$!
         PIDS+=($KDPD_PID)
 }

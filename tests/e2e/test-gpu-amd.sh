@@ -11,10 +11,11 @@ ALL=0000:05:00.0,0000:27:00.0,0000:85:00.0,0000:a7:00.0
 mkfifo "$T/ctl"
 exec 9<>"$T/ctl"
 start_kubelet kubelet
-"$SIM" "$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4.umockdev" --control "$T/ctl" -- "$KDPD" \
+"$SIM" "$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4.umockdev" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
         --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 --backend gpu \
         >"$T/kdpd.out" 2>"$T/kdpd.err" &
-PIDS+=($!)
+KDPD_PID=$!
+PIDS+=($KDPD_PID)
 wait_line "$T/kubelet.out" "^devices resource=$RES " 10
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 
@@ -47,3 +48,5 @@ wait_line "$T/kdpd.err" '"Device became unhealthy" resource="amd.com/gpu" device
 echo "bind 0000:85:00.0 amdgpu" >&9
 devices_match $RES "allocatable=3 healthy=0000:05:00.0,0000:85:00.0,0000:a7:00.0 unhealthy=0000:27:00.0 "
 pass "unbind drops the render node and makes the GPU unhealthy; rebind restores it"
+stop_kdpd
+pass "kdpd stopped cleanly"

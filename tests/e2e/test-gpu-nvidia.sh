@@ -34,9 +34,10 @@ healthy() {
 }
 
 start_kubelet kubelet
-"$SIM" "$NODES/gpu-h100x8.umockdev" --control "$T/ctl" -- "$KDPD" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" \
+"$SIM" "$NODES/gpu-h100x8.umockdev" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" \
         --v 2 --health-hold-ms 300 --backend gpu -o gpu.xid_recovery_s=2 >"$T/kdpd.out" 2>"$T/kdpd.err" &
-PIDS+=($!)
+KDPD_PID=$!
+PIDS+=($KDPD_PID)
 wait_line "$T/kubelet.out" "^devices resource=$RES " 10
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 
@@ -111,3 +112,5 @@ pass "a GPU that fell off the bus stays listed as unhealthy while gone and is he
 assert_eq "$(grep -c '^devices resource=nvidia.com/gpu capacity=8 ' "$T/kubelet.out")" \
         "$(grep -c '^devices resource=nvidia.com/gpu ' "$T/kubelet.out")" "capacity never dropped"
 pass "capacity stayed 8 throughout"
+stop_kdpd
+pass "kdpd stopped cleanly"

@@ -30,7 +30,7 @@ mkfifo "$T/ctl"
 exec 9<>"$T/ctl"
 printf 'gpu:\n  replicas: "nvidia.com/gpu=2"\n  cdi: true\n  nvidia_device_specs: true\n' >"$T/config.yaml"
 start_kubelet kubelet
-"$SIM" "$FIX" --control "$T/ctl" -- "$KDPD" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
+"$SIM" "$FIX" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
         --backend gpu --config "$T/config.yaml" >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
