@@ -75,6 +75,7 @@ typedef struct gpu_state {
         bool xid_off;
         uint64_t xid_recovery_ms;               /* 0: only a reset or rebind recovers */
         gpu_kmsg *kmsg;
+        bool kmsg_replayed;                     /* the log's earlier records were read (first scan) */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         bool nvidia_shared_present[8];          /* of nvidia_shared_nodes, at the last scan */
         gpu *gpus;
@@ -352,15 +353,21 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
                                 KDP_F_STR("bucket", gpu_xid_bucket(x->code)), KDP_F_STR("replay", replay ? "true" : "false"));
 }
 
+/* Reads the kernel log to its end; >0 when a GPU got a critical Xid. */
+static int drain_kmsg(gpu_state *s) {
+        xid_batch b = { .s = s };
+        int r = gpu_kmsg_drain(s->kmsg, on_xid, &b);
+
+        return r < 0 ? r : b.changed;
+}
+
 static int on_kmsg(void *state, int fd) {
-        xid_batch b = { .s = state };
-        int r;
+        gpu_state *s = state;
 
         (void) fd;
-        r = gpu_kmsg_drain(b.s->kmsg, on_xid, &b);
-        if (r < 0)
-                return r;
-        return b.changed;
+        if (!s->kmsg_replayed)
+                return 1;               /* the first scan reads it, once it knows the GPUs */
+        return drain_kmsg(s);
 }
 
 static void open_kmsg(gpu_state *s) {
@@ -381,8 +388,7 @@ static void open_kmsg(gpu_state *s) {
                 s->kmsg = gpu_kmsg_free(s->kmsg);
                 return;
         }
-        /* what the log held before we started: Xids still within the recovery time count */
-        (void) on_kmsg(s, gpu_kmsg_fd(s->kmsg));
+        /* what the log already holds is read by the first scan, once the GPUs it names are known */
 }
 
 /* ---- ops ---- */
@@ -781,6 +787,11 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         amd_kfd_done(&kfd);
         kdp_pci_list_free(l);
 
+        if (s->kmsg && !s->kmsg_replayed) {
+                /* Xids logged before kdpd started count while younger than xid_recovery_s */
+                s->kmsg_replayed = true;
+                (void) drain_kmsg(s);
+        }
         for (size_t i = 0; i < s->n_gpus; i++) {
                 gpu *g = &s->gpus[i];
 

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The built GPU backend (kdp-backend-gpu.so) through its ABI, on plain
+ * sysfs/procfs/dev trees: what it discovers, what it refuses to serve, the
+ * Xids that the kernel log held before kdpd started (replay), and its
+ * config errors. The scenarios with events are the e2e tests (test-gpu-*.sh).
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <kdp/backend.h>
+
+#include "backend-ctx.h"
+#include "config.h"
+#include "device-tree.h"
+#include "kdp-test-sysfs.h"
+#include "kdp-test.h"
+
+#define GPU_SO KDP_BUILD_DIR "/plugins/kdp-backend-gpu.so"
+
+typedef struct gpu_run {
+        void *handle;
+        const kdp_backend_ops *ops;
+        kdp_config *config;
+        kdp_backend_ctx *ctx;
+        void *state;
+        kdp_device_tree *tree;
+        int watched_fd;
+} gpu_run;
+
+static int host_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
+        (void) fn;
+        ((gpu_run *) data)->watched_fd = fd;
+        return 0;
+}
+
+static void host_unwatch_fd(void *data, int fd) {
+        (void) data;
+        (void) fd;
+}
+
+static int host_rescan_after(void *data, uint32_t ms) {
+        (void) data;
+        (void) ms;
+        return 0;
+}
+
+static const kdp_backend_host host = {
+        .watch_fd = host_watch_fd, .unwatch_fd = host_unwatch_fd, .rescan_after = host_rescan_after,
+};
+
+/* Loads the backend with roots under `root` and "gpu.key=value" overrides; init's result. */
+static int gpu_open(gpu_run *run, const char *root, const char *const *overrides) {
+        _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys"), *dev = kdp_test_tree_path(root, "dev"),
+                            *proc = kdp_test_tree_path(root, "proc"), *cdi = kdp_test_tree_path(root, "cdi");
+        const char *roots[_KDP_PATH_KIND_MAX] = {
+                [KDP_PATH_SYSFS] = sys, [KDP_PATH_DEV] = dev, [KDP_PATH_PROC] = proc, [KDP_PATH_CDI] = cdi,
+        };
+        kdp_backend_entry_fn entry;
+
+        *run = (gpu_run){ .watched_fd = -1 };
+        run->handle = dlopen(GPU_SO, RTLD_NOW | RTLD_LOCAL);
+        ck_assert_msg(run->handle, "dlopen %s: %s", GPU_SO, dlerror());
+        entry = (kdp_backend_entry_fn) dlsym(run->handle, KDP_BACKEND_ENTRY_SYMBOL);
+        ck_assert_ptr_nonnull(entry);
+        run->ops = entry();
+        ck_assert_int_eq(kdp_config_load(NULL, &run->config), 0);
+        for (size_t i = 0; overrides && overrides[i]; i++)
+                ck_assert_int_eq(kdp_config_add_override(run->config, overrides[i]), 0);
+        ck_assert_int_eq(kdp_backend_ctx_new("gpu", roots, run->ops->params, run->config, &run->ctx), 0);
+        kdp_backend_ctx_set_host(run->ctx, &host, run);
+        return run->ops->init(run->ctx, &run->state);
+}
+
+static void gpu_scan(gpu_run *run, const char *root) {
+        _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys");
+
+        run->tree = kdp_device_tree_free(run->tree);
+        ck_assert_int_eq(kdp_device_tree_new(sys, &run->tree), 0);
+        ck_assert_int_eq(run->ops->scan(run->state, run->tree), 0);
+        kdp_device_tree_finish(run->tree);
+        ck_assert_uint_eq(run->tree->n_rejected, 0);
+}
+
+static void gpu_done(gpu_run *run) {
+        run->tree = kdp_device_tree_free(run->tree);
+        if (run->state)
+                run->ops->fini(run->state);
+        run->ctx = kdp_backend_ctx_free(run->ctx);
+        run->config = kdp_config_free(run->config);
+        if (run->handle)
+                ck_assert_int_eq(dlclose(run->handle), 0);
+}
+
+static const kdp_device_list *resource(const gpu_run *run, const char *name) {
+        for (size_t i = 0; i < run->tree->n_resources; i++)
+                if (strcmp(run->tree->resources[i].resource, name) == 0)
+                        return &run->tree->resources[i];
+        return NULL;
+}
+
+static const kdp_test_pci_dev h100_a = {
+        .path = "pci0000:15/0000:15:01.0/0000:18:00.0", .vendor = "0x10de", .device = "0x2330",
+        .class_code = "0x030200", .numa_node = "0", .driver = "nvidia", .enable = "1",
+};
+static const kdp_test_pci_dev h100_b = {
+        .path = "pci0000:15/0000:15:01.0/0000:19:00.0", .vendor = "0x10de", .device = "0x2330",
+        .class_code = "0x030200", .numa_node = "1", .driver = "nvidia", .enable = "1",
+};
+static const kdp_test_pci_dev nvswitch = {       /* class 0x0680: not a GPU */
+        .path = "pci0000:c0/0000:c0:01.0/0000:c4:00.0", .vendor = "0x10de", .device = "0x22a3",
+        .class_code = "0x068000", .numa_node = "1", .driver = "nvidia-nvswitch", .enable = "1",
+};
+static const kdp_test_pci_dev bmc_vga = {        /* ASPEED: a VGA, not a GPU we serve */
+        .path = "pci0000:00/0000:00:1c.0/0000:02:00.0", .vendor = "0x1a03", .device = "0x2000",
+        .class_code = "0x030000", .numa_node = "0", .driver = "ast", .enable = "1",
+};
+static const kdp_test_pci_dev vfio_gpu = {       /* handed to a VM: not ours */
+        .path = "pci0000:15/0000:15:01.0/0000:1a:00.0", .vendor = "0x10de", .device = "0x2330",
+        .class_code = "0x030200", .numa_node = "0", .driver = "vfio-pci", .enable = "1",
+};
+
+#define UUID_A "GPU-5f1b3a7e-0c2d-4e8f-9a61-3b7c2d9e0f14"
+#define UUID_B "GPU-0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9"
+
+static void write_information(const char *root, const char *bdf, const char *uuid, int minor, const char *excluded) {
+        _cleanup_free_ char *rel = NULL, *text = NULL;
+
+        ck_assert_int_ge(asprintf(&rel, "proc/driver/nvidia/gpus/%s/information", bdf), 0);
+        ck_assert_int_ge(asprintf(&text, "Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t %s\nBus Location: \t %s\n"
+                                         "Device Minor: \t %d\nGPU Excluded:\t %s\n", uuid, bdf, minor, excluded), 0);
+        kdp_test_tree_write(root, rel, text);
+}
+
+/* Two H100s, an NVSwitch, the BMC's VGA and a GPU on vfio-pci; NVIDIA's procfs and nodes. */
+static char *hgx_tree(void) {
+        char *root = kdp_test_tree_new("gpu");
+
+        kdp_test_pci_add(root, &h100_a);
+        kdp_test_pci_add(root, &h100_b);
+        kdp_test_pci_add(root, &nvswitch);
+        kdp_test_pci_add(root, &bmc_vga);
+        kdp_test_pci_add(root, &vfio_gpu);
+        write_information(root, "0000:18:00.0", UUID_A, 0, "No");
+        write_information(root, "0000:19:00.0", UUID_B, 1, "No");
+        write_information(root, "0000:1a:00.0", "GPU-ffffffff-ffff-ffff-ffff-ffffffffffff", 2, "No");
+        kdp_test_tree_write(root, "dev/nvidia0", "");
+        kdp_test_tree_write(root, "dev/nvidia1", "");
+        kdp_test_tree_write(root, "dev/nvidiactl", "");
+        kdp_test_tree_write(root, "dev/nvidia-uvm", "");
+        kdp_test_tree_write(root, "dev/kmsg", "");
+        return root;
+}
+
+START_TEST(test_gpu_discovers_only_gpus_of_its_drivers) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        gpu_run run;
+        const kdp_device_list *l;
+
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(run.tree->n_resources, 1);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_ptr_nonnull(l);
+        ck_assert_uint_eq(l->n_devices, 2);
+        ck_assert_str_eq(l->devices[0].id, UUID_B);     /* sorted by ID */
+        ck_assert_str_eq(l->devices[1].id, UUID_A);
+        ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
+        ck_assert_str_eq(l->devices[1].pci_address, "0000:18:00.0");
+        ck_assert_uint_eq(l->devices[1].n_numa_nodes, 1);
+        ck_assert_int_eq(l->devices[1].numa_nodes[0], 0);
+        ck_assert_int_eq(l->devices[0].numa_nodes[0], 1);
+        /* its own node, then the node-wide ones that exist (no uvm-tools, no modeset here) */
+        ck_assert_uint_eq(l->devices[1].n_dev_nodes, 3);
+        ck_assert_str_eq(l->devices[1].dev_nodes[0].container_path, "/dev/nvidia0");
+        ck_assert_str_eq(l->devices[1].dev_nodes[1].container_path, "/dev/nvidiactl");
+        ck_assert_str_eq(l->devices[1].dev_nodes[2].container_path, "/dev/nvidia-uvm");
+        ck_assert_uint_eq(l->devices[1].n_cdi_devices, 0);
+        ck_assert_int_ge(run.watched_fd, 0);            /* the kernel log is watched */
+        gpu_done(&run);
+}
+END_TEST
+
+START_TEST(test_gpu_excluded_and_unknown_uuid_are_not_served) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        gpu_run run;
+
+        write_information(root, "0000:19:00.0", UUID_B, 1, "Yes");
+        kdp_test_tree_write(root, "proc/driver/nvidia/gpus/0000:18:00.0/information",
+                            "Bus Location: \t 0000:18:00.0\nDevice Minor: \t 0\n");     /* no UUID cached yet */
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(run.tree->n_resources, 0);
+        write_information(root, "0000:18:00.0", UUID_A, 0, "No");
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 1);
+        gpu_done(&run);
+}
+END_TEST
+
+/* The monotonic clock in µs, which printk's timestamps follow. */
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+START_TEST(test_gpu_replays_recent_xids_only) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_free_ char *log = NULL;
+        uint64_t now = now_usec();
+        const kdp_device_list *l;
+        gpu_run run;
+
+        ck_assert_uint_gt(now, 2000ULL * 1000000);      /* the machine is up long enough for an "old" Xid */
+        /* GPU A: Xid 79 ten seconds ago (counts); GPU B: Xid 48 1000 s ago (over) and Xid 13 now (ignored) */
+        ck_assert_int_ge(asprintf(&log,
+                                  "4,100,%" PRIu64 ",c;NVRM: Xid (PCI:0000:19:00): 48, pid=1, An uncorrectable double bit error\n"
+                                  "4,101,%" PRIu64 ",c;NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.\n"
+                                  "4,102,%" PRIu64 ",c;NVRM: Xid (PCI:0000:19:00): 13, pid=2, name=python3, Graphics SM\n",
+                                  (uint64_t) (now - 1000 * 1000000ULL), (uint64_t) (now - 10 * 1000000ULL), now), 0);
+        kdp_test_tree_write(root, "dev/kmsg", log);
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_int_eq(l->devices[1].health, KDP_UNHEALTHY);
+        ck_assert_str_eq(l->devices[1].id, UUID_A);
+        ck_assert_str_eq(l->devices[1].health_reason, "Xid 79 (RESTART_BM)");
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        gpu_done(&run);
+
+        /* with xid_recovery_s 0 (only a reset clears an Xid) nothing from before the start counts */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.xid_recovery_s=0", NULL }), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
+        gpu_done(&run);
+}
+END_TEST
+
+START_TEST(test_gpu_modes_shape_the_records) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        const kdp_device_list *l;
+        gpu_run run;
+
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){
+                                 "gpu.cdi=true", "gpu.replicas=3", "gpu.model_resources=10de:2330=nvidia.com/h100",
+                                 "gpu.deny=0000:19:00.0", NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(run.tree->n_resources, 1);
+        l = resource(&run, "nvidia.com/h100");
+        ck_assert_ptr_nonnull(l);
+        ck_assert_uint_eq(l->n_devices, 3);
+        ck_assert_str_eq(l->devices[0].id, UUID_A "::0");
+        ck_assert_str_eq(l->devices[2].id, UUID_A "::2");
+        ck_assert_uint_eq(l->devices[2].n_cdi_devices, 1);
+        ck_assert_str_eq(l->devices[2].cdi_devices[0], "nvidia.com/h100=" UUID_A);
+        gpu_done(&run);
+
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.vendors=amd,intel", NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(run.tree->n_resources, 0);
+        ck_assert_int_eq(run.watched_fd, -1);           /* no NVIDIA: no kernel log */
+        gpu_done(&run);
+}
+END_TEST
+
+START_TEST(test_gpu_rejects_bad_values_naming_where_they_came_from) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        static const char *const bad[] = {
+                "gpu.vendors=nvidia,3dfx", "gpu.allow=10de", "gpu.deny=0000:18:00", "gpu.model_resources=10de:2330",
+                "gpu.model_resources=nvidia:2330=x.com/y", "gpu.replicas=0", "gpu.replicas=nvidia.com/gpu=65",
+                "gpu.replica_policy=random", "gpu.xid_ignore=13,x", "gpu.xid_recovery_s=-1",
+                "gpu.nvidia_device_specs=maybe", "gpu.cdi=2",
+        };
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *log = NULL, *origin = NULL;
+                kdp_test_capture c;
+                gpu_run run;
+
+                kdp_test_capture_begin(&c);
+                ck_assert_msg(gpu_open(&run, root, (const char *const[]){ bad[i], NULL }) == -EINVAL, "%s", bad[i]);
+                log = kdp_test_capture_end(&c);
+                ck_assert_int_ge(asprintf(&origin, "origin=\"-o %s\"", bad[i]), 0);
+                ck_assert_msg(strstr(log, origin), "%s: the error does not name its origin: %s", bad[i], log);
+                run.state = NULL;
+                gpu_done(&run);
+        }
+}
+END_TEST
+
+static Suite *gpu_backend_suite(void) {
+        Suite *s = suite_create("gpu-backend");
+        TCase *tc = tcase_create("core");
+
+        tcase_add_test(tc, test_gpu_discovers_only_gpus_of_its_drivers);
+        tcase_add_test(tc, test_gpu_excluded_and_unknown_uuid_are_not_served);
+        tcase_add_test(tc, test_gpu_replays_recent_xids_only);
+        tcase_add_test(tc, test_gpu_modes_shape_the_records);
+        tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return kdp_test_run(gpu_backend_suite());
+}
