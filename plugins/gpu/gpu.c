@@ -4,8 +4,9 @@
  * (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915|xe). See README.md for
  * every path it reads and every config key.
  *
- *   init   params -> state; opens the kernel log and watches it (NVIDIA Xids)
- *   scan   PCI list -> the table of GPUs seen since start (gpus[]) -> devices
+ *   init   params -> state
+ *   scan   PCI list -> the table of GPUs seen since start (gpus[]) -> devices; at the first
+ *          NVIDIA GPU, opens the kernel log, reads what it holds and has kdpd watch it
  *   kmsg   readable -> Xids -> a critical one marks its GPU and asks for a scan
  *   device_event (pci add/bind/change) -> the GPU was reset: its Xid is cleared
  *   allocate / preferred -> from gpus[] (gRPC thread, under the backend lock)
@@ -46,6 +47,7 @@ typedef struct gpu {
         int numa_node;
         kdp_health_pci pci;
         bool bound;                             /* bound to its driver at the last scan */
+        bool rebound;                           /* a bind/add event came since the last scan */
         unsigned xid;                           /* the last critical Xid, 0: none */
         uint64_t xid_at_ms;                     /* CLOCK_MONOTONIC when it was logged */
         char reason[REASON_MAX];                /* "" when healthy */
@@ -75,7 +77,8 @@ typedef struct gpu_state {
         bool xid_off;
         uint64_t xid_recovery_ms;               /* 0: only a reset or rebind recovers */
         gpu_kmsg *kmsg;
-        bool kmsg_replayed;                     /* the log's earlier records were read (first scan) */
+        bool kmsg_opened;                       /* tried once, when the first NVIDIA GPU was seen */
+        bool kmsg_replayed;                     /* the log's earlier records were read */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         bool nvidia_shared_present[8];          /* of nvidia_shared_nodes, at the last scan */
         gpu *gpus;
@@ -427,7 +430,6 @@ static int gpu_init(kdp_backend_ctx *ctx, void **ret_state) {
                 gpu_fini(s);
                 return r;
         }
-        open_kmsg(s);
         *ret_state = s;
         return 0;
 }
@@ -611,11 +613,12 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
                           KDP_HEALTH_PCI_AER_NONFATAL;
         bool bound = strcmp(p->driver, g->driver) == 0;
 
-        if (bound && !g->bound) {
+        if (bound && (!g->bound || g->rebound)) {
                 (void) kdp_health_pci_rebase(s->ctx, g->bdf, &g->pci);  /* (re)bound: counters start anew */
                 g->xid = 0;
         }
         g->bound = bound;
+        g->rebound = false;
         if (!bound) {
                 char text[96];
 
@@ -762,6 +765,13 @@ static int emit_gpu(const gpu_state *s, kdp_device_tree *tree, const gpu *g) {
         return r;
 }
 
+static bool has_nvidia(const gpu_state *s) {
+        for (size_t i = 0; i < s->n_gpus; i++)
+                if (s->gpus[i].vendor == GPU_NVIDIA)
+                        return true;
+        return false;
+}
+
 static int gpu_scan(void *state, kdp_device_tree *tree) {
         _cleanup_free_ bool *present = NULL;
         gpu_state *s = state;
@@ -787,6 +797,10 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         amd_kfd_done(&kfd);
         kdp_pci_list_free(l);
 
+        if (!s->kmsg_opened && has_nvidia(s)) {
+                s->kmsg_opened = true;          /* no kernel log to read on a node without NVIDIA GPUs */
+                open_kmsg(s);
+        }
         if (s->kmsg && !s->kmsg_replayed) {
                 /* Xids logged before kdpd started count while younger than xid_recovery_s */
                 s->kmsg_replayed = true;
@@ -810,16 +824,21 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         return 0;
 }
 
-/* A reset shows as a PCI change or (re)bind event: the GPU's Xid is over. */
+/*
+ * A reset shows as a PCI change or (re)bind event: the GPU's Xid is over. A bind or add also
+ * starts its AER counters anew, even when the unbind before it fell between two scans.
+ */
 static void gpu_device_event(void *state, const kdp_device_event *ev) {
         gpu_state *s = state;
+        bool bind;
         gpu *g;
 
-        if (strcmp(ev->subsystem, "pci") != 0 || !ev->sysname ||
-            (strcmp(ev->action, "change") != 0 && strcmp(ev->action, "bind") != 0 && strcmp(ev->action, "add") != 0))
+        if (strcmp(ev->subsystem, "pci") != 0 || !ev->sysname || !(g = find_gpu(s, ev->sysname)))
                 return;
-        g = find_gpu(s, ev->sysname);
-        if (!g || !g->xid)
+        bind = strcmp(ev->action, "bind") == 0 || strcmp(ev->action, "add") == 0;
+        if (bind)
+                g->rebound = true;
+        if (!g->xid || (!bind && strcmp(ev->action, "change") != 0))
                 return;
         kdp_backend_log_info(s->ctx, "GPU recovered: reset or rebound after its Xid", KDP_F_STR("pci", g->bdf),
                              KDP_F_INT("xid", g->xid), KDP_F_STR("event", ev->action));

@@ -99,6 +99,15 @@ ctl write dev/nvidia6 ""
 healthy 8 "$ALL" ""
 pass "a missing /dev/nvidia6 (no uevent: found by the 1 s rescan) and its return"
 
+# a fatal AER error counted on GPU 4 (no uevent: the 1 s rescan finds it); a rebind is a fresh start
+ctl set 0000:9a:00.0 aer_dev_fatal 'Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 1\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\nUnsupReq 0\nACSViol 0\nUncorrIntErr 0\nBlockedTLP 0\nAtomicOpBlocked 0\nTLPBlockedErr 0\nPoisonTLPBlocked 0\nTOTAL_ERR_FATAL 1'
+healthy 7 "$G2,$G7,$G1,$G0,$G6,$G5,$G3" "$G4"
+wait_line "$T/kdpd.err" "device=\"$G4\" reason=\"AER fatal errors rose from 0 to 1\""
+ctl unbind 0000:9a:00.0
+ctl bind 0000:9a:00.0 nvidia
+healthy 8 "$ALL" ""
+pass "a rising AER fatal counter made GPU 4 unhealthy; after a rebind its counters start anew"
+
 # the fixture's own scenario: Xid 79, the proc entry and the device vanish, then all come back
 grep -v '^#\|^wait-listeners' "$NODES/gpu-h100x8-fall-off-bus.script" >&9
 wait_line "$T/kdpd.out" '^gone$'

@@ -296,6 +296,37 @@ START_TEST(test_gpu_rejects_bad_values_naming_where_they_came_from) {
 }
 END_TEST
 
+static const kdp_test_pci_dev flex_pf_with_vfs = {      /* SR-IOV on: its VFs are the GPUs to serve */
+        .path = "pci0000:4a/0000:4a:01.0/0000:4d:00.0", .vendor = "0x8086", .device = "0x56c0",
+        .class_code = "0x038000", .numa_node = "0", .driver = "i915", .enable = "1",
+        .sriov_totalvfs = "31", .sriov_numvfs = "4",
+};
+static const kdp_test_pci_dev flex = {
+        .path = "pci0000:c7/0000:c7:01.0/0000:ca:00.0", .vendor = "0x8086", .device = "0x56c0",
+        .class_code = "0x038000", .numa_node = "1", .driver = "i915", .enable = "1",
+        .sriov_totalvfs = "31", .sriov_numvfs = "0",
+};
+
+START_TEST(test_gpu_intel_pf_with_vfs_is_not_served) {
+        _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("gpu");
+        const kdp_device_list *l;
+        gpu_run run;
+
+        kdp_test_pci_add(root, &flex_pf_with_vfs);
+        kdp_test_pci_add(root, &flex);
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "gpu.intel.com/i915");
+        ck_assert_ptr_nonnull(l);
+        ck_assert_uint_eq(l->n_devices, 1);
+        ck_assert_str_eq(l->devices[0].id, "0000:ca:00.0");
+        /* no drm/ directory in this tree: listed, but not healthy */
+        ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
+        ck_assert_str_eq(l->devices[0].health_reason, "no DRM card and render nodes");
+        gpu_done(&run);
+}
+END_TEST
+
 static Suite *gpu_backend_suite(void) {
         Suite *s = suite_create("gpu-backend");
         TCase *tc = tcase_create("core");
@@ -305,6 +336,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_replays_recent_xids_only);
         tcase_add_test(tc, test_gpu_modes_shape_the_records);
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
+        tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);
         suite_add_tcase(s, tc);
         return s;
 }
