@@ -6,6 +6,7 @@
  *
  *   kdp-bench --socket PATH [--concurrency C] [--calls N] [--warmup W]
  *             [--law-samples K] [--devices-per-call D] [--channels shared|per-thread]
+ *             [--method allocate|preferred] [--size S]
  *
  * What it does, in order:
  *  1. Opens one channel, as the kubelet does: it multiplexes every RPC to a
@@ -20,6 +21,11 @@
  *     the advertised IDs. W untimed calls per thread come first. The timer
  *     covers building the request, the call, and unpacking the answer, which
  *     is what the kubelet pays.
+ *     With --method preferred the calls are GetPreferredAllocation instead:
+ *     one ContainerPreferredAllocationRequest per call, every advertised ID
+ *     available, none required, allocation_size S; an answer counts when it
+ *     holds S IDs. A plugin that does not implement the call fails every one
+ *     (its GetDevicePluginOptions are not asked).
  *
  * Output is one name=value line per figure (times in µs). Exit status 0 when
  * every call succeeded, 1 otherwise.
@@ -45,6 +51,7 @@
 
 #define METHOD_LIST_AND_WATCH "/v1beta1.DevicePlugin/ListAndWatch"
 #define METHOD_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
+#define METHOD_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
 #define CALL_TIMEOUT_MS 10000
 #define MAX_DEVICES_PER_CALL 1024
 
@@ -56,6 +63,8 @@ typedef struct options {
         size_t law_samples;
         size_t devices_per_call;
         bool per_thread_channels;
+        bool preferred;                 /* GetPreferredAllocation instead of Allocate */
+        size_t size;                    /* its allocation_size */
 } options;
 
 /* What the plugin advertised: borrowed by the workers, read only. */
@@ -315,18 +324,57 @@ static bool allocate_once(worker *w, grpc_completion_queue *cq, size_t k) {
         return ok;
 }
 
+/*
+ * One GetPreferredAllocation: every advertised ID available, none required,
+ * `size` wanted. The answer must hold `size` IDs.
+ */
+static bool preferred_once(worker *w, grpc_completion_queue *cq) {
+        V1beta1__ContainerPreferredAllocationRequest creq = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__ContainerPreferredAllocationRequest *creqs[1] = { &creq };
+        V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__PreferredAllocationResponse *resp;
+        grpc_byte_buffer *request, *response;
+        bool ok;
+
+        creq.n_available_deviceids = w->devs->n;
+        creq.available_deviceids = w->devs->ids;
+        creq.allocation_size = (int32_t) w->opts->size;
+        req.n_container_requests = 1;
+        req.container_requests = creqs;
+
+        request = byte_buffer_from(&req.base);
+        response = unary_call(w->channel, cq, METHOD_PREFERRED, request, false);
+        grpc_byte_buffer_destroy(request);
+        resp = (V1beta1__PreferredAllocationResponse *) unpack(&v1beta1__preferred_allocation_response__descriptor,
+                                                               response, NULL);
+        ok = resp && resp->n_container_responses == 1 &&
+             resp->container_responses[0]->n_deviceids == w->opts->size;
+        if (response && !ok)
+                fprintf(stderr, "kdp-bench: GetPreferredAllocation: unexpected response\n");
+        if (resp)
+                protobuf_c_message_free_unpacked(&resp->base, NULL);
+        if (response)
+                grpc_byte_buffer_destroy(response);
+        return ok;
+}
+
+/* One timed or warm-up call of the chosen method; `k` is its rotation slot. */
+static bool call_once(worker *w, grpc_completion_queue *cq, size_t k) {
+        return w->opts->preferred ? preferred_once(w, cq) : allocate_once(w, cq, k);
+}
+
 static void *worker_run(void *userdata) {
         worker *w = userdata;
         grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
 
         for (size_t i = 0; i < w->opts->warmup; i++)
-                if (!allocate_once(w, cq, w->first + i))
+                if (!call_once(w, cq, w->first + i))
                         w->n_errors++;
         pthread_barrier_wait(w->start);
         for (size_t i = 0; i < w->n_calls; i++) {
                 double t0 = now_us();
 
-                if (!allocate_once(w, cq, w->first + i))
+                if (!call_once(w, cq, w->first + i))
                         w->n_errors++;
                 w->latency_us[i] = now_us() - t0;
         }
@@ -356,14 +404,19 @@ static void usage(FILE *f) {
         fprintf(f,
                 "Usage: kdp-bench --socket PATH [options]\n"
                 "  --socket PATH            the plugin's unix socket\n"
-                "  --concurrency C          Allocate threads (default 1)\n"
-                "  --calls N                timed Allocate calls in total (default 2000)\n"
-                "  --warmup W               untimed Allocate calls per thread first (default 100)\n"
+                "  --concurrency C          calling threads (default 1)\n"
+                "  --calls N                timed calls in total (default 2000)\n"
+                "  --warmup W               untimed calls per thread first (default 100)\n"
                 "  --law-samples K          warm ListAndWatch first-message samples (default 20)\n"
                 "  --devices-per-call D     device IDs per Allocate (default 1)\n"
                 "  --channels shared|per-thread\n"
                 "                           one connection for all threads, as the kubelet\n"
-                "                           (default), or one per thread\n");
+                "                           (default), or one per thread\n"
+                "  --method allocate|preferred\n"
+                "                           time Allocate (default) or GetPreferredAllocation;\n"
+                "                           the figures are named allocate_* or preferred_*\n"
+                "  --size S                 GetPreferredAllocation's allocation_size, out of\n"
+                "                           every advertised ID (default 1)\n");
 }
 
 static bool parse_size(const char *s, size_t min, size_t *ret) {
@@ -387,6 +440,8 @@ static int parse_options(int argc, char **argv, options *o) {
                 { "law-samples", required_argument, NULL, 'l' },
                 { "devices-per-call", required_argument, NULL, 'd' },
                 { "channels", required_argument, NULL, 'C' },
+                { "method", required_argument, NULL, 'm' },
+                { "size", required_argument, NULL, 'S' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -394,8 +449,8 @@ static int parse_options(int argc, char **argv, options *o) {
         int c;
 
         *o = (options){ .concurrency = 1, .calls = 2000, .warmup = 100, .law_samples = 20,
-                        .devices_per_call = 1 };
-        while ((c = getopt_long(argc, argv, "s:c:n:w:l:d:C:h", longopts, NULL)) >= 0) {
+                        .devices_per_call = 1, .size = 1 };
+        while ((c = getopt_long(argc, argv, "s:c:n:w:l:d:C:m:S:h", longopts, NULL)) >= 0) {
                 switch (c) {
                 case 's':
                         o->socket = optarg;
@@ -427,6 +482,18 @@ static int parse_options(int argc, char **argv, options *o) {
                         else if (strcmp(optarg, "per-thread") == 0)
                                 o->per_thread_channels = true;
                         else
+                                return -EINVAL;
+                        break;
+                case 'm':
+                        if (strcmp(optarg, "allocate") == 0)
+                                o->preferred = false;
+                        else if (strcmp(optarg, "preferred") == 0)
+                                o->preferred = true;
+                        else
+                                return -EINVAL;
+                        break;
+                case 'S':
+                        if (!parse_size(optarg, 1, &o->size) || o->size > MAX_DEVICES_PER_CALL)
                                 return -EINVAL;
                         break;
                 case 'h':
@@ -482,10 +549,11 @@ static bool bench_list_and_watch(const options *o, grpc_channel *ch, device_ids 
         return ok;
 }
 
-/* Runs the Allocate part. Returns the number of failed calls. */
-static size_t bench_allocate(const options *o, grpc_channel *shared, const device_ids *devs) {
+/* Runs the Allocate (or GetPreferredAllocation) part. Returns the number of failed calls. */
+static size_t bench_calls(const options *o, grpc_channel *shared, const device_ids *devs) {
         worker *workers = calloc(o->concurrency, sizeof(worker));
         double *latency = calloc(o->calls, sizeof(double));
+        const char *m = o->preferred ? "preferred" : "allocate";
         pthread_barrier_t start;
         size_t errors = 0, next = 0;
         double t0, elapsed;
@@ -516,16 +584,21 @@ static size_t bench_allocate(const options *o, grpc_channel *shared, const devic
         pthread_barrier_destroy(&start);
 
         qsort(latency, o->calls, sizeof(double), compare_double);
-        printf("allocate_concurrency=%u\n", o->concurrency);
-        printf("allocate_channels=%s\n", o->per_thread_channels ? "per-thread" : "shared");
-        printf("allocate_devices_per_call=%zu\n", o->devices_per_call);
-        printf("allocate_calls=%zu\n", o->calls);
-        printf("allocate_errors=%zu\n", errors);
-        printf("allocate_p50_us=%.1f\n", percentile(latency, o->calls, 50));
-        printf("allocate_p90_us=%.1f\n", percentile(latency, o->calls, 90));
-        printf("allocate_p99_us=%.1f\n", percentile(latency, o->calls, 99));
-        printf("allocate_max_us=%.1f\n", latency[o->calls - 1]);
-        printf("allocate_calls_per_s=%.0f\n", (double) o->calls / (elapsed / 1e6));
+        printf("%s_concurrency=%u\n", m, o->concurrency);
+        printf("%s_channels=%s\n", m, o->per_thread_channels ? "per-thread" : "shared");
+        if (o->preferred) {
+                printf("preferred_size=%zu\n", o->size);
+                printf("preferred_available=%zu\n", devs->n);
+        } else {
+                printf("allocate_devices_per_call=%zu\n", o->devices_per_call);
+        }
+        printf("%s_calls=%zu\n", m, o->calls);
+        printf("%s_errors=%zu\n", m, errors);
+        printf("%s_p50_us=%.1f\n", m, percentile(latency, o->calls, 50));
+        printf("%s_p90_us=%.1f\n", m, percentile(latency, o->calls, 90));
+        printf("%s_p99_us=%.1f\n", m, percentile(latency, o->calls, 99));
+        printf("%s_max_us=%.1f\n", m, latency[o->calls - 1]);
+        printf("%s_calls_per_s=%.0f\n", m, (double) o->calls / (elapsed / 1e6));
         free(latency);
         free(workers);
         return errors;
@@ -551,8 +624,12 @@ int main(int argc, char **argv) {
         ch = channel_new(o.socket, false);
         printf("socket=%s\n", o.socket);
         ok = bench_list_and_watch(&o, ch, &devs);
-        if (devs.n > 0)
-                errors = bench_allocate(&o, ch, &devs);
+        if (o.preferred && o.size > devs.n) {
+                fprintf(stderr, "kdp-bench: --size %zu: the plugin advertises %zu devices\n", o.size, devs.n);
+                ok = false;
+        } else if (devs.n > 0) {
+                errors = bench_calls(&o, ch, &devs);
+        }
         fflush(stdout);
         grpc_channel_destroy(ch);
         grpc_shutdown();
