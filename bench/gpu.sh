@@ -25,7 +25,7 @@
 #   idle_cpu_sched_ms_per_s   the same from the scheduler's ns counters
 #        (/proc/PID/task/*/schedstat): a tick is 10 ms, 1 ms/s over 10 s
 #   xid_*, reset_*        Xid -> ListAndWatch and reset -> ListAndWatch at the
-#        kubelet, KDP_BENCH_XIDS (200) cycles (bench/gpu-events.py)
+#        kubelet, KDP_BENCH_XIDS (200) cycles (bench/events.py gpu)
 #   example_plain_*, example_sim_*   the Allocate, memory and idle figures of
 #        kdpd with the example backend (8 devices), outside sim-node and under
 #        sim-node on the same fixture: under sim-node kdpd also holds
@@ -85,7 +85,7 @@ stop_session() {
 }
 
 cleanup() {
-        stop "$fg_pid" 15       # gpu-events.py stops its own processes, 5 s each at most
+        stop "$fg_pid" 15       # events.py stops its own processes, 5 s each at most
         stop_session
         rm -rf "$work"
 }
@@ -234,6 +234,6 @@ done
 
 # 3. Xid -> ListAndWatch, reset -> ListAndWatch
 mkdir "$work/events"
-run /usr/bin/python3 "$src/bench/gpu-events.py" "$build" "$work/events" "$xids" ||
-        { echo "gpu.sh: gpu-events.py failed; kdpd's log:" >&2; tail -n 20 "$work/events/kdpd.err" >&2; }
+run /usr/bin/python3 "$src/bench/events.py" "$build" "$work/events" "$xids" gpu ||
+        { echo "gpu.sh: events.py failed; kdpd's log:" >&2; tail -n 20 "$work/events/kdpd.err" >&2; }
 echo "host_load_end=$(cut -d' ' -f1 /proc/loadavg)"
