@@ -35,6 +35,7 @@
 #define REASON_MAX 256
 #define RESOURCE_MAX 128
 #define REPLICAS_MAX 64
+#define PCI_RELIST_MS 30000     /* the PCI list is read again at least this often, events or not */
 
 typedef struct gpu {
         char bdf[KDP_PCI_ADDRESS_MAX];
@@ -81,6 +82,9 @@ typedef struct gpu_state {
         bool kmsg_replayed;                     /* the log's earlier records were read */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         bool nvidia_shared_present[8];          /* of nvidia_shared_nodes, at the last scan */
+        kdp_pci_list *pci;                      /* the PCI functions as last listed */
+        bool pci_dirty;                         /* a pci event came since: list again */
+        uint64_t pci_listed_ms;
         gpu *gpus;
         size_t n_gpus;
 } gpu_state;
@@ -402,6 +406,7 @@ static void gpu_fini(void *state) {
         if (!s)
                 return;
         s->kmsg = gpu_kmsg_free(s->kmsg);
+        kdp_pci_list_free(s->pci);
         gpu_xid_set_done(&s->xid_ignore);
         strv_free(s->allow);
         strv_free(s->deny);
@@ -772,30 +777,49 @@ static bool has_nvidia(const gpu_state *s) {
         return false;
 }
 
+/*
+ * The PCI functions, listed again only after a pci event that changes them (add, remove, bind,
+ * unbind) or PCI_RELIST_MS: the periodic scans between read just each GPU's own files.
+ */
+static int list_pci(gpu_state *s, uint64_t now) {
+        kdp_pci_list *l = NULL;
+        int r;
+
+        if (s->pci && !s->pci_dirty && now - s->pci_listed_ms < PCI_RELIST_MS)
+                return 0;
+        r = kdp_pci_list_scan(s->ctx, &l);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        kdp_pci_list_free(s->pci);
+        s->pci = l;                     /* NULL (no PCI bus) counts as empty */
+        s->pci_dirty = false;
+        s->pci_listed_ms = now;
+        return 0;
+}
+
 static int gpu_scan(void *state, kdp_device_tree *tree) {
         _cleanup_free_ bool *present = NULL;
         gpu_state *s = state;
         amd_kfd kfd = { 0 };
-        kdp_pci_list *l = NULL;
         uint64_t now = now_ms(), next_expiry = 0;
+        kdp_pci_list *l;
         int r;
 
-        r = kdp_pci_list_scan(s->ctx, &l);
-        if (r < 0 && r != -ENOENT)
+        r = list_pci(s, now);
+        if (r < 0)
                 return r;
+        l = s->pci;
         if (s->vendor_on[GPU_AMD] && (r = amd_kfd_read(s->ctx, &kfd)) < 0)
                 kdp_backend_log_warning(s->ctx, "Cannot read the KFD topology", KDP_F_STR("err", strerror(-r)));
         refresh_shared_nodes(s);
         present = calloc(s->n_gpus + kdp_pci_list_size(l) + 1, sizeof(bool));
         if (!present) {
                 amd_kfd_done(&kfd);
-                kdp_pci_list_free(l);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < kdp_pci_list_size(l); i++)
                 scan_function(s, kdp_pci_list_get(l, i), &kfd, present);
         amd_kfd_done(&kfd);
-        kdp_pci_list_free(l);
 
         if (!s->kmsg_opened && has_nvidia(s)) {
                 s->kmsg_opened = true;          /* no kernel log to read on a node without NVIDIA GPUs */
@@ -833,7 +857,11 @@ static void gpu_device_event(void *state, const kdp_device_event *ev) {
         bool bind;
         gpu *g;
 
-        if (strcmp(ev->subsystem, "pci") != 0 || !ev->sysname || !(g = find_gpu(s, ev->sysname)))
+        if (strcmp(ev->subsystem, "pci") != 0)
+                return;
+        if (strcmp(ev->action, "change") != 0)
+                s->pci_dirty = true;    /* a function came, went, or changed driver */
+        if (!ev->sysname || !(g = find_gpu(s, ev->sysname)))
                 return;
         bind = strcmp(ev->action, "bind") == 0 || strcmp(ev->action, "add") == 0;
         if (bind)
