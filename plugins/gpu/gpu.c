@@ -569,6 +569,7 @@ static void check_node(gpu_state *s, gpu *g, const char *rel) {
 /* NVIDIA: UUID and minor from procfs. Returns false when the GPU cannot be served (no ID yet, excluded). */
 static bool refresh_nvidia(gpu_state *s, gpu *g, bool is_new) {
         nvidia_info info;
+        char rel[32];
         int r = nvidia_read_information(s->ctx, g->bdf, &info);
 
         if (r < 0 || !info.uuid[0]) {
@@ -584,14 +585,10 @@ static bool refresh_nvidia(gpu_state *s, gpu *g, bool is_new) {
                 return !is_new;
         }
         snprintf(g->id, sizeof(g->id), "%s", info.uuid);
+        snprintf(rel, sizeof(rel), "nvidia%u", info.minor);    /* the minor may change after a rescan */
         g->n_nodes = 0;
-        {
-                char rel[32];
-
-                snprintf(rel, sizeof(rel), "nvidia%u", info.minor);
-                node_add(g, rel);
-        }
-        check_node(s, g, g->nodes[0]);
+        node_add(g, rel);
+        check_node(s, g, rel);
         return true;
 }
 

@@ -116,20 +116,23 @@ stop_kubelet() {
         wait "$KUBELET_PID" 2>/dev/null
 }
 
-# KDPD_RUN: the command that runs kdpd, under valgrind when KDP_VALGRIND=1 (one log per process),
-# for scenarios that start kdpd themselves (inside sim-node)
-KDPD_RUN=("$KDPD")
-if [ "${KDP_VALGRIND:-}" = 1 ]; then
+# kdpd_command: sets KDPD_RUN to the command that runs $KDPD, under valgrind when KDP_VALGRIND=1
+# (one log per process); scenarios that start kdpd themselves (inside sim-node) use it as is
+kdpd_command() {
+        KDPD_RUN=("$KDPD")
+        [ "${KDP_VALGRIND:-}" = 1 ] || return 0
         KDPD_RUN=(valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect
                   --show-leak-kinds=definite,indirect --error-exitcode=99
                   --suppressions="$KDP_SOURCE_DIR/tests/valgrind/grpc-absl.supp"
                   --log-file="$VALGRIND_LOG.%p" "$KDPD")
-fi
+}
+kdpd_command
 
-# start_kdpd NAME [ARGS...]: kdpd serving $DIR (CDI specs into $T/cdi), stderr (klog) in $T/NAME.err
+# start_kdpd NAME [ARGS...]: $KDPD serving $DIR (CDI specs into $T/cdi), stderr (klog) in $T/NAME.err
 start_kdpd() {
         local name=$1
         shift
+        kdpd_command
         "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" >"$T/$name.out" 2>"$T/$name.err" &
         KDPD_PID=$!
         PIDS+=($KDPD_PID)
