@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,10 @@ KDP_DEFINE_CLEANUP_FUNC(struct fy_document, fy_document_destroy)
 typedef struct cdi_spec {
         char *kind;             /* "vendor.com/class" */
         char *path;             /* <cdi_dir>/kdp-<vendor>-<class>.json */
-        char *content;          /* what was last written there; NULL: unknown, write again */
-        size_t size;
+        char *content;          /* the JSON, only while a sync runs */
+        size_t size;            /* of the content last written */
+        uint64_t digest;        /* FNV-1a of it: what is kept between syncs, not the JSON itself */
+        bool known;             /* size and digest describe the file; false: write again */
         size_t n_devices;       /* entries in content (for the log) */
 } cdi_spec;
 
@@ -53,6 +56,15 @@ typedef struct cdi_entry {
         const kdp_device *device;
         size_t seq;             /* position in the list, then in the device's names */
 } cdi_entry;
+
+/* 64-bit FNV-1a: a spec is compared by size and digest, so 4096 devices do not keep ~1 MB of JSON. */
+static uint64_t digest_of(const char *data, size_t size) {
+        uint64_t h = 14695981039346656037ULL;
+
+        for (size_t i = 0; i < size; i++)
+                h = (h ^ (unsigned char) data[i]) * 1099511628211ULL;
+        return h;
+}
 
 static void cdi_spec_done(cdi_spec *s) {
         free(s->kind);
@@ -562,19 +574,20 @@ int kdp_cdi_sync(const char *cdi_dir, const kdp_device_list *list, kdp_cdi_specs
         for (size_t i = 0; i < n_next; i++) {
                 cdi_spec *old = find_kind(s->specs, s->n_specs, next[i].kind);
 
-                if (old && old->content && old->size == next[i].size &&
-                    memcmp(old->content, next[i].content, next[i].size) == 0 &&
-                    file_has_size(next[i].path, next[i].size))
-                        continue;
-
-                r = spec_write(cdi_dir, &next[i]);
-                if (r < 0) {
-                        /* write it again next time; if the kind goes, its file (maybe an old one) is removed */
-                        free(next[i].content);
-                        next[i].content = NULL;
-                        next[i].size = 0;
-                        first = first ?: r;
+                next[i].digest = digest_of(next[i].content, next[i].size);
+                next[i].known = true;
+                if (!(old && old->known && old->size == next[i].size && old->digest == next[i].digest &&
+                      file_has_size(next[i].path, next[i].size))) {
+                        r = spec_write(cdi_dir, &next[i]);
+                        if (r < 0) {
+                                /* write it again next time; if the kind goes, its file (maybe an old one) is removed */
+                                next[i].known = false;
+                                next[i].size = 0;
+                                first = first ?: r;
+                        }
                 }
+                free(next[i].content);
+                next[i].content = NULL;
         }
 
         /* ... and remove the files no kind needs any more (a file another kind took over stays) */
@@ -586,7 +599,6 @@ int kdp_cdi_sync(const char *cdi_dir, const kdp_device_list *list, kdp_cdi_specs
                 r = spec_unlink(old->path);
                 if (r < 0) {
                         /* keep it, so that the next sync tries again */
-                        free(old->content);
                         next[n_next++] = (cdi_spec) { .kind = old->kind, .path = old->path };
                         *old = (cdi_spec) { 0 };
                         first = first ?: r;
