@@ -11,51 +11,9 @@
 # shellcheck disable=SC2015,SC2016
 set -u
 
-src=${KDP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-build=${KDP_BUILD_DIR:-$src/build}
-export KDP_BUILD_DIR=$build
-simnode=$src/tests/sim-node/sim-node
-check=$build/tests/sim-node/sim-check
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "${KDP_BUILD_DIR:-$(dirname "${BASH_SOURCE[0]}")/../../build}/kdpctl"
 kdpctl=$build/kdpctl
-nodes=$src/tests/fixtures/nodes
 
-if [ ! -x "$check" ] || [ ! -x "$build/tests/sim-node/sim-node" ] || [ ! -x "$kdpctl" ]; then
-        echo "SKIP: sim-node or kdpctl is not built in $build"
-        exit 77
-fi
-tmp=$(mktemp -d /tmp/kdp-gpu-fixtures.XXXXXX)
-sim_pid=
-cleanup() {
-        exec 4>&- 2>/dev/null
-        [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-"$simnode" "$nodes/flapping-device.umockdev" -- true
-if [ $? = 77 ]; then
-        echo "SKIP: umockdev's preload is not available"
-        exit 77
-fi
-
-failures=0
-fail() {
-        echo "FAIL: $*"
-        failures=$((failures + 1))
-}
-ok() {
-        echo "ok: $*"
-}
-# expect NAME FILE: FILE must equal stdin exactly
-expect() {
-        local name=$1 file=${2:?expect NAME FILE}
-        if diff -u <(cat) "$file" > "$tmp/diff"; then
-                ok "$name"
-        else
-                fail "$name"
-                sed 's/^/    /' "$tmp/diff"
-        fi
-}
 # run NAME FIXTURE COMMAND...: COMMAND's stdout in $tmp/out; sim-node or COMMAND failing is a failure
 run() {
         local name=$1 fixture=$2 rc

@@ -13,55 +13,10 @@
 # shellcheck disable=SC2015,SC2016
 set -u
 
-src=${KDP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-build=${KDP_BUILD_DIR:-$src/build}
-export KDP_BUILD_DIR=$build
-simnode=$src/tests/sim-node/sim-node
-check=$build/tests/sim-node/sim-check
-fixtures=$src/tests/fixtures/nodes
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+fixtures=$nodes
 two=$fixtures/two-socket-switches.umockdev
 flap=$fixtures/flapping-device.umockdev
-
-if [ ! -x "$check" ] || [ ! -x "$build/tests/sim-node/sim-node" ]; then
-        echo "SKIP: sim-node is not built in $build"
-        exit 77
-fi
-tmp=$(mktemp -d /tmp/kdp-sim-node.XXXXXX)
-sim_pid=
-cleanup() {
-        exec 3>&- 4>&- 2>/dev/null
-        [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# probe: does this machine run umockdev's preload at all?
-"$simnode" "$flap" -- true
-rc=$?
-if [ $rc = 77 ]; then
-        echo "SKIP: umockdev's preload is not available"
-        exit 77
-fi
-
-failures=0
-fail() {
-        echo "FAIL: $*"
-        failures=$((failures + 1))
-}
-ok() {
-        echo "ok: $*"
-}
-
-# expect NAME FILE: FILE must equal stdin exactly
-expect() {
-        local name=$1 file=${2:?expect NAME FILE}
-        if diff -u <(cat) "$file" > "$tmp/diff"; then
-                ok "$name"
-        else
-                fail "$name"
-                sed 's/^/    /' "$tmp/diff"
-        fi
-}
 
 # wait_for FILE REGEX [SECONDS]
 wait_for() {
