@@ -33,14 +33,12 @@
 #include "xid.h"
 
 #define REASON_MAX 256
-#define RESOURCE_MAX 128
-#define REPLICAS_MAX 64
 #define PCI_RELIST_MS 30000     /* the PCI list is read again at least this often, events or not */
 
 typedef struct gpu {
         char bdf[KDP_PCI_ADDRESS_MAX];
         gpu_vendor vendor;
-        char resource[RESOURCE_MAX];
+        char resource[GPU_RESOURCE_MAX];
         char driver[64];                        /* the driver it is served with */
         char id[GPU_UUID_MAX];                  /* UUID (NVIDIA) or PCI address */
         char nodes[GPU_NODES_MAX][32];          /* its own nodes, relative to the dev root */
@@ -54,29 +52,9 @@ typedef struct gpu {
         char reason[REASON_MAX];                /* "" when healthy */
 } gpu;
 
-typedef struct model_resource {
-        uint16_t vendor, device;
-        char *resource;
-} model_resource;
-
-typedef struct resource_replicas {
-        char *resource;                         /* NULL: every resource */
-        unsigned n;
-} resource_replicas;
-
 typedef struct gpu_state {
         kdp_backend_ctx *ctx;
-        bool vendor_on[_GPU_VENDOR_MAX];
-        char **allow, **deny;
-        model_resource *models;
-        size_t n_models;
-        resource_replicas *replicas;
-        size_t n_replicas;
-        gpu_replica_policy policy;
-        bool device_specs, cdi;
-        gpu_xid_set xid_ignore;
-        bool xid_off;
-        uint64_t xid_recovery_ms;               /* 0: only a reset or rebind recovers */
+        gpu_config cfg;
         gpu_kmsg *kmsg;
         bool kmsg_opened;                       /* tried once, when the first NVIDIA GPU was seen */
         bool kmsg_replayed;                     /* the log's earlier records were read */
@@ -89,235 +67,11 @@ typedef struct gpu_state {
         size_t n_gpus;
 } gpu_state;
 
-static const char *const vendor_names[_GPU_VENDOR_MAX] = {
-        [GPU_NVIDIA] = "nvidia", [GPU_AMD] = "amd", [GPU_INTEL] = "intel",
-};
-static const uint16_t vendor_ids[_GPU_VENDOR_MAX] = {
-        [GPU_NVIDIA] = 0x10de, [GPU_AMD] = 0x1002, [GPU_INTEL] = 0x8086,
-};
-
 static uint64_t now_ms(void) {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
-/* ---- params ---- */
-
-static void strv_free(char **v) {
-        for (size_t i = 0; v && v[i]; i++)
-                free(v[i]);
-        free(v);
-}
-
-static void strv_freep(char ***v) {
-        strv_free(*v);
-}
-
-/* "a, b,c" -> {"a","b","c",NULL}; empty entries are dropped. */
-static int split_list(const char *text, char ***ret) {
-        _cleanup_free_ char *copy = strdup(text ? text : "");
-        char **v = calloc(1, sizeof(char *)), *state = NULL;
-        size_t n = 0;
-
-        if (!copy || !v) {
-                free(v);
-                return -ENOMEM;
-        }
-        for (char *t = strtok_r(copy, ",", &state); t; t = strtok_r(NULL, ",", &state)) {
-                char **nv;
-
-                t += strspn(t, " \t");
-                for (char *e = t + strlen(t); e > t && (e[-1] == ' ' || e[-1] == '\t'); )
-                        *--e = '\0';
-                if (!*t)
-                        continue;
-                nv = realloc(v, (n + 2) * sizeof(char *));
-                if (!nv || !(nv[n] = strdup(t))) {
-                        strv_free(nv ? nv : v);
-                        return -ENOMEM;
-                }
-                v = nv;
-                v[++n] = NULL;
-        }
-        *ret = v;
-        return 0;
-}
-
-/* Logs a bad value of param `key` ("gpu.<param>") with where it was set. */
-static int param_error(const gpu_state *s, const char *key, const char *value, const char *why) {
-        const char *origin = kdp_backend_param_origin(s->ctx, key + strlen("gpu."));
-
-        kdp_backend_log_error(s->ctx, -EINVAL, "Rejected config value", KDP_F_STR("key", key),
-                              KDP_F_STR("value", value), KDP_F_STR("origin", origin ? origin : "?"),
-                              KDP_F_STR("reason", why));
-        return -EINVAL;
-}
-
-static int parse_pci_id(const char *text, uint16_t *vendor, uint16_t *device) {
-        unsigned v, d;
-        int end = 0;
-
-        if (sscanf(text, "%4x:%4x%n", &v, &d, &end) != 2 || text[end] || strlen(text) != 9)
-                return -EINVAL;
-        *vendor = (uint16_t) v;
-        *device = (uint16_t) d;
-        return 0;
-}
-
-/* allow/deny entries: "vvvv:dddd", "vvvv:*" or a PCI address. */
-static int check_filter(const gpu_state *s, const char *key, char **list) {
-        for (size_t i = 0; list[i]; i++) {
-                uint16_t v, d;
-                unsigned a, b, c, f;
-                char tail;
-
-                if (parse_pci_id(list[i], &v, &d) >= 0)
-                        continue;
-                if (strlen(list[i]) == 6 && strcmp(list[i] + 4, ":*") == 0 && sscanf(list[i], "%4x", &a) == 1)
-                        continue;
-                if (sscanf(list[i], "%x:%2x:%2x.%1x%c", &a, &b, &c, &f, &tail) == 4)
-                        continue;
-                return param_error(s, key, list[i], "not vendor:device, vendor:* or a PCI address");
-        }
-        return 0;
-}
-
-static int parse_models(gpu_state *s) {
-        _cleanup_(strv_freep) char **list = NULL;
-        int r = split_list(kdp_backend_param(s->ctx, "model_resources"), &list);
-
-        if (r < 0)
-                return r;
-        for (size_t i = 0; list[i]; i++) {
-                char *eq = strchr(list[i], '=');
-                model_resource m = { 0 };
-                model_resource *nm;
-
-                if (!eq || eq[1] == '\0')
-                        return param_error(s, "gpu.model_resources", list[i], "expected vendor:device=resource");
-                *eq = '\0';
-                if (parse_pci_id(list[i], &m.vendor, &m.device) < 0)
-                        return param_error(s, "gpu.model_resources", list[i], "not a vendor:device PCI ID");
-                if (strlen(eq + 1) >= RESOURCE_MAX)
-                        return param_error(s, "gpu.model_resources", eq + 1, "resource name too long");
-                nm = realloc(s->models, (s->n_models + 1) * sizeof(*nm));
-                if (!nm)
-                        return -ENOMEM;
-                s->models = nm;
-                m.resource = strdup(eq + 1);
-                if (!m.resource)
-                        return -ENOMEM;
-                s->models[s->n_models++] = m;
-        }
-        return 0;
-}
-
-static int parse_count(const gpu_state *s, const char *text, unsigned *ret) {
-        char *end;
-        unsigned long n;
-
-        errno = 0;
-        n = strtoul(text, &end, 10);
-        if (errno || end == text || *end || n < 1 || n > REPLICAS_MAX)
-                return param_error(s, "gpu.replicas", text, "replicas must be 1..64");
-        *ret = (unsigned) n;
-        return 0;
-}
-
-/* "4" (every resource) or "nvidia.com/gpu=4,amd.com/gpu=2". */
-static int parse_replicas(gpu_state *s) {
-        _cleanup_(strv_freep) char **list = NULL;
-        int r = split_list(kdp_backend_param(s->ctx, "replicas"), &list);
-
-        if (r < 0)
-                return r;
-        for (size_t i = 0; list[i]; i++) {
-                char *eq = strchr(list[i], '=');
-                resource_replicas rr = { 0 }, *nr;
-
-                r = parse_count(s, eq ? eq + 1 : list[i], &rr.n);
-                if (r < 0)
-                        return r;
-                if (eq) {
-                        *eq = '\0';
-                        rr.resource = strdup(list[i]);
-                        if (!rr.resource)
-                                return -ENOMEM;
-                }
-                nr = realloc(s->replicas, (s->n_replicas + 1) * sizeof(*nr));
-                if (!nr) {
-                        free(rr.resource);
-                        return -ENOMEM;
-                }
-                s->replicas = nr;
-                s->replicas[s->n_replicas++] = rr;
-        }
-        return 0;
-}
-
-static int parse_vendors(gpu_state *s) {
-        _cleanup_(strv_freep) char **list = NULL;
-        int r = split_list(kdp_backend_param(s->ctx, "vendors"), &list);
-
-        if (r < 0)
-                return r;
-        for (size_t i = 0; list[i]; i++) {
-                gpu_vendor v = 0;
-
-                while (v < _GPU_VENDOR_MAX && strcmp(vendor_names[v], list[i]) != 0)
-                        v++;
-                if (v == _GPU_VENDOR_MAX)
-                        return param_error(s, "gpu.vendors", list[i], "not one of nvidia, amd, intel");
-                s->vendor_on[v] = true;
-        }
-        return 0;
-}
-
-static int parse_policy(gpu_state *s) {
-        const char *p = kdp_backend_param(s->ctx, "replica_policy");
-
-        if (strcmp(p, "spread") == 0)
-                s->policy = GPU_REPLICAS_SPREAD;
-        else if (strcmp(p, "pack") == 0)
-                s->policy = GPU_REPLICAS_PACK;
-        else
-                return param_error(s, "gpu.replica_policy", p, "not spread or pack");
-        return 0;
-}
-
-static int parse_xid(gpu_state *s) {
-        const char *ignore = kdp_backend_param(s->ctx, "xid_ignore");
-        int64_t recovery;
-        int r;
-
-        if (strcmp(ignore, "all") == 0)
-                s->xid_off = true;
-        else if (gpu_xid_set_parse(ignore, &s->xid_ignore) < 0)
-                return param_error(s, "gpu.xid_ignore", ignore, "not a comma-separated list of Xid numbers or 'all'");
-        r = kdp_backend_param_int(s->ctx, "xid_recovery_s", 0, 7 * 24 * 3600, &recovery);
-        if (r < 0)
-                return r;
-        s->xid_recovery_ms = (uint64_t) recovery * 1000;
-        return 0;
-}
-
-static int parse_params(gpu_state *s) {
-        int r;
-
-        if ((r = parse_vendors(s)) < 0 || (r = parse_models(s)) < 0 || (r = parse_replicas(s)) < 0 ||
-            (r = parse_policy(s)) < 0 || (r = parse_xid(s)) < 0)
-                return r;
-        if ((r = split_list(kdp_backend_param(s->ctx, "allow"), &s->allow)) < 0 ||
-            (r = split_list(kdp_backend_param(s->ctx, "deny"), &s->deny)) < 0)
-                return r;
-        if ((r = check_filter(s, "gpu.allow", s->allow)) < 0 || (r = check_filter(s, "gpu.deny", s->deny)) < 0)
-                return r;
-        if ((r = kdp_backend_param_bool(s->ctx, "nvidia_device_specs", &s->device_specs)) < 0 ||
-            (r = kdp_backend_param_bool(s->ctx, "cdi", &s->cdi)) < 0)
-                return r;
-        return 0;
 }
 
 /* ---- the kernel log ---- */
@@ -343,14 +97,14 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
 
         if (!g || g->vendor != GPU_NVIDIA)
                 return;
-        if (gpu_xid_set_has(&s->xid_ignore, x->code)) {
+        if (gpu_xid_set_has(&s->cfg.xid_ignore, x->code)) {
                 kdp_backend_log_v(s->ctx, 2, "Ignored an application Xid", KDP_F_STR("pci", x->bdf),
                                   KDP_F_INT("xid", x->code), KDP_F_STR("bucket", gpu_xid_bucket(x->code)));
                 return;
         }
         clock_gettime(CLOCK_MONOTONIC, &ts);
         age_ms = ((uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 - x->ts_usec) / 1000;
-        if (replay && (!s->xid_recovery_ms || x->ts_usec / 1000 > now || age_ms >= s->xid_recovery_ms))
+        if (replay && (!s->cfg.xid_recovery_ms || x->ts_usec / 1000 > now || age_ms >= s->cfg.xid_recovery_ms))
                 return;                 /* logged before we started and already over (or unbounded) */
         g->xid = x->code;
         g->xid_at_ms = replay ? now - age_ms : now;
@@ -382,7 +136,7 @@ static void open_kmsg(gpu_state *s) {
         const char *rel = kdp_backend_param(s->ctx, "kmsg");
         int r;
 
-        if (!s->vendor_on[GPU_NVIDIA] || s->xid_off || !*rel)
+        if (!s->cfg.vendor_on[GPU_NVIDIA] || s->cfg.xid_off || !*rel)
                 return;
         r = rel[0] == '/' ? ((path = strdup(rel)) ? 0 : -ENOMEM) : kdp_backend_path(s->ctx, KDP_PATH_DEV, rel, &path);
         if (r >= 0)
@@ -407,15 +161,7 @@ static void gpu_fini(void *state) {
                 return;
         s->kmsg = gpu_kmsg_free(s->kmsg);
         kdp_pci_list_free(s->pci);
-        gpu_xid_set_done(&s->xid_ignore);
-        strv_free(s->allow);
-        strv_free(s->deny);
-        for (size_t i = 0; i < s->n_models; i++)
-                free(s->models[i].resource);
-        free(s->models);
-        for (size_t i = 0; i < s->n_replicas; i++)
-                free(s->replicas[i].resource);
-        free(s->replicas);
+        gpu_config_done(&s->cfg);
         free(s->gpus);
         free(s->dev_root);
         free(s);
@@ -430,7 +176,7 @@ static int gpu_init(kdp_backend_ctx *ctx, void **ret_state) {
         s->ctx = ctx;
         r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
         if (r >= 0)
-                r = parse_params(s);
+                r = gpu_config_parse(ctx, &s->cfg);
         if (r < 0) {
                 gpu_fini(s);
                 return r;
@@ -440,66 +186,6 @@ static int gpu_init(kdp_backend_ctx *ctx, void **ret_state) {
 }
 
 /* ---- discovery ---- */
-
-static bool is_gpu_class(uint32_t class_code) {
-        return (class_code >> 16) == 0x03 || (class_code >> 8) == 0x1200;
-}
-
-static int vendor_of(const gpu_state *s, const kdp_pci_device *p) {
-        for (gpu_vendor v = 0; v < _GPU_VENDOR_MAX; v++)
-                if (p->vendor_id == vendor_ids[v])
-                        return s->vendor_on[v] && is_gpu_class(p->class_code) ? (int) v : -ENOENT;
-        return -ENOENT;
-}
-
-static bool filter_matches(char **list, const kdp_pci_device *p) {
-        for (size_t i = 0; list[i]; i++) {
-                uint16_t v, d;
-                unsigned vv;
-
-                if (parse_pci_id(list[i], &v, &d) >= 0) {
-                        if (v == p->vendor_id && d == p->device_id)
-                                return true;
-                } else if (strcmp(list[i] + 4, ":*") == 0) {
-                        if (sscanf(list[i], "%4x", &vv) == 1 && vv == p->vendor_id)
-                                return true;
-                } else if (strcasecmp(list[i], p->address) == 0)
-                        return true;
-        }
-        return false;
-}
-
-static bool is_allowed(const gpu_state *s, const kdp_pci_device *p) {
-        return (!s->allow[0] || filter_matches(s->allow, p)) && !filter_matches(s->deny, p);
-}
-
-/* The driver a vendor's GPU must be bound to; Intel: i915 or xe. */
-static bool driver_expected(gpu_vendor v, const char *driver) {
-        switch (v) {
-        case GPU_NVIDIA:
-                return strcmp(driver, "nvidia") == 0;
-        case GPU_AMD:
-                return strcmp(driver, "amdgpu") == 0;
-        case GPU_INTEL:
-                return strcmp(driver, "i915") == 0 || strcmp(driver, "xe") == 0;
-        default:
-                return false;
-        }
-}
-
-static const char *resource_of(const gpu_state *s, gpu_vendor v, const kdp_pci_device *p) {
-        for (size_t i = 0; i < s->n_models; i++)
-                if (s->models[i].vendor == p->vendor_id && s->models[i].device == p->device_id)
-                        return s->models[i].resource;
-        switch (v) {
-        case GPU_NVIDIA:
-                return kdp_backend_param(s->ctx, "nvidia_resource");
-        case GPU_AMD:
-                return kdp_backend_param(s->ctx, "amd_resource");
-        default:
-                return kdp_backend_param(s->ctx, strcmp(p->driver, "xe") == 0 ? "xe_resource" : "i915_resource");
-        }
-}
 
 static void reason_add(gpu *g, const char *text) {
         size_t n = strlen(g->reason);
@@ -517,7 +203,7 @@ static gpu *gpu_add(gpu_state *s, const kdp_pci_device *p, gpu_vendor v) {
         g = &s->gpus[s->n_gpus++];
         *g = (gpu){ .vendor = v, .numa_node = -1 };
         snprintf(g->bdf, sizeof(g->bdf), "%s", p->address);
-        snprintf(g->resource, sizeof(g->resource), "%s", resource_of(s, v, p));
+        snprintf(g->resource, sizeof(g->resource), "%s", gpu_config_resource(&s->cfg, v, p));
         snprintf(g->driver, sizeof(g->driver), "%s", p->driver);
         if (v != GPU_NVIDIA)
                 snprintf(g->id, sizeof(g->id), "%s", p->address);
@@ -638,8 +324,8 @@ static void refresh_xid(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expir
 
         if (!g->xid)
                 return;
-        due = g->xid_at_ms + s->xid_recovery_ms;
-        if (s->xid_recovery_ms && now >= due) {
+        due = g->xid_at_ms + s->cfg.xid_recovery_ms;
+        if (s->cfg.xid_recovery_ms && now >= due) {
                 kdp_backend_log_info(s->ctx, "GPU recovered: its Xid is older than xid_recovery_s",
                                      KDP_F_STR("pci", g->bdf), KDP_F_INT("xid", g->xid));
                 g->xid = 0;
@@ -647,13 +333,13 @@ static void refresh_xid(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expir
         }
         snprintf(text, sizeof(text), "Xid %u (%s)", g->xid, gpu_xid_bucket(g->xid));
         reason_add(g, text);
-        if (s->xid_recovery_ms && (!*next_expiry || due < *next_expiry))
+        if (s->cfg.xid_recovery_ms && (!*next_expiry || due < *next_expiry))
                 *next_expiry = due;
 }
 
 /* One PCI function: a GPU of ours (new or known) is refreshed. */
 static void scan_function(gpu_state *s, const kdp_pci_device *p, const amd_kfd *kfd, bool *present) {
-        int v = vendor_of(s, p);
+        int v = gpu_config_vendor(&s->cfg, p);
         gpu *g;
         bool is_new;
 
@@ -661,7 +347,7 @@ static void scan_function(gpu_state *s, const kdp_pci_device *p, const amd_kfd *
                 return;
         g = find_gpu(s, p->address);
         is_new = !g;
-        if (is_new && (!is_allowed(s, p) || !driver_expected(v, p->driver) ||
+        if (is_new && (!gpu_config_allows(&s->cfg, p) || !gpu_driver_expected(v, p->driver) ||
                        (v == GPU_INTEL && p->sriov_numvfs > 0)))
                 return;                 /* not ours (unbound, vfio-pci, a PF whose VFs are served) */
         if (is_new && !(g = gpu_add(s, p, v)))
@@ -725,17 +411,8 @@ static void refresh_shared_nodes(gpu_state *s) {
         }
 }
 
-static unsigned replicas_of(const gpu_state *s, const char *resource) {
-        unsigned n = 1;
-
-        for (size_t i = 0; i < s->n_replicas; i++)
-                if (!s->replicas[i].resource || strcmp(s->replicas[i].resource, resource) == 0)
-                        n = s->replicas[i].n;
-        return n;
-}
-
 static int emit_gpu(const gpu_state *s, kdp_device_tree *tree, const gpu *g) {
-        char cdi[RESOURCE_MAX + GPU_UUID_MAX + 2], id[GPU_UUID_MAX + 16];
+        char cdi[GPU_RESOURCE_MAX + GPU_UUID_MAX + 2], id[GPU_UUID_MAX + 16];
         const char *cdis[2] = { cdi, NULL };
         kdp_device_info info = {
                 .id = g->id,
@@ -743,7 +420,7 @@ static int emit_gpu(const gpu_state *s, kdp_device_tree *tree, const gpu *g) {
                 .health_reason = g->reason[0] ? g->reason : NULL,
                 .pci_address = g->bdf,
         };
-        unsigned n = replicas_of(s, g->resource);
+        unsigned n = gpu_config_replicas(&s->cfg, g->resource);
         node_set ns;
         int r = 0;
 
@@ -753,7 +430,7 @@ static int emit_gpu(const gpu_state *s, kdp_device_tree *tree, const gpu *g) {
                 info.numa_nodes[0] = g->numa_node;
                 info.n_numa_nodes = 1;
         }
-        if (s->cdi) {
+        if (s->cfg.cdi) {
                 snprintf(cdi, sizeof(cdi), "%s=%s", g->resource, g->id);
                 info.cdi_devices = cdis;
         }
@@ -806,7 +483,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         if (r < 0)
                 return r;
         l = s->pci;
-        if (s->vendor_on[GPU_AMD] && (r = amd_kfd_read(s->ctx, &kfd)) < 0)
+        if (s->cfg.vendor_on[GPU_AMD] && (r = amd_kfd_read(s->ctx, &kfd)) < 0)
                 kdp_backend_log_warning(s->ctx, "Cannot read the KFD topology", KDP_F_STR("err", strerror(-r)));
         refresh_shared_nodes(s);
         present = calloc(s->n_gpus + kdp_pci_list_size(l) + 1, sizeof(bool));
@@ -926,8 +603,8 @@ static char *join_ids(const gpu **list, size_t n, bool addresses) {
 }
 
 static int add_gpu_edits(const gpu_state *s, const gpu *g, kdp_alloc_response *resp) {
-        char cdi[RESOURCE_MAX + GPU_UUID_MAX + 2];
-        bool nodes = g->vendor == GPU_NVIDIA ? s->device_specs : !s->cdi;
+        char cdi[GPU_RESOURCE_MAX + GPU_UUID_MAX + 2];
+        bool nodes = g->vendor == GPU_NVIDIA ? s->cfg.device_specs : !s->cfg.cdi;
         node_set ns;
         int r = 0;
 
@@ -936,7 +613,7 @@ static int add_gpu_edits(const gpu_state *s, const gpu *g, kdp_alloc_response *r
                 for (size_t i = 0; i < ns.n && r >= 0; i++)
                         r = kdp_alloc_response_add_dev_node(resp, &ns.nodes[i]);
         }
-        if (r >= 0 && s->cdi) {
+        if (r >= 0 && s->cfg.cdi) {
                 snprintf(cdi, sizeof(cdi), "%s=%s", g->resource, g->id);
                 r = kdp_alloc_response_add_cdi_device(resp, cdi);
         }
@@ -969,31 +646,12 @@ static int gpu_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_res
 static int gpu_preferred(void *state, const kdp_pref_request *req, kdp_pref_response *resp) {
         const gpu_state *s = state;
 
-        if (replicas_of(s, req->resource) == 1)
+        if (gpu_config_replicas(&s->cfg, req->resource) == 1)
                 return -EOPNOTSUPP;     /* whole GPUs: the framework's PCIe locality */
-        return gpu_replicas_preferred(s->policy, req, resp);
+        return gpu_replicas_preferred(s->cfg.policy, req, resp);
 }
 
 static const char *const gpu_subsystems[] = { "pci", "drm", NULL };
-
-static const kdp_param_spec gpu_params[] = {
-        { "vendors", "nvidia,amd,intel", "which vendors' GPUs to serve (comma-separated)" },
-        { "allow", "", "serve only these GPUs: vendor:device, vendor:* or PCI addresses (empty: all)" },
-        { "deny", "", "never serve these GPUs (same forms as allow)" },
-        { "nvidia_resource", "nvidia.com/gpu", "resource of NVIDIA GPUs" },
-        { "amd_resource", "amd.com/gpu", "resource of AMD GPUs" },
-        { "i915_resource", "gpu.intel.com/i915", "resource of Intel GPUs bound to i915" },
-        { "xe_resource", "gpu.intel.com/xe", "resource of Intel GPUs bound to xe" },
-        { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10de:2330=nvidia.com/h100)" },
-        { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..64)" },
-        { "replica_policy", "spread", "spread (replicas on distinct GPUs first) or pack" },
-        { "nvidia_device_specs", "false", "also return NVIDIA device nodes as DeviceSpecs" },
-        { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
-        { "xid_ignore", "13,31,43,45,68,109", "Xids that do not make a GPU unhealthy, or 'all' for no Xid health" },
-        { "xid_recovery_s", "300", "seconds after a critical Xid a GPU is healthy again without a reset; 0: only a reset" },
-        { "kmsg", "kmsg", "kernel log, relative to --dev-root (or absolute); empty: no Xid health" },
-        { 0 },
-};
 
 static const kdp_backend_ops gpu_ops = {
         .abi_major = KDP_BACKEND_ABI_MAJOR,

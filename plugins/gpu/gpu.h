@@ -2,7 +2,8 @@
 /*
  * The GPU backend's internal interfaces (one per module):
  *
- *   gpu.c     ops, params, the table of GPUs seen since start, scan, health
+ *   gpu.c     ops, the table of GPUs seen since start, scan, health, Allocate
+ *   config.c  params -> gpu_config; which functions are ours, resource names, replicas
  *   nvidia.c  /proc/driver/nvidia/gpus/<bdf>/information, the NVIDIA nodes
  *   amd.c     the KFD topology: which GPUs the compute driver serves
  *   share.c   replicas: "<id>::<k>" IDs, Allocate, GetPreferredAllocation
@@ -21,6 +22,8 @@
 #include <kdp/health.h>
 #include <kdp/pci.h>
 
+#include "xid.h"
+
 typedef enum gpu_vendor {
         GPU_NVIDIA,
         GPU_AMD,
@@ -30,7 +33,59 @@ typedef enum gpu_vendor {
 } gpu_vendor;
 
 #define GPU_NODES_MAX 8
+#define GPU_RESOURCE_MAX 128
 #define GPU_UUID_MAX 48
+
+/* ---- config.c ---- */
+
+typedef enum gpu_replica_policy {
+        GPU_REPLICAS_SPREAD,            /* distinct GPUs first */
+        GPU_REPLICAS_PACK,              /* fill the GPUs already in use first */
+        _GPU_REPLICA_POLICY_MAX,
+        _GPU_REPLICA_POLICY_INVALID = -EINVAL,
+} gpu_replica_policy;
+
+typedef struct model_resource {
+        uint16_t vendor, device;
+        char *resource;
+} model_resource;
+
+typedef struct resource_replicas {
+        char *resource;                         /* NULL: every resource */
+        unsigned n;
+} resource_replicas;
+
+typedef struct gpu_config {
+        const kdp_backend_ctx *ctx;             /* its params live as long as the ctx */
+        bool vendor_on[_GPU_VENDOR_MAX];
+        char **allow, **deny;                   /* NULL-terminated filter entries */
+        model_resource *models;
+        size_t n_models;
+        resource_replicas *replicas;
+        size_t n_replicas;
+        gpu_replica_policy policy;
+        bool device_specs, cdi;
+        gpu_xid_set xid_ignore;
+        bool xid_off;                           /* xid_ignore: all */
+        uint64_t xid_recovery_ms;               /* 0: only a reset or rebind recovers */
+} gpu_config;
+
+/* The { 0 }-terminated params of the backend (its ops table's .params). */
+extern const kdp_param_spec gpu_params[];
+
+/* Parses every param; -EINVAL (logged with key, value and origin) for a bad one. */
+int gpu_config_parse(const kdp_backend_ctx *ctx, gpu_config *ret);
+void gpu_config_done(gpu_config *c);
+/* The vendor of a PCI function that is a GPU of an enabled vendor, else -ENOENT. */
+int gpu_config_vendor(const gpu_config *c, const kdp_pci_device *p);
+/* allow (empty: all) and not deny. */
+bool gpu_config_allows(const gpu_config *c, const kdp_pci_device *p);
+/* The driver a vendor's GPUs are served with (Intel: i915 or xe). */
+bool gpu_driver_expected(gpu_vendor v, const char *driver);
+/* The resource of a GPU: its model's, else its vendor's (Intel: by driver). */
+const char *gpu_config_resource(const gpu_config *c, gpu_vendor v, const kdp_pci_device *p);
+/* How many IDs each GPU of `resource` is advertised as (1: no sharing). */
+unsigned gpu_config_replicas(const gpu_config *c, const char *resource);
 
 /* ---- nvidia.c ---- */
 
@@ -70,12 +125,6 @@ void amd_kfd_done(amd_kfd *kfd);
 /* The physical ID of a (replica) ID: length of the part before "::" (the whole length without one). */
 size_t gpu_replica_base_len(const char *id);
 
-typedef enum gpu_replica_policy {
-        GPU_REPLICAS_SPREAD,            /* distinct GPUs first */
-        GPU_REPLICAS_PACK,              /* fill the GPUs already in use first */
-        _GPU_REPLICA_POLICY_MAX,
-        _GPU_REPLICA_POLICY_INVALID = -EINVAL,
-} gpu_replica_policy;
 
 /*
  * Chooses req->size IDs of req->available (must_include first) by `policy`
