@@ -127,7 +127,8 @@ START_TEST(test_device_tree_add_rejects_long_id) {
         ck_assert_uint_eq(kdp_device_tree_find(t, "example.com/widget")->n_devices, 0);
 
         ck_assert_int_ge(asprintf(&expect, "\"Rejected device\" resource=\"example.com/widget\" device=\"%s\" "
-                                           "err=\"Invalid argument\"", id), 0);
+                                           "reason=\"ID is empty, longer than 63 characters or not printable "
+                                           "ASCII\" err=\"Invalid argument\"", id), 0);
         p = log;
         kdp_test_expect_line(&p, 'W', "device-tree.c", expect);
         ck_assert_str_eq(p, "");
@@ -151,10 +152,11 @@ START_TEST(test_device_tree_add_rejects_invalid_resource_name_without_declaring_
         ck_assert_uint_eq(t->n_resources, 0);
         p = log;
         kdp_test_expect_line(&p, 'W', "device-tree.c",
-                             "\"Rejected device\" resource=\"widget\" device=\"w0\" err=\"Invalid argument\"");
+                             "\"Rejected device\" resource=\"widget\" device=\"w0\" "
+                             "reason=\"resource name is not <domain>/<name>\" err=\"Invalid argument\"");
         kdp_test_expect_line(&p, 'W', "device-tree.c",
                              "\"Rejected device\" resource=\"example.com/widget\" device=\"\" "
-                             "err=\"Invalid argument\"");
+                             "reason=\"no device record\" err=\"Invalid argument\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -181,7 +183,8 @@ START_TEST(test_device_tree_add_rejects_duplicate_id_and_keeps_the_first) {
         ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
         p = log;
         kdp_test_expect_line(&p, 'W', "device-tree.c",
-                             "\"Rejected device\" resource=\"example.com/widget\" device=\"w0\" err=\"File exists\"");
+                             "\"Rejected device\" resource=\"example.com/widget\" device=\"w0\" "
+                             "reason=\"ID already in the resource\" err=\"File exists\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -194,6 +197,17 @@ static const kdp_device_info refused[] = {
         { .id = "w0", .cdi_devices = (const char *const[]) { "not-cdi", NULL } },
         { .id = "" },
         { .id = "w\n0" },
+};
+
+static const char *const refused_reasons[] = {
+        "device=\"w0\" reason=\"health is neither healthy nor unhealthy\" err=\"Invalid argument\"\n",
+        "device=\"w0\" reason=\"negative NUMA node\" err=\"Invalid argument\"\n",
+        "device=\"w0\" reason=\"device node host path is not absolute\" err=\"Invalid argument\"\n",
+        "device=\"w0\" reason=\"mount container path is not absolute\" err=\"Invalid argument\"\n",
+        "device=\"w0\" reason=\"CDI device name is not \\\"vendor/class=name\\\"\" err=\"Invalid argument\"\n",
+        "device=\"\" reason=\"ID is empty, longer than 63 characters or not printable ASCII\" err=\"Invalid argument\"\n",
+        "device=\"w\\n0\" reason=\"ID is empty, longer than 63 characters or not printable ASCII\" "
+        "err=\"Invalid argument\"\n",
 };
 
 START_TEST(test_device_tree_add_counts_every_refused_device) {
@@ -210,7 +224,9 @@ START_TEST(test_device_tree_add_counts_every_refused_device) {
 
         ck_assert_uint_eq(t->n_rejected, KDP_ELEMENTSOF(refused));
         ck_assert_uint_eq(kdp_device_tree_find(t, "example.com/widget")->n_devices, 1);
-        ck_assert_ptr_nonnull(strstr(log, "device=\"w\\n0\" err=\"Invalid argument\"\n"));
+        /* each refusal says why */
+        for (size_t i = 0; i < KDP_ELEMENTSOF(refused_reasons); i++)
+                ck_assert_msg(strstr(log, refused_reasons[i]), "no %s in: %s", refused_reasons[i], log);
 }
 END_TEST
 

@@ -97,37 +97,52 @@ int kdp_device_tree_add_resource(kdp_device_tree *tree, const char *resource) {
         return tree_declare(tree, resource, &l);
 }
 
-static int tree_add(kdp_device_tree *t, const char *resource, const kdp_device_info *info) {
+/* *ret_reason says why, for the warning, when the answer is a refusal. */
+static int tree_add(kdp_device_tree *t, const char *resource, const kdp_device_info *info, const char **ret_reason) {
         _cleanup_(kdp_device_done) kdp_device d = {};
         kdp_device_list *l;
         int r;
 
-        if (!kdp_device_resource_name_is_valid(resource) || !info)
+        if (!kdp_device_resource_name_is_valid(resource)) {
+                *ret_reason = "resource name is not <domain>/<name>";
                 return -EINVAL;
+        }
+        if (!info) {
+                *ret_reason = "no device record";
+                return -EINVAL;
+        }
 
         /* the resource is declared even when its device is refused, so it is not lost */
         r = tree_declare(t, resource, &l);
         if (r < 0)
                 return r;
 
+        (void) kdp_device_take_rejection();
         r = kdp_device_from_info(info, t->sysfs_root, &d);
-        if (r < 0)
+        if (r < 0) {
+                *ret_reason = kdp_device_take_rejection();
                 return r;
+        }
 
-        return kdp_device_list_append(l, &d);
+        r = kdp_device_list_append(l, &d);
+        if (r == -EEXIST)
+                *ret_reason = "ID already in the resource";
+        return r;
 }
 
 int kdp_device_tree_add(kdp_device_tree *tree, const char *resource, const kdp_device_info *info) {
+        const char *reason = NULL;
         int r;
 
         if (!tree)
                 return -EINVAL;
 
-        r = tree_add(tree, resource, info);
+        r = tree_add(tree, resource, info, &reason);
         if (r < 0) {
                 tree->n_rejected++;
                 kdp_log_warning_errno(r, "Rejected device", KDP_F_STR("resource", resource),
-                                      KDP_F_STR("device", info ? info->id : NULL));
+                                      KDP_F_STR("device", info ? info->id : NULL),
+                                      KDP_F_STR("reason", reason ? reason : "out of memory"));
         }
         return r;
 }

@@ -212,8 +212,19 @@ static bool permissions_are_valid(const char *p) {
         return true;
 }
 
+/* Why this thread's last record was refused: kdp_device_tree_add() puts it in its warning. */
+static __thread const char *last_rejection;
+
+const char *kdp_device_take_rejection(void) {
+        const char *r = last_rejection;
+
+        last_rejection = NULL;
+        return r;
+}
+
 static int reject(const kdp_device_info *info, const char *reason) {
-        kdp_log_v(4, "Rejected device record", KDP_F_STR("device", info->id), KDP_F_STR("reason", reason));
+        (void) info;
+        last_rejection = reason;
         return -EINVAL;
 }
 

@@ -61,6 +61,8 @@ typedef struct kdp_device_list {
  * resolves pci_path. Returns 0 or the errors listed at kdp_device_tree_add().
  */
 int kdp_device_from_info(const kdp_device_info *info, const char *sysfs_root, kdp_device *ret);
+/* Why kdp_device_from_info() last refused a record on this thread (a static string), then NULL. */
+const char *kdp_device_take_rejection(void);
 void kdp_device_done(kdp_device *d);
 /* Deep equality of everything the kubelet or Allocate can see. */
 bool kdp_device_equal(const kdp_device *a, const kdp_device *b);
