@@ -397,6 +397,7 @@ static void retire_resource(kdp_daemon *d, kdp_resource *res) {
                         break;
                 }
         free_resource(res);
+        (void) kdp_loop_timer_arm(d->trim_timer, TRIM_AFTER_MS, 0);    /* the table it held */
 }
 
 /* Applies a finished scan of `slot`; `reserve` re-serves and re-registers its surviving resources. */
