@@ -62,21 +62,6 @@ int amd_kfd_parse_properties(const char *text, char bdf[KDP_PCI_ADDRESS_MAX], un
         return 1;
 }
 
-static int read_file(const char *path, char **ret) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        char buf[8192];
-        size_t n;
-
-        if (!f)
-                return -errno;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        if (ferror(f))
-                return -EIO;
-        buf[n] = '\0';
-        *ret = strdup(buf);
-        return *ret ? 0 : -ENOMEM;
-}
-
 static int add_node(amd_kfd *kfd, const char *bdf, unsigned render) {
         void *b = realloc(kfd->bdfs, (kfd->n + 1) * sizeof(*kfd->bdfs));
         void *m;
@@ -101,7 +86,7 @@ static int read_node(amd_kfd *kfd, const char *nodes_dir, const char *name) {
 
         if (asprintf(&path, "%s/%s/properties", nodes_dir, name) < 0)
                 return -ENOMEM;
-        r = read_file(path, &text);
+        r = kdp_sysfs_read_text(path, &text);
         if (r < 0)
                 return r == -ENOENT ? 0 : r;    /* a node being removed */
         r = amd_kfd_parse_properties(text, bdf, &render);

@@ -88,35 +88,6 @@ int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret
         return 0;
 }
 
-/* procfs files report size 0: read to EOF. */
-static int read_all(const char *path, char **ret) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *mem;
-        char chunk[1024];
-        size_t n;
-
-        if (!f)
-                return -errno;
-        mem = open_memstream(&buf, &size);
-        if (!mem)
-                return -ENOMEM;
-        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && size < 65536)
-                fwrite(chunk, 1, n, mem);
-        if (ferror(f)) {
-                fclose(mem);
-                free(buf);
-                return -EIO;
-        }
-        if (fclose(mem) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
-}
-
 int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret) {
         _cleanup_free_ char *rel = NULL, *path = NULL, *text = NULL;
         int r;
@@ -126,7 +97,7 @@ int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_
         r = kdp_backend_path(ctx, KDP_PATH_PROC, rel, &path);
         if (r < 0)
                 return r;
-        r = read_all(path, &text);
+        r = kdp_sysfs_read_text(path, &text);        /* procfs reports size 0 */
         if (r == -ENOTDIR)
                 r = -ENOENT;
         if (r < 0)

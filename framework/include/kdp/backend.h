@@ -170,6 +170,13 @@ int kdp_backend_param_int(const kdp_backend_ctx *ctx, const char *name, int64_t 
                           int64_t *ret);
 int kdp_backend_param_bool(const kdp_backend_ctx *ctx, const char *name, bool *ret);
 
+/*
+ * Reads a sysfs or procfs file to its end into *ret (free()), without trailing
+ * newlines: such files report a size of 4096 or 0, never their length. At most
+ * 64 KiB (-EFBIG); otherwise the -errno of open or read.
+ */
+int kdp_sysfs_read_text(const char *path, char **ret);
+
 /* Builds "<root of kind>/<rel>" into *ret (free()). */
 int kdp_backend_path(const kdp_backend_ctx *ctx, kdp_path_kind kind, const char *rel, char **ret);
 

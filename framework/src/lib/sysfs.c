@@ -8,9 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <kdp/backend.h>
 #include <kdp/cleanup.h>
 
 #include "sysfs.h"
+
+int kdp_sysfs_read_text(const char *path, char **ret) {
+        return kdp_sysfs_read_text_at(AT_FDCWD, path, ret);
+}
 
 int kdp_sysfs_read_text_at(int dirfd, const char *name, char **ret) {
         _cleanup_close_ int fd = -1;
