@@ -446,6 +446,7 @@ static int rescan(backend_slot *slot, bool reserve) {
         return apply_tree(slot, tree, reserve);
 }
 
+/* Every timer of a slot (interval, recheck of a held device, the backend's own request) rescans it. */
 static void on_slot_timer(kdp_loop *loop, void *userdata) {
         (void) rescan(userdata, false);
 }
@@ -549,16 +550,12 @@ static int host_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
         return 0;
 }
 
-static void on_slot_expiry(kdp_loop *loop, void *userdata) {
-        (void) rescan(userdata, false);
-}
-
 static int host_rescan_after(void *data, uint32_t ms) {
         backend_slot *slot = data;
         int r;
 
         if (!slot->expiry) {
-                r = kdp_loop_add_timer(slot->d->loop, on_slot_expiry, slot, &slot->expiry);
+                r = kdp_loop_add_timer(slot->d->loop, on_slot_timer, slot, &slot->expiry);
                 if (r < 0)
                         return r;
         }
@@ -608,10 +605,6 @@ static int watch_devices(kdp_daemon *d, const char *source) {
                 return 0;
         subs[n] = NULL;
         return kdp_udev_monitor_new(d->loop, subs, source, on_device_event, d, &d->udev);
-}
-
-static void on_slot_recheck(kdp_loop *loop, void *userdata) {
-        (void) rescan(userdata, false);
 }
 
 static int arm_slot_timer(backend_slot *slot) {
@@ -813,7 +806,7 @@ static int start_backends(kdp_daemon *d) {
         int r;
 
         for (size_t i = 0; i < d->n_slots; i++) {
-                r = kdp_loop_add_timer(d->loop, on_slot_recheck, &d->slots[i], &d->slots[i].recheck);
+                r = kdp_loop_add_timer(d->loop, on_slot_timer, &d->slots[i], &d->slots[i].recheck);
                 if (r < 0)
                         return r;
                 r = start_backend(&d->slots[i], d->config);
