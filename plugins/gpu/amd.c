@@ -62,19 +62,13 @@ int amd_kfd_parse_properties(const char *text, char bdf[KDP_PCI_ADDRESS_MAX], un
         return 1;
 }
 
-static int add_node(amd_kfd *kfd, const char *bdf, unsigned render) {
+static int add_node(amd_kfd *kfd, const char *bdf) {
         void *b = realloc(kfd->bdfs, (kfd->n + 1) * sizeof(*kfd->bdfs));
-        void *m;
 
         if (!b)
                 return -ENOMEM;
         kfd->bdfs = b;
-        m = realloc(kfd->render_minors, (kfd->n + 1) * sizeof(*kfd->render_minors));
-        if (!m)
-                return -ENOMEM;
-        kfd->render_minors = m;
-        snprintf(kfd->bdfs[kfd->n], KDP_PCI_ADDRESS_MAX, "%s", bdf);
-        kfd->render_minors[kfd->n++] = render;
+        snprintf(kfd->bdfs[kfd->n++], KDP_PCI_ADDRESS_MAX, "%s", bdf);
         return 0;
 }
 
@@ -92,7 +86,7 @@ static int read_node(amd_kfd *kfd, const char *nodes_dir, const char *name) {
         r = amd_kfd_parse_properties(text, bdf, &render);
         if (r <= 0)
                 return r == -ENOENT || r == -EBADMSG ? 0 : r;
-        return add_node(kfd, bdf, render);
+        return add_node(kfd, bdf);
 }
 
 static int open_nodes(const kdp_backend_ctx *ctx, char **ret_path, DIR **ret_dir) {
@@ -149,6 +143,5 @@ bool amd_kfd_has(const amd_kfd *kfd, const char *bdf) {
 
 void amd_kfd_done(amd_kfd *kfd) {
         free(kfd->bdfs);
-        free(kfd->render_minors);
         *kfd = (amd_kfd){ 0 };
 }

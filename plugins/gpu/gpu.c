@@ -67,11 +67,16 @@ typedef struct gpu_state {
         size_t n_gpus;
 } gpu_state;
 
-static uint64_t now_ms(void) {
+/* CLOCK_MONOTONIC in µs: the clock printk stamps kernel log records with. */
+static uint64_t now_usec(void) {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static uint64_t now_ms(void) {
+        return now_usec() / 1000;
 }
 
 /* ---- the kernel log ---- */
@@ -92,8 +97,7 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
         xid_batch *b = userdata;
         gpu_state *s = b->s;
         gpu *g = find_gpu(s, x->bdf);
-        uint64_t now = now_ms(), age_ms;
-        struct timespec ts;
+        uint64_t now_us = now_usec(), age_ms;
 
         if (!g || g->vendor != GPU_NVIDIA)
                 return;
@@ -102,12 +106,11 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
                                   KDP_F_INT("xid", x->code), KDP_F_STR("bucket", gpu_xid_bucket(x->code)));
                 return;
         }
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        age_ms = ((uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 - x->ts_usec) / 1000;
-        if (replay && (!s->cfg.xid_recovery_ms || x->ts_usec / 1000 > now || age_ms >= s->cfg.xid_recovery_ms))
+        age_ms = x->ts_usec <= now_us ? (now_us - x->ts_usec) / 1000 : 0;
+        if (replay && (!s->cfg.xid_recovery_ms || x->ts_usec > now_us || age_ms >= s->cfg.xid_recovery_ms))
                 return;                 /* logged before we started and already over (or unbounded) */
         g->xid = x->code;
-        g->xid_at_ms = replay ? now - age_ms : now;
+        g->xid_at_ms = now_us / 1000 - (replay ? age_ms : 0);
         b->changed = true;
         kdp_backend_log_warning(s->ctx, "GPU reported a critical Xid", KDP_F_STR("pci", x->bdf),
                                 KDP_F_STR("uuid", g->id), KDP_F_INT("xid", x->code),

@@ -106,7 +106,6 @@ extern const char *const nvidia_shared_nodes[];
 
 typedef struct amd_kfd {
         char (*bdfs)[KDP_PCI_ADDRESS_MAX];      /* GPU nodes of the topology, as PCI addresses (function 0) */
-        unsigned *render_minors;                /* drm_render_minor of each */
         size_t n;
         bool present;                           /* the topology directory exists (amdgpu loaded with KFD) */
 } amd_kfd;

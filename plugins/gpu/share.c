@@ -80,16 +80,15 @@ static size_t choose_gpu(gpu_replica_policy policy, const candidate *c, size_t n
         return best;
 }
 
-static int take(candidate *c, size_t n, size_t i, kdp_pref_response *resp) {
+static int take(candidate *c, size_t i, kdp_pref_response *resp) {
         c[i].taken = true;
-        (void) n;
         return kdp_pref_response_add(resp, c[i].id);
 }
 
 static int take_of_gpu(candidate *c, size_t n, size_t gpu, kdp_pref_response *resp) {
         for (size_t i = 0; i < n; i++)
                 if (c[i].gpu == gpu && !c[i].taken)
-                        return take(c, n, i, resp);
+                        return take(c, i, resp);
         return -ENOENT;
 }
 
@@ -116,7 +115,7 @@ static int take_must_include(candidate *c, const kdp_pref_request *req, kdp_pref
 
                 for (size_t i = 0; i < req->n_available && !found; i++)
                         if (!c[i].taken && strcmp(c[i].id, req->must_include[m]) == 0) {
-                                int r = take(c, req->n_available, i, resp);
+                                int r = take(c, i, resp);
 
                                 if (r < 0)
                                         return r;
