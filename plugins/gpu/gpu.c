@@ -488,7 +488,6 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         l = s->pci;
         if (s->cfg.vendor_on[GPU_AMD] && (r = amd_kfd_read(s->ctx, &kfd)) < 0)
                 kdp_backend_log_warning(s->ctx, "Cannot read the KFD topology", KDP_F_STR("err", strerror(-r)));
-        refresh_shared_nodes(s);
         present = calloc(s->n_gpus + kdp_pci_list_size(l) + 1, sizeof(bool));
         if (!present) {
                 amd_kfd_done(&kfd);
@@ -498,9 +497,12 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 scan_function(s, kdp_pci_list_get(l, i), &kfd, present);
         amd_kfd_done(&kfd);
 
-        if (!s->kmsg_opened && has_nvidia(s)) {
-                s->kmsg_opened = true;          /* no kernel log to read on a node without NVIDIA GPUs */
-                open_kmsg(s);
+        if (has_nvidia(s)) {
+                refresh_shared_nodes(s);        /* only NVIDIA GPUs' records carry them */
+                if (!s->kmsg_opened) {
+                        s->kmsg_opened = true;  /* no kernel log to read on a node without NVIDIA GPUs */
+                        open_kmsg(s);
+                }
         }
         if (s->kmsg && !s->kmsg_replayed) {
                 /* Xids logged before kdpd started count while younger than xid_recovery_s */
