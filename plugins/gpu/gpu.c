@@ -283,18 +283,18 @@ static bool refresh_nvidia(gpu_state *s, gpu *g, bool is_new, char *why, size_t 
         char rel[32];
         int r = nvidia_read_information(s->ctx, g->bdf, &info, &bad);
 
+        if (r >= 0 && info.excluded) {         /* whether or not the driver cached its UUID */
+                snprintf(why, why_size, "excluded by the driver (NVreg_ExcludedGpus)");
+                if (!is_new)
+                        reason_add(g, why);
+                return !is_new;
+        }
         if (r < 0 || !info.uuid[0]) {
                 nvidia_problem(r, bad, why, why_size);
                 if (is_new || !g->id[0])
                         return false;
                 reason_add(g, why);
                 return true;
-        }
-        if (info.excluded) {
-                snprintf(why, why_size, "excluded by the driver (NVreg_ExcludedGpus)");
-                if (!is_new)
-                        reason_add(g, why);
-                return !is_new;
         }
         snprintf(g->id, sizeof(g->id), "%s", info.uuid);
         snprintf(rel, sizeof(rel), "nvidia%u", info.minor);    /* the minor may change after a rescan */
