@@ -16,23 +16,22 @@
 
 #include "kdp-test.h"
 
-/* Runs `kdpctl not-served ARGS` and returns its stdout and stderr, in that order (free()). */
-static char *run_kdpctl(const char *args, int *ret_status) {
+/* Runs `kdpctl not-served --state-dir DIR ARGS` and returns its stdout and stderr, in that order (free()). */
+static char *run_kdpctl(const char *dir, const char *args, int *ret_status) {
         _cleanup_free_ char *cmd = NULL;
-        char *out = NULL, buf[4096];
-        size_t size = 0, n;
-        FILE *p, *m;
 
-        ck_assert_int_ge(asprintf(&cmd, "%s/kdpctl not-served %s 2>&1", KDP_BUILD_DIR, args), 0);
-        p = popen(cmd, "re");
-        ck_assert_ptr_nonnull(p);
-        m = open_memstream(&out, &size);
-        ck_assert_ptr_nonnull(m);
-        while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-                ck_assert_uint_eq(fwrite(buf, 1, n, m), n);
-        ck_assert_int_eq(fclose(m), 0);
-        *ret_status = pclose(p);
-        return out;
+        ck_assert_int_ge(asprintf(&cmd, "%s/kdpctl not-served --state-dir '%s' %s 2>&1", KDP_BUILD_DIR, dir, args), 0);
+        return kdp_test_command_output(cmd, ret_status);
+}
+
+/* Expects `kdpctl not-served` with `args` to succeed and print `expect`. */
+static void expect_kdpctl(const char *dir, const char *args, const char *expect) {
+        _cleanup_free_ char *out = NULL;
+        int status;
+
+        out = run_kdpctl(dir, args, &status);
+        ck_assert_int_eq(status, 0);
+        ck_assert_str_eq(out, expect);
 }
 
 static char *read_file(const char *dir, const char *name) {
@@ -47,9 +46,8 @@ static char *read_file(const char *dir, const char *name) {
 
 START_TEST(test_not_served_write_makes_the_file_kdpctl_prints) {
         _cleanup_(kdp_test_rm_rfp) char *root = strdup("/tmp/kdp-test-not-served-XXXXXX");
-        _cleanup_free_ char *dir = NULL, *file = NULL, *out = NULL, *args = NULL;
+        _cleanup_free_ char *dir = NULL, *file = NULL;
         struct stat st;
-        int status;
 
         ck_assert_ptr_nonnull(mkdtemp(root));
         ck_assert_int_ge(asprintf(&dir, "%s/run/kdp", root), 0);      /* made with its parents */
@@ -69,52 +67,31 @@ START_TEST(test_not_served_write_makes_the_file_kdpctl_prints) {
         ck_assert_int_eq(stat(dir, &st), 0);
         ck_assert_uint_eq(st.st_mode & 07777, 0755);
 
-        ck_assert_int_ge(asprintf(&args, "--state-dir '%s'", dir), 0);
-        out = run_kdpctl(args, &status);
-        ck_assert_int_eq(status, 0);
         /* backends in name order, devices in address order */
-        ck_assert_str_eq(out, "not served: widget-1 marked not served by example.not_served\n"
-                              "not served: 0000:18:00.0 bound to vfio-pci, not nvidia\n"
-                              "not served: 0000:3b:00.0 its /proc/driver/nvidia information is malformed: no "
-                              "\"Device Minor\" line\n");
-
-        free(args);
-        free(out);
-        ck_assert_int_ge(asprintf(&args, "--state-dir '%s' --backend example", dir), 0);
-        out = run_kdpctl(args, &status);
-        ck_assert_int_eq(status, 0);
-        ck_assert_str_eq(out, "not served: widget-1 marked not served by example.not_served\n");
-
+        expect_kdpctl(dir, "", "not served: widget-1 marked not served by example.not_served\n"
+                               "not served: 0000:18:00.0 bound to vfio-pci, not nvidia\n"
+                               "not served: 0000:3b:00.0 its /proc/driver/nvidia information is malformed: no "
+                               "\"Device Minor\" line\n");
+        expect_kdpctl(dir, "--backend example", "not served: widget-1 marked not served by example.not_served\n");
         /* a backend that skips nothing has an empty list: no output, success */
-        free(args);
-        free(out);
-        ck_assert_int_ge(asprintf(&args, "--state-dir '%s' --backend sriov", dir), 0);
-        out = run_kdpctl(args, &status);
-        ck_assert_int_eq(status, 0);
-        ck_assert_str_eq(out, "");
+        expect_kdpctl(dir, "--backend sriov", "");
 
         /* a rewrite replaces the whole list; a removed list is gone */
         ck_assert_int_eq(kdp_not_served_write(dir, "gpu", (const kdp_not_served_entry[]){
                 { "0000:3b:00.0", "driver unbound" } }, 1), 0);
         ck_assert_int_eq(kdp_not_served_remove(dir, "example"), 0);
         ck_assert_int_eq(kdp_not_served_remove(dir, "example"), 0);
-        free(args);
-        free(out);
-        ck_assert_int_ge(asprintf(&args, "--state-dir '%s'", dir), 0);
-        out = run_kdpctl(args, &status);
-        ck_assert_int_eq(status, 0);
-        ck_assert_str_eq(out, "not served: 0000:3b:00.0 driver unbound\n");
+        expect_kdpctl(dir, "", "not served: 0000:3b:00.0 driver unbound\n");
 }
 END_TEST
 
 START_TEST(test_not_served_kdpctl_without_a_list_fails) {
         _cleanup_(kdp_test_rm_rfp) char *dir = strdup("/tmp/kdp-test-not-served-XXXXXX");
-        _cleanup_free_ char *out = NULL, *args = NULL, *expect = NULL;
+        _cleanup_free_ char *out = NULL, *expect = NULL;
         int status;
 
         ck_assert_ptr_nonnull(mkdtemp(dir));
-        ck_assert_int_ge(asprintf(&args, "--state-dir '%s'", dir), 0);
-        out = run_kdpctl(args, &status);
+        out = run_kdpctl(dir, "", &status);
         ck_assert(WIFEXITED(status));
         ck_assert_int_eq(WEXITSTATUS(status), 1);
         ck_assert_int_ge(asprintf(&expect, "kdpctl: no %s/*.not-served: kdpd writes it while it runs a backend with "
@@ -124,7 +101,7 @@ START_TEST(test_not_served_kdpctl_without_a_list_fails) {
         ck_assert_int_eq(kdp_not_served_print(dir, "gpu", stdout), -ENOENT);
 
         free(out);
-        out = run_kdpctl("--backend a/b", &status);
+        out = run_kdpctl(dir, "--backend a/b", &status);
         ck_assert_int_eq(WEXITSTATUS(status), 2);
 }
 END_TEST
