@@ -87,10 +87,10 @@ start_kubelet kubelet
         --backend gpu -o gpu.deny=0000:9b:00.0 >"$T/kdpd.out" 2>"$LOG" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
-wait_line "$T/kdpd.out" '^applied$' 10
+wait_line "$T/kdpd.out" '^applied$' 60    # sim-node builds the testbed first (slow under ASan)
 grep -q 'sim-node: .*preload\|not built' "$LOG" && { echo "skip: no simulated node"; exit 77; }
 touch "$T/go"
-wait_line "$T/kubelet.out" "^devices resource=$RES " 10
+wait_line "$T/kubelet.out" "^devices resource=$RES " 60
 
 devices_match $RES "^devices resource=$RES capacity=2 allocatable=2 healthy=$G7,$G6 unhealthy= "
 L18='"Device not served" backend="gpu" address="0000:18:00.0" reason="not listed in /proc/driver/nvidia/gpus"$'
