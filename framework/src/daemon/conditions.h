@@ -28,8 +28,11 @@ typedef bool (*kdp_conditions_served_fn)(const char *address, void *userdata);
 
 /*
  * Takes the notes of `tree` (leaving it none), logs each condition that
- * started, changed or ended since the previous update of `c` (all of them at
- * info level, any --v, but refusals: warnings and errors as before), and keeps them.
+ * started, changed or ended since the previous update of `c`, and keeps them.
+ * Levels do not depend on --v: a device not served and every end is info, a
+ * refused resource name and dropped NUMA affinity a warning, a resource
+ * another backend serves an error. `served` may be NULL (every device that
+ * stops being not served is then reported gone).
  * Returns 1 when the set of devices not served changed, else 0.
  */
 int kdp_conditions_update(kdp_conditions *c, const char *backend, kdp_device_tree *tree,
