@@ -28,6 +28,7 @@ typedef struct example_state {
         const char *resource;           /* borrowed from ctx's params */
         int64_t n_devices, n_numa_nodes, prestart_delay_ms;
         bool *unhealthy;                /* owned, [n_devices] */
+        bool *not_served;               /* owned, [n_devices]: looked at and skipped */
 } example_state;
 
 /* The index of canonical "widget-<i>" (not "widget-01"), i < n_devices; else -ENOENT. */
@@ -46,18 +47,39 @@ static int example_parse_id(const example_state *s, const char *id, size_t *ret)
 static void example_fini(void *state) {
         example_state *s = state;
 
-        if (s)
+        if (s) {
                 free(s->unhealthy);
+                free(s->not_served);
+        }
         free(s);
 }
 KDP_DEFINE_CLEANUP_FUNC(example_state, example_fini)
 
+/* Sets marks[i] for each widget ID listed in param `name`; an unknown ID is logged and ignored. */
+static int example_mark(example_state *s, const char *name, bool **ret_marks) {
+        _cleanup_free_ char *list = strdup(kdp_backend_param(s->ctx, name) ?: "");
+        bool *marks = calloc((size_t) s->n_devices + 1, sizeof(bool));
+        char *save = NULL;
+        size_t i;
+
+        if (!marks || !list) {
+                free(marks);
+                return -ENOMEM;
+        }
+        for (char *id = strtok_r(list, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+                if (example_parse_id(s, id, &i) < 0)
+                        kdp_backend_log_warning(s->ctx, "Ignored unknown device in a list of widgets",
+                                                KDP_F_STR("key", name), KDP_F_STR("device", id));
+                else
+                        marks[i] = true;
+        }
+        *ret_marks = marks;
+        return 0;
+}
+
 /* required: reads the params (defaults come from example_params), writes *ret_state only on success. */
 static int example_init(kdp_backend_ctx *ctx, void **ret_state) {
         _cleanup_(example_finip) example_state *s = calloc(1, sizeof(example_state));
-        _cleanup_free_ char *list = NULL;
-        char *save = NULL;
-        size_t i;
         int r;
 
         if (!s)
@@ -71,17 +93,11 @@ static int example_init(kdp_backend_ctx *ctx, void **ret_state) {
                 r = kdp_backend_param_int(ctx, "prestart_delay_ms", 0, 60000, &s->prestart_delay_ms);
         if (r < 0)
                 return r;       /* already logged with the value's origin */
-        s->unhealthy = calloc((size_t) s->n_devices + 1, sizeof(bool));
-        list = strdup(kdp_backend_param(ctx, "unhealthy") ?: "");
-        if (!s->unhealthy || !list)
-                return -ENOMEM;
-        for (char *id = strtok_r(list, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
-                if (example_parse_id(s, id, &i) < 0)
-                        kdp_backend_log_warning(ctx, "Ignored unknown device in unhealthy list",
-                                                KDP_F_STR("device", id));
-                else
-                        s->unhealthy[i] = true;
-        }
+        r = example_mark(s, "unhealthy", &s->unhealthy);
+        if (r >= 0)
+                r = example_mark(s, "not_served", &s->not_served);
+        if (r < 0)
+                return r;
         kdp_backend_log_info(ctx, "Configured widgets", KDP_F_STR("resource", s->resource),
                              KDP_F_INT("devices", s->n_devices), KDP_F_INT("numaNodes", s->n_numa_nodes));
         *ret_state = KDP_TAKE_PTR(s);
@@ -98,6 +114,11 @@ static int example_scan(void *state, kdp_device_tree *tree) {
                 char id[32], container_path[32], env_key[32];
 
                 (void) snprintf(id, sizeof(id), "widget-%" PRId64, i);
+                if (s->not_served[i]) {
+                        /* looked at and skipped: say so (a PCI backend names the PCI address) and why */
+                        r = kdp_device_tree_not_served(tree, id, "listed in example.not_served");
+                        continue;
+                }
                 (void) snprintf(container_path, sizeof(container_path), "/dev/widget%" PRId64, i);
                 (void) snprintf(env_key, sizeof(env_key), "WIDGET_%" PRId64, i);
                 /* the host path is the real host's (the runtime opens it), not under the dev root */
@@ -178,6 +199,7 @@ static const kdp_param_spec example_params[] = {
         { "resource", "example.com/widget", "Extended resource name of the widgets" },
         { "unhealthy", "", "Comma-separated widget IDs to report Unhealthy" },
         { "prestart_delay_ms", "0", "Milliseconds each PreStartContainer takes (0..60000)" },
+        { "not_served", "", "Comma-separated widget IDs to look at and not serve (kdpctl not-served lists them)" },
         { 0 },
 };
 

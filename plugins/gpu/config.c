@@ -252,6 +252,13 @@ int gpu_config_vendor(const gpu_config *s, const kdp_pci_device *p) {
         return -ENOENT;
 }
 
+const char *gpu_config_vendor_off(const gpu_config *s, const kdp_pci_device *p) {
+        for (gpu_vendor v = 0; v < _GPU_VENDOR_MAX; v++)
+                if (p->vendor_id == vendor_ids[v])
+                        return !s->vendor_on[v] && is_gpu_class(p->class_code) ? vendor_names[v] : NULL;
+        return NULL;
+}
+
 static bool filter_matches(char **list, const kdp_pci_device *p) {
         for (size_t i = 0; list[i]; i++) {
                 uint16_t v, d;
@@ -269,8 +276,14 @@ static bool filter_matches(char **list, const kdp_pci_device *p) {
         return false;
 }
 
+const char *gpu_config_filtered(const gpu_config *s, const kdp_pci_device *p) {
+        if (s->allow[0] && !filter_matches(s->allow, p))
+                return "not in gpu.allow";
+        return filter_matches(s->deny, p) ? "in gpu.deny" : NULL;
+}
+
 bool gpu_config_allows(const gpu_config *s, const kdp_pci_device *p) {
-        return (!s->allow[0] || filter_matches(s->allow, p)) && !filter_matches(s->deny, p);
+        return !gpu_config_filtered(s, p);
 }
 
 /* The driver a vendor's GPU must be bound to; Intel: i915 or xe. */

@@ -11,6 +11,11 @@
  *   device_event (pci add/bind/change) -> the GPU was reset: its Xid is cleared
  *   allocate / preferred -> from gpus[] (gRPC thread, under the backend lock)
  *
+ * A GPU it looks at and does not take (another vendor's driver or none, vfio-pci, filtered out by
+ * allow/deny or vendors, procfs missing or malformed, excluded, an Intel PF with VFs) is declared
+ * with kdp_device_tree_not_served() and its reason at every scan: kdpd logs it once, when that starts
+ * or changes, and `kdpctl not-served` lists it.
+ *
  * A GPU once seen stays in the table: when it is unbound, excluded or removed
  * it is reported Unhealthy with the reason instead of vanishing, so capacity
  * stays honest and the kubelet stops admitting pods onto it. The table holds
@@ -65,6 +70,7 @@ typedef struct gpu_state {
         uint64_t pci_listed_ms;
         gpu *gpus;
         size_t n_gpus;
+        int kfd_error;                          /* reading the KFD topology failed so at the last scan */
 } gpu_state;
 
 /* CLOCK_MONOTONIC in µs: the clock printk stamps kernel log records with. */
@@ -255,23 +261,40 @@ static void check_node(gpu_state *s, gpu *g, const char *rel) {
                 reason_add(g, why);
 }
 
-/* NVIDIA: UUID and minor from procfs. Returns false when the GPU cannot be served (no ID yet, excluded). */
-static bool refresh_nvidia(gpu_state *s, gpu *g, bool is_new) {
+/* What keeps procfs from naming the GPU: `r` and `bad` from nvidia_read_information(). */
+static void nvidia_problem(int r, const char *bad, char *why, size_t size) {
+        if (r == -ENOENT)
+                snprintf(why, size, "not listed in /proc/driver/nvidia/gpus");
+        else if (r == -EBADMSG)
+                snprintf(why, size, "its /proc/driver/nvidia information is malformed: %s", bad ? bad : "unparsable");
+        else if (r < 0)
+                snprintf(why, size, "its /proc/driver/nvidia information is unreadable: %s", strerror(-r));
+        else
+                snprintf(why, size, "its /proc/driver/nvidia information has no GPU UUID yet");
+}
+
+/*
+ * NVIDIA: UUID and minor from procfs. Returns false when the GPU cannot be served (no ID yet,
+ * excluded); `why` then says why.
+ */
+static bool refresh_nvidia(gpu_state *s, gpu *g, bool is_new, char *why, size_t why_size) {
+        const char *bad = NULL;
         nvidia_info info;
         char rel[32];
-        int r = nvidia_read_information(s->ctx, g->bdf, &info);
+        int r = nvidia_read_information(s->ctx, g->bdf, &info, &bad);
 
+        if (r >= 0 && info.excluded) {         /* whether or not the driver cached its UUID */
+                snprintf(why, why_size, "excluded by the driver (NVreg_ExcludedGpus)");
+                if (!is_new)
+                        reason_add(g, why);
+                return !is_new;
+        }
         if (r < 0 || !info.uuid[0]) {
+                nvidia_problem(r, bad, why, why_size);
                 if (is_new || !g->id[0])
                         return false;
-                reason_add(g, r == -ENOENT ? "not listed in /proc/driver/nvidia/gpus" :
-                                                   "its /proc/driver/nvidia information is unreadable");
+                reason_add(g, why);
                 return true;
-        }
-        if (info.excluded) {
-                if (!is_new)
-                        reason_add(g, "excluded by the driver (NVreg_ExcludedGpus)");
-                return !is_new;
         }
         snprintf(g->id, sizeof(g->id), "%s", info.uuid);
         snprintf(rel, sizeof(rel), "nvidia%u", info.minor);    /* the minor may change after a rescan */
@@ -340,27 +363,59 @@ static void refresh_xid(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expir
                 *next_expiry = due;
 }
 
-/* One PCI function: a GPU of ours (new or known) is refreshed. */
-static void scan_function(gpu_state *s, const kdp_pci_device *p, const amd_kfd *kfd, bool *present) {
+/* Why a GPU not seen before is not ours, into `why`; false when it is ours. */
+static bool gpu_skipped(const gpu_state *s, const kdp_pci_device *p, gpu_vendor v, char *why, size_t size) {
+        const char *filtered = gpu_config_filtered(&s->cfg, p);
+
+        if (filtered)
+                snprintf(why, size, "filtered out by the config (%s)", filtered);
+        else if (!p->driver[0])
+                snprintf(why, size, "driver unbound");
+        else if (!gpu_driver_expected(v, p->driver))
+                snprintf(why, size, "bound to %s, not %s", p->driver,
+                         v == GPU_NVIDIA ? "nvidia" : v == GPU_AMD ? "amdgpu" : "i915 or xe");
+        else if (v == GPU_INTEL && p->sriov_numvfs > 0)
+                snprintf(why, size, "SR-IOV PF with %d VFs enabled (its VFs are served instead)", p->sriov_numvfs);
+        else
+                return false;
+        return true;
+}
+
+/*
+ * One PCI function: a GPU of ours (new or known) is refreshed. A GPU that is not ours is declared
+ * not served with the reason (kdpd logs it when that starts or changes); other functions are no GPUs.
+ */
+static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_device *p, const amd_kfd *kfd,
+                          bool *present) {
         int v = gpu_config_vendor(&s->cfg, p);
+        char why[REASON_MAX];
+        const char *off;
         gpu *g;
         bool is_new;
 
-        if (v < 0 || p->is_bridge)
+        if (v < 0 || p->is_bridge) {
+                if ((off = gpu_config_vendor_off(&s->cfg, p))) {
+                        snprintf(why, sizeof(why), "its vendor (%s) is not in gpu.vendors", off);
+                        (void) kdp_device_tree_not_served(tree, p->address, why);
+                }
                 return;
+        }
         g = find_gpu(s, p->address);
         is_new = !g;
-        if (is_new && (!gpu_config_allows(&s->cfg, p) || !gpu_driver_expected(v, p->driver) ||
-                       (v == GPU_INTEL && p->sriov_numvfs > 0)))
-                return;                 /* not ours (unbound, vfio-pci, a PF whose VFs are served) */
+        if (is_new && gpu_skipped(s, p, v, why, sizeof(why))) {
+                (void) kdp_device_tree_not_served(tree, p->address, why);
+                return;
+        }
         if (is_new && !(g = gpu_add(s, p, v)))
                 return;
         present[g - s->gpus] = true;
         g->reason[0] = '\0';
         refresh_pci_health(s, g, p);
-        if (v == GPU_NVIDIA && !refresh_nvidia(s, g, is_new)) {
-                if (is_new)
+        if (v == GPU_NVIDIA && !refresh_nvidia(s, g, is_new, why, sizeof(why))) {
+                if (is_new) {
                         s->n_gpus--;    /* no UUID yet: try again next scan */
+                        (void) kdp_device_tree_not_served(tree, p->address, why);
+                }
                 return;
         }
         if (v == GPU_AMD)
@@ -474,6 +529,17 @@ static int list_pci(gpu_state *s, uint64_t now) {
         return 0;
 }
 
+/* The KFD topology; failing to read it is logged when it starts or changes and when it ends. */
+static void read_kfd(gpu_state *s, amd_kfd *kfd) {
+        int r = amd_kfd_read(s->ctx, kfd);
+
+        if (r < 0 && r != s->kfd_error)
+                kdp_backend_log_warning(s->ctx, "Cannot read the KFD topology", KDP_F_STR("err", strerror(-r)));
+        else if (r >= 0 && s->kfd_error)
+                kdp_backend_log_info(s->ctx, "Read the KFD topology again");
+        s->kfd_error = r < 0 ? r : 0;
+}
+
 static int gpu_scan(void *state, kdp_device_tree *tree) {
         _cleanup_free_ bool *present = NULL;
         gpu_state *s = state;
@@ -486,15 +552,15 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         if (r < 0)
                 return r;
         l = s->pci;
-        if (s->cfg.vendor_on[GPU_AMD] && (r = amd_kfd_read(s->ctx, &kfd)) < 0)
-                kdp_backend_log_warning(s->ctx, "Cannot read the KFD topology", KDP_F_STR("err", strerror(-r)));
+        if (s->cfg.vendor_on[GPU_AMD])
+                read_kfd(s, &kfd);
         present = calloc(s->n_gpus + kdp_pci_list_size(l) + 1, sizeof(bool));
         if (!present) {
                 amd_kfd_done(&kfd);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < kdp_pci_list_size(l); i++)
-                scan_function(s, kdp_pci_list_get(l, i), &kfd, present);
+                scan_function(s, tree, kdp_pci_list_get(l, i), &kfd, present);
         amd_kfd_done(&kfd);
 
         if (has_nvidia(s)) {
@@ -518,9 +584,9 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                         reason_add(g, "removed from the PCI bus");
                 }
                 refresh_xid(s, g, now, &next_expiry);
-                r = kdp_device_tree_add_resource(tree, g->resource);
-                if (r >= 0)
-                        (void) emit_gpu(s, tree, g);    /* a refused device is logged by the tree */
+                /* a refused resource name or device is noted by the tree, under the GPU's address */
+                (void) kdp_device_tree_add_resource(tree, g->resource);
+                (void) emit_gpu(s, tree, g);
         }
         if (next_expiry)
                 (void) kdp_backend_rescan_after(s->ctx, (uint32_t) (next_expiry - now));

@@ -78,8 +78,12 @@ int gpu_config_parse(const kdp_backend_ctx *ctx, gpu_config *ret);
 void gpu_config_done(gpu_config *c);
 /* The vendor of a PCI function that is a GPU of an enabled vendor, else -ENOENT. */
 int gpu_config_vendor(const gpu_config *c, const kdp_pci_device *p);
+/* The vendor's name ("amd") of a GPU whose vendor gpu.vendors leaves out, else NULL. */
+const char *gpu_config_vendor_off(const gpu_config *c, const kdp_pci_device *p);
 /* allow (empty: all) and not deny. */
 bool gpu_config_allows(const gpu_config *c, const kdp_pci_device *p);
+/* Why allow/deny filter the GPU out ("not in gpu.allow", "in gpu.deny"), NULL when they let it through. */
+const char *gpu_config_filtered(const gpu_config *c, const kdp_pci_device *p);
 /* The driver a vendor's GPUs are served with (Intel: i915 or xe). */
 bool gpu_driver_expected(gpu_vendor v, const char *driver);
 /* The resource of a GPU: its model's, else its vendor's (Intel: by driver). */
@@ -95,10 +99,13 @@ typedef struct nvidia_info {
         bool excluded;                  /* "GPU Excluded: Yes" (NVreg_ExcludedGpus) */
 } nvidia_info;
 
-/* Parses the text of an `information` file. -EBADMSG without "Bus Location"/"Device Minor" or when they disagree with `bdf`. */
-int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret);
+/*
+ * Parses the text of an `information` file. -EBADMSG without "Bus Location"/"Device Minor" or when they
+ * disagree with `bdf`; then *reterr_why (may be NULL) says what is wrong (static text).
+ */
+int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret, const char **reterr_why);
 /* Reads <proc root>/driver/nvidia/gpus/<bdf>/information; -ENOENT when the driver lists no such GPU. */
-int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret);
+int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret, const char **reterr_why);
 /* The node-wide NVIDIA nodes a container needs beside /dev/nvidia<minor>, in this order. */
 extern const char *const nvidia_shared_nodes[];
 

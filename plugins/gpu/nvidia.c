@@ -44,7 +44,9 @@ static int parse_minor(const char *v, unsigned *ret) {
         return 0;
 }
 
-static int apply_line(char *line, nvidia_info *info, bool *have_bus, bool *have_minor, const char *bdf) {
+/* *why: what is wrong with the line, when it is. */
+static int apply_line(char *line, nvidia_info *info, bool *have_bus, bool *have_minor, const char *bdf,
+                      const char **why) {
         char *colon = strchr(line, ':'), *key, *value;
 
         if (!colon)
@@ -53,14 +55,17 @@ static int apply_line(char *line, nvidia_info *info, bool *have_bus, bool *have_
         key = trim(line);
         value = trim(colon + 1);
         if (strcmp(key, "GPU UUID") == 0) {
+                *why = "its GPU UUID is longer than 47 characters";
                 if (strlen(value) >= sizeof(info->uuid))
                         return -EBADMSG;
                 strcpy(info->uuid, value);
         } else if (strcmp(key, "Device Minor") == 0) {
                 *have_minor = true;
+                *why = "its Device Minor is not a number from 0 to 247";
                 return parse_minor(value, &info->minor);
         } else if (strcmp(key, "Bus Location") == 0) {
                 *have_bus = true;
+                *why = "its Bus Location names another PCI address";
                 if (strcasecmp(value, bdf) != 0)
                         return -EBADMSG;
         } else if (strcmp(key, "GPU Excluded") == 0)
@@ -68,27 +73,34 @@ static int apply_line(char *line, nvidia_info *info, bool *have_bus, bool *have_
         return 0;
 }
 
-int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret) {
+int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret, const char **reterr_why) {
         _cleanup_free_ char *copy = strdup(text ? text : "");
         nvidia_info info = { 0 };
         bool have_bus = false, have_minor = false;
+        const char *why = NULL;
         char *state = NULL;
         int r;
 
         if (!copy)
                 return -ENOMEM;
         for (char *line = strtok_r(copy, "\n", &state); line; line = strtok_r(NULL, "\n", &state)) {
-                r = apply_line(line, &info, &have_bus, &have_minor, bdf);
-                if (r < 0)
+                r = apply_line(line, &info, &have_bus, &have_minor, bdf, &why);
+                if (r < 0) {
+                        if (reterr_why)
+                                *reterr_why = why;
                         return r;
+                }
         }
-        if (!have_bus || !have_minor)
+        if (!have_bus || !have_minor) {
+                if (reterr_why)
+                        *reterr_why = !have_bus ? "no Bus Location line" : "no Device Minor line";
                 return -EBADMSG;
+        }
         *ret = info;
         return 0;
 }
 
-int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret) {
+int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret, const char **reterr_why) {
         _cleanup_free_ char *rel = NULL, *path = NULL, *text = NULL;
         int r;
 
@@ -102,5 +114,5 @@ int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_
                 r = -ENOENT;
         if (r < 0)
                 return r;
-        return nvidia_parse_information(text, bdf, ret);
+        return nvidia_parse_information(text, bdf, ret, reterr_why);
 }

@@ -11,7 +11,7 @@ ue=/sys/class/net/lo/uevent
 start_kubelet kubelet
 start_kdpd kdpd --backend "$KDP_BUILD_DIR/tests/backends/kdp-backend-netwatch.so" --udev-source kernel --v 2
 wait_line "$T/kubelet.out" '^devices resource=netwatch.example.com/thing '
-wait_line "$T/kdpd.err" '"Watching device events" source="kernel" subsystem="net"'
+wait_line "$T/kdpd.err" '"Watching device events" source="kernel" subsystems="net"'
 echo change >"$ue" 2>/dev/null || { echo "skip: the kernel refused a write to $ue"; exit 77; }
 wait_line "$T/kdpd.err" '"Received device event" action="change" subsystem="net" device="lo"' 5
 pass "a real kernel uevent reached kdpd's monitor"

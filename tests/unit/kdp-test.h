@@ -139,6 +139,24 @@ static inline void kdp_test_expect_line(const char **text, char level, const cha
         *text = nl + 1;
 }
 
+/* ---- commands ---- */
+
+/* Runs `cmd` with sh and returns what it wrote on stdout (free()); *ret_status as pclose() gives it. */
+static inline char *kdp_test_command_output(const char *cmd, int *ret_status) {
+        char *out = NULL, buf[4096];
+        size_t size = 0, n;
+        FILE *p = popen(cmd, "re"), *m;
+
+        ck_assert_ptr_nonnull(p);
+        m = open_memstream(&out, &size);
+        ck_assert_ptr_nonnull(m);
+        while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+                ck_assert_uint_eq(fwrite(buf, 1, n, m), n);
+        ck_assert_int_eq(fclose(m), 0);
+        *ret_status = pclose(p);
+        return out;
+}
+
 /* ---- main ---- */
 
 /*

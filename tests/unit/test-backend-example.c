@@ -127,8 +127,8 @@ START_TEST(test_backend_example_entry_describes_every_hook) {
         void *handle = NULL;
         const kdp_backend_ops *ops = example_load(&handle);
         static const char *const names[] = { "devices", "numa_nodes", "resource", "unhealthy",
-                                             "prestart_delay_ms" };
-        static const char *const defaults[] = { "8", "2", "example.com/widget", "", "0" };
+                                             "prestart_delay_ms", "not_served" };
+        static const char *const defaults[] = { "8", "2", "example.com/widget", "", "0", "" };
 
         ck_assert_uint_eq(ops->abi_major, KDP_BACKEND_ABI_MAJOR);
         ck_assert_uint_eq(ops->struct_size, sizeof(kdp_backend_ops));
@@ -253,6 +253,25 @@ START_TEST(test_backend_example_scan_ignores_unknown_unhealthy_ids) {
         ck_assert_uint_eq(l->n_devices, 8);
         for (unsigned i = 0; i < 8; i++)
                 check_widget(&l->devices[i], i, (int) (i % 2), i == 7 ? KDP_UNHEALTHY : KDP_HEALTHY);
+}
+END_TEST
+
+/* The template shows kdp_device_tree_not_served(): a skipped widget is not added, and is noted with why. */
+START_TEST(test_backend_example_scan_declares_widgets_not_served) {
+        _cleanup_(example_run_done) example_run run = { 0 };
+        const kdp_device_list *l;
+
+        example_start(&run, OVERRIDES("example.not_served=widget-5,widget-2"));
+        l = kdp_device_tree_find(run.tree, "example.com/widget");
+        ck_assert_ptr_nonnull(l);
+        ck_assert_uint_eq(l->n_devices, 6);
+        ck_assert_ptr_null(kdp_device_list_find(l, "widget-2"));
+        ck_assert_ptr_null(kdp_device_list_find(l, "widget-5"));
+        ck_assert_uint_eq(run.tree->n_notes, 2);
+        ck_assert_int_eq(run.tree->notes[0].kind, KDP_TREE_NOTE_NOT_SERVED);
+        ck_assert_str_eq(run.tree->notes[0].key, "widget-2");
+        ck_assert_str_eq(run.tree->notes[0].text, "listed in example.not_served");
+        ck_assert_str_eq(run.tree->notes[1].key, "widget-5");
 }
 END_TEST
 
@@ -485,6 +504,7 @@ static Suite *backend_example_suite(void) {
         tcase_add_test(tc, test_backend_example_scan_with_zero_devices_keeps_the_resource);
         tcase_add_test(tc, test_backend_example_scan_reports_configured_unhealthy);
         tcase_add_test(tc, test_backend_example_scan_ignores_unknown_unhealthy_ids);
+        tcase_add_test(tc, test_backend_example_scan_declares_widgets_not_served);
         tcase_add_test(tc, test_backend_example_scan_4096_widgets);
         suite_add_tcase(s, tc);
 

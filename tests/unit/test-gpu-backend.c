@@ -327,6 +327,62 @@ START_TEST(test_gpu_intel_pf_with_vfs_is_not_served) {
 }
 END_TEST
 
+static const kdp_test_pci_dev mi300x = {
+        .path = "pci0000:c0/0000:c0:01.1/0000:c1:00.0", .vendor = "0x1002", .device = "0x74a1",
+        .class_code = "0x120000", .numa_node = "1", .driver = "amdgpu", .enable = "1",
+};
+
+/* The backend's notes, one a line: "<address>: <reason>". */
+static char *not_served_text(const gpu_run *run) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+
+        ck_assert_ptr_nonnull(m);
+        for (size_t i = 0; i < run->tree->n_notes; i++) {
+                ck_assert_int_eq(run->tree->notes[i].kind, KDP_TREE_NOTE_NOT_SERVED);
+                fprintf(m, "%s: %s\n", run->tree->notes[i].key, run->tree->notes[i].text);
+        }
+        ck_assert_int_eq(fclose(m), 0);
+        return buf;
+}
+
+/* Each GPU looked at and not taken is declared with its reason; functions that are no GPUs are not. */
+START_TEST(test_gpu_declares_every_gpu_it_does_not_serve) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_free_ char *text = NULL;
+        gpu_run run;
+
+        kdp_test_pci_add(root, &flex_pf_with_vfs);
+        kdp_test_pci_add(root, &mi300x);
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.vendors=nvidia,intel",
+                                                                     "gpu.deny=0000:19:00.0", NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 1);
+        text = not_served_text(&run);
+        ck_assert_str_eq(text, "0000:19:00.0: filtered out by the config (in gpu.deny)\n"
+                               "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+                               "0000:4d:00.0: SR-IOV PF with 4 VFs enabled (its VFs are served instead)\n"
+                               "0000:c1:00.0: its vendor (amd) is not in gpu.vendors\n");
+        gpu_done(&run);
+
+        /* allow lets through only what it names; procfs that cannot be parsed says what is wrong */
+        kdp_test_tree_write(root, "proc/driver/nvidia/gpus/0000:18:00.0/information",
+                            "Bus Location: \t 0000:18:00.0\nDevice Minor: \t 300\n");
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.allow=10de:*", NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 1);
+        free(text);
+        text = not_served_text(&run);
+        ck_assert_str_eq(text, "0000:18:00.0: its /proc/driver/nvidia information is malformed: its Device Minor "
+                               "is not a number from 0 to 247\n"
+                               "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+                               "0000:4d:00.0: filtered out by the config (not in gpu.allow)\n"
+                               "0000:c1:00.0: filtered out by the config (not in gpu.allow)\n");
+        gpu_done(&run);
+}
+END_TEST
+
 static Suite *gpu_backend_suite(void) {
         Suite *s = suite_create("gpu-backend");
         TCase *tc = tcase_create("core");
@@ -337,6 +393,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_modes_shape_the_records);
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);
+        tcase_add_test(tc, test_gpu_declares_every_gpu_it_does_not_serve);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -28,7 +28,7 @@ static const char h100_information[] =
 START_TEST(nvidia_information_fields) {
         nvidia_info info;
 
-        ck_assert_int_eq(nvidia_parse_information(h100_information, "0000:3a:00.0", &info), 0);
+        ck_assert_int_eq(nvidia_parse_information(h100_information, "0000:3a:00.0", &info, NULL), 0);
         ck_assert_str_eq(info.uuid, "GPU-5f1b3a7e-0c2d-4e8f-9a61-3b7c2d9e0f14");
         ck_assert_uint_eq(info.minor, 2);
         ck_assert(!info.excluded);
@@ -37,24 +37,35 @@ END_TEST
 
 START_TEST(nvidia_information_odd) {
         nvidia_info info;
+        const char *why = NULL;
 
         /* the UUID line is missing while the driver has not cached it */
         ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t 0\n",
-                                                  "0000:18:00.0", &info), 0);
+                                                  "0000:18:00.0", &info, &why), 0);
         ck_assert_str_eq(info.uuid, "");
         ck_assert_uint_eq(info.minor, 0);
+        ck_assert_ptr_null(why);
         ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t 0\n"
-                                                  "GPU Excluded:\t Yes\n", "0000:18:00.0", &info), 0);
+                                                  "GPU Excluded:\t Yes\n", "0000:18:00.0", &info, &why), 0);
         ck_assert(info.excluded);
-        /* another GPU's file, a missing minor, a minor beyond NVIDIA's 247, garbage */
-        ck_assert_int_eq(nvidia_parse_information(h100_information, "0000:18:00.0", &info), -EBADMSG);
-        ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\n", "0000:18:00.0", &info),
+        ck_assert_ptr_null(why);
+        /* another GPU's file, a missing minor, a minor beyond NVIDIA's 247, garbage: each says what is wrong */
+        ck_assert_int_eq(nvidia_parse_information(h100_information, "0000:18:00.0", &info, &why), -EBADMSG);
+        ck_assert_str_eq(why, "its Bus Location names another PCI address");
+        ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\n", "0000:18:00.0", &info, &why),
                          -EBADMSG);
+        ck_assert_str_eq(why, "no Device Minor line");
         ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t 248\n",
-                                                  "0000:18:00.0", &info), -EBADMSG);
+                                                  "0000:18:00.0", &info, &why), -EBADMSG);
+        ck_assert_str_eq(why, "its Device Minor is not a number from 0 to 247");
         ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t x\n",
-                                                  "0000:18:00.0", &info), -EBADMSG);
-        ck_assert_int_eq(nvidia_parse_information("", "0000:18:00.0", &info), -EBADMSG);
+                                                  "0000:18:00.0", &info, NULL), -EBADMSG);
+        ck_assert_int_eq(nvidia_parse_information("", "0000:18:00.0", &info, &why), -EBADMSG);
+        ck_assert_str_eq(why, "no Bus Location line");
+        ck_assert_int_eq(nvidia_parse_information("Bus Location: \t 0000:18:00.0\nDevice Minor: \t 1\n"
+                                                  "GPU UUID: \t GPU-0123456789012345678901234567890123456789xxxx\n",
+                                                  "0000:18:00.0", &info, &why), -EBADMSG);
+        ck_assert_str_eq(why, "its GPU UUID is longer than 47 characters");
 }
 END_TEST
 

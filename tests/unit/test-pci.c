@@ -594,23 +594,10 @@ END_TEST
 /* Runs `kdpctl discover --sysfs-root <root>/sys` and returns its stdout (free()). */
 static char *run_discover(const char *root, int *ret_status) {
         _cleanup_free_ char *cmd = NULL;
-        char *out = NULL;
-        size_t size = 0;
-        FILE *p, *m;
-        char buf[4096];
-        size_t n;
 
         ck_assert_int_ge(asprintf(&cmd, "%s/kdpctl discover --sysfs-root '%s/sys' 2>/dev/null", KDP_BUILD_DIR, root),
                          0);
-        p = popen(cmd, "re");
-        ck_assert_ptr_nonnull(p);
-        m = open_memstream(&out, &size);
-        ck_assert_ptr_nonnull(m);
-        while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-                ck_assert_uint_eq(fwrite(buf, 1, n, m), n);
-        ck_assert_int_eq(fclose(m), 0);
-        *ret_status = pclose(p);
-        return out;
+        return kdp_test_command_output(cmd, ret_status);
 }
 
 START_TEST(test_pci_kdpctl_discover_prints_the_tree) {

@@ -91,6 +91,36 @@ int kdp_device_tree_add_resource(kdp_device_tree *tree, const char *resource);
  */
 int kdp_device_tree_add(kdp_device_tree *tree, const char *resource, const kdp_device_info *info);
 
+/* The longest reason kdp_device_tree_not_served() keeps, in bytes; a longer one is cut. */
+#define KDP_NOT_SERVED_REASON_MAX 255
+
+/*
+ * Declares a device that scan() looked at and does not serve, and why (a GPU
+ * bound to another driver, filtered out by the config, whose driver files are
+ * missing or malformed, ...). Nothing a backend skips should be skipped
+ * silently: kdpd logs each such device once at info level (any --v), when it
+ * first appears, when its reason changes and when it is served or gone, never
+ * on a scan where nothing changed, and lists the current set for
+ * `kdpctl not-served` (a file in kdpd's --state-dir).
+ *
+ * `address` names the device across scans: its PCI address ("0000:3b:00.0")
+ * where it has one, else another stable name (a sysfs name); 1..63 printable
+ * characters without spaces. `reason` is one line of text for operators; it
+ * is cut at KDP_NOT_SERVED_REASON_MAX bytes and control characters become
+ * spaces. Both are borrowed for the call (the tree copies them).
+ *
+ * Threads: only from scan(), with the tree scan() was given (the loop thread,
+ * under the backend's lock). A device the framework itself refuses
+ * (kdp_device_tree_add() failing) lands in the same set under its pci_address
+ * (else its ID). A second call for an address already in the set keeps the
+ * first reason and returns 0. A device declared here and also added is
+ * reported as both.
+ *
+ * Returns 0; -EINVAL for a NULL tree, an invalid address or an empty reason;
+ * -ENOMEM.
+ */
+int kdp_device_tree_not_served(kdp_device_tree *tree, const char *address, const char *reason);
+
 #ifdef __cplusplus
 }
 #endif

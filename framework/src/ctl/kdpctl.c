@@ -25,6 +25,7 @@
 #include "ctl-client.h"
 #include "ctl-discover.h"
 #include "ctl-kubelet.h"
+#include "not-served.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
@@ -46,6 +47,8 @@ enum {
         OPT_EXIT_AFTER_ADMIT,
         OPT_DURATION,
         OPT_SYSFS_ROOT,
+        OPT_STATE_DIR,
+        OPT_BACKEND,
         OPT_V,
         OPT_HELP,
 };
@@ -68,6 +71,8 @@ static const struct option long_options[] = {
         { "exit-after-admit", no_argument, NULL, OPT_EXIT_AFTER_ADMIT },
         { "duration", required_argument, NULL, OPT_DURATION },
         { "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
+        { "state-dir", required_argument, NULL, OPT_STATE_DIR },
+        { "backend", required_argument, NULL, OPT_BACKEND },
         { "v", required_argument, NULL, OPT_V },
         { "help", no_argument, NULL, OPT_HELP },
         {},
@@ -85,13 +90,17 @@ static const char usage_text[] =
         "  kdpctl discover  [--sysfs-root DIR]\n"
         "                   (the PCI tree as kdp sees it: address, vendor:device, class, driver, NUMA node,\n"
         "                   IOMMU group, vfs=enabled/total on SR-IOV PFs, pf=ADDR on VFs)\n"
+        "  kdpctl not-served [--state-dir DIR] [--backend NAME]\n"
+        "                   (\"not served: ADDRESS REASON\" for each device a running kdpd's backends\n"
+        "                   looked at and do not serve, whatever its --v; from DIR/BACKEND.not-served)\n"
         "\n"
         "  --socket S   a device-plugin socket (path, or unix:PATH)\n"
         "  --timeout    seconds for the whole command, 0 = none (default 10)\n"
         "  --count K    ListAndWatch messages to print, 0 = until the timeout (default 1)\n"
         "  --sysfs-root the sysfs tree to read (default /sys)\n"
+        "  --state-dir  kdpd's --state-dir (default /run/kdp)\n"
         "  --v N        log verbosity on stderr\n"
-        "Exit: 0 success, 1 RPC error, time-out or (discover) no PCI bus, 2 usage.\n";
+        "Exit: 0 success, 1 RPC error, time-out, (discover) no PCI bus or (not-served) no list, 2 usage.\n";
 
 typedef struct ptrv {
         char **v;
@@ -114,6 +123,8 @@ typedef struct args {
         bool exit_after_admit;
         int64_t duration_ms;
         const char *sysfs_root;
+        const char *state_dir;
+        const char *backend;
         char **positional;                      /* borrowed */
         size_t n_positional;
 } args;
@@ -288,6 +299,12 @@ static int set_option(args *a, int opt, char *value) {
                 if (!*value)
                         return -EINVAL;
                 a->sysfs_root = value;
+                return 0;
+        case OPT_STATE_DIR:
+        case OPT_BACKEND:
+                if (!*value || (opt == OPT_BACKEND && strchr(value, '/')))
+                        return -EINVAL;
+                *(opt == OPT_STATE_DIR ? &a->state_dir : &a->backend) = value;
                 return 0;
         case OPT_V:
                 if (parse_ulong(value, 100, &v) < 0)
@@ -539,6 +556,27 @@ static int cmd_discover(args *a) {
         return kdp_ctl_discover_run(a->sysfs_root ? a->sysfs_root : "/sys");
 }
 
+/* ---- kdpd's lists of devices not served ---- */
+
+static int cmd_not_served(args *a) {
+        const char *dir = a->state_dir ? a->state_dir : KDP_NOT_SERVED_DEFAULT_DIR;
+        int r;
+
+        if (a->n_positional > 0)
+                return usage_error(a, "unexpected argument '%s'", a->positional[0]);
+        r = kdp_not_served_print(dir, a->backend, stdout);
+        if (r == -ENOENT) {
+                fprintf(stderr, "kdpctl: no %s/%s.not-served: kdpd writes it while it runs %s with --state-dir %s\n",
+                        dir, a->backend ? a->backend : "*", a->backend ? a->backend : "a backend", dir);
+                return EXIT_FAILED;
+        }
+        if (r < 0) {
+                fprintf(stderr, "kdpctl: cannot read the lists of devices not served in %s: %s\n", dir, strerror(-r));
+                return EXIT_FAILED;
+        }
+        return 0;
+}
+
 static const command commands[] = {
         { "list", OPTS_CLIENT | OPT_BIT(OPT_COUNT), true, cmd_list },
         { "options", OPTS_CLIENT, true, cmd_options },
@@ -551,6 +589,7 @@ static const command commands[] = {
                   OPT_BIT(OPT_DURATION),
           false, cmd_kubelet },
         { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), false, cmd_discover },
+        { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), false, cmd_not_served },
 };
 
 int main(int argc, char *argv[]) {

@@ -30,6 +30,7 @@
 #include <kdp/cleanup.h>
 #include <kdp/log.h>
 
+#include "atomic-file.h"
 #include "cdi.h"
 
 KDP_DEFINE_CLEANUP_FUNC(struct fy_document, fy_document_destroy)
@@ -383,58 +384,6 @@ static int spec_path(const char *cdi_dir, const char *kind, bool tmp, char **ret
 
 /* ---- files ---- */
 
-static int mkdir_one(const char *path, mode_t mode) {
-        struct stat st;
-
-        if (mkdir(path, mode) == 0)
-                return chmod(path, mode) < 0 ? -errno : 0;     /* not narrowed by the umask */
-        if (errno != EEXIST)
-                return -errno;
-        if (stat(path, &st) < 0)
-                return -errno;
-        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
-static int mkdir_p(const char *dir, mode_t mode) {
-        _cleanup_free_ char *p = NULL;
-        struct stat st;
-
-        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-                return 0;
-        p = strdup(dir);
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1;; s++) {
-                char c = *s;
-                int r;
-
-                if (c != '/' && c != '\0')
-                        continue;
-                *s = '\0';
-                r = mkdir_one(p, mode);
-                *s = c;
-                if (r < 0)
-                        return r;
-                if (c == '\0')
-                        return 0;
-        }
-}
-
-static int write_all(int fd, const char *buf, size_t size) {
-        while (size > 0) {
-                ssize_t n = write(fd, buf, size);
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                buf += n;
-                size -= (size_t) n;
-        }
-        return 0;
-}
-
 /* True if `path` is a regular file of `size` bytes. */
 static bool file_has_size(const char *path, size_t size) {
         struct stat st;
@@ -445,31 +394,16 @@ static bool file_has_size(const char *path, size_t size) {
 /* Writes `spec` to its path through a temp file in cdi_dir; logs failures. */
 static int spec_write(const char *cdi_dir, const cdi_spec *spec) {
         _cleanup_free_ char *tmp = NULL;
-        _cleanup_close_ int fd = -1;
         int r;
 
-        r = mkdir_p(cdi_dir, 0755);
+        r = kdp_atomic_file_mkdir_p(cdi_dir, 0755);
         if (r < 0)
                 return kdp_log_error(r, "Failed to create CDI directory", KDP_F_STR("path", cdi_dir));
         r = spec_path(cdi_dir, spec->kind, true, &tmp);
+        if (r >= 0)
+                r = kdp_atomic_file_write(spec->path, tmp, spec->content, spec->size, 0644);
         if (r < 0)
                 return kdp_log_error(r, "Failed to write CDI spec", KDP_F_STR("path", spec->path));
-
-        fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
-                return kdp_log_error(-errno, "Failed to write CDI spec", KDP_F_STR("path", spec->path));
-
-        r = write_all(fd, spec->content, spec->size);
-        if (r >= 0 && fchmod(fd, 0644) < 0)
-                r = -errno;
-        if (r >= 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r >= 0 && rename(tmp, spec->path) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void) unlink(tmp);
-                return kdp_log_error(r, "Failed to write CDI spec", KDP_F_STR("path", spec->path));
-        }
 
         kdp_log_info("Wrote CDI spec", KDP_F_STR("path", spec->path), KDP_F_INT("devices", spec->n_devices));
         return 0;

@@ -21,10 +21,12 @@
 #include <kdp/log.h>
 
 #include "cdi.h"
+#include "conditions.h"
 #include "daemon.h"
 #include "debounce.h"
 #include "kubelet-client.h"
 #include "loop.h"
+#include "not-served.h"
 #include "registry.h"
 #include "server.h"
 #include "snapshot.h"
@@ -53,6 +55,11 @@ struct backend_slot {
         kdp_loop_source *expiry;        /* rescan the backend asked for (kdp_backend_rescan_after()) */
         fd_watch *watches;
         bool dirty;                     /* a device event asks for a scan */
+        kdp_conditions conditions;      /* of its last scan: devices not served, refusals, NUMA dropped */
+        bool list_tried;                /* its not-served list was written, or tried, since start */
+        bool listed;                    /* ... and written: removed at exit */
+        int list_error;                 /* the error of the last try, 0: none */
+        int scan_error;                 /* the error of its last scan, 0: it succeeded */
 };
 
 typedef struct kdp_resource kdp_resource;
@@ -78,6 +85,7 @@ struct kdp_daemon {
         char *config_path;
         char **overrides;
         char *kubelet_dir;
+        char *state_dir;                /* where the not-served lists go */
         char *roots[_KDP_PATH_KIND_MAX];
         backend_slot *slots;
         size_t n_slots;
@@ -400,6 +408,64 @@ static void retire_resource(kdp_daemon *d, kdp_resource *res) {
         (void) kdp_loop_timer_arm(d->trim_timer, TRIM_AFTER_MS, 0);    /* the table it held */
 }
 
+/* A resource another backend serves: noted (logged once) with each of its devices, none of them served. */
+static void refuse_list(backend_slot *slot, kdp_device_tree *tree, const kdp_device_list *list, const char *served_by) {
+        _cleanup_free_ char *why = NULL;
+
+        (void) kdp_device_tree_note(tree, KDP_TREE_NOTE_REFUSED_RESOURCE, list->resource, served_by, 0, 0);
+        if (asprintf(&why, "its resource %s is served by backend %s", list->resource, served_by) < 0)
+                return;
+        for (size_t i = 0; i < list->n_devices; i++) {
+                const kdp_device *dev = &list->devices[i];
+
+                (void) kdp_device_tree_note(tree, KDP_TREE_NOTE_NOT_SERVED,
+                                            dev->pci_address ? dev->pci_address : dev->id, why, 0, 0);
+        }
+}
+
+/* Whether a device of `slot`, by PCI address or ID, is in one of its resources now. */
+static bool slot_serves(const char *address, void *userdata) {
+        backend_slot *slot = userdata;
+
+        for (kdp_resource *res = slot->d->resources; res; res = res->next) {
+                const kdp_device_list *l = &res->snap->list;
+
+                if (res->owner != slot)
+                        continue;
+                if (kdp_device_list_find(l, address))
+                        return true;
+                for (size_t i = 0; i < l->n_devices; i++)
+                        if (l->devices[i].pci_address && strcmp(l->devices[i].pci_address, address) == 0)
+                                return true;
+        }
+        return false;
+}
+
+/*
+ * Rewrites the backend's not-served list for `kdpctl not-served`. A failure is
+ * retried at the next change of the list and logged when it is not the last
+ * failure's error (so not at every change of a state dir that stays unwritable).
+ */
+static void write_not_served(backend_slot *slot) {
+        _cleanup_free_ kdp_not_served_entry *v = NULL;
+        size_t n = 0;
+        int r;
+
+        slot->list_tried = true;
+        r = kdp_conditions_not_served(&slot->conditions, &v, &n);
+        if (r >= 0)
+                r = kdp_not_served_write(slot->d->state_dir, slot->b->name, v, n);
+        if (r < 0 && r != slot->list_error)
+                kdp_log_error(r, "Failed to write the list of devices not served", KDP_F_STR("backend", slot->b->name),
+                              KDP_F_STR("stateDir", slot->d->state_dir));
+        else if (r >= 0 && slot->list_error)
+                kdp_log_info("Wrote the list of devices not served again", KDP_F_STR("backend", slot->b->name),
+                             KDP_F_STR("stateDir", slot->d->state_dir));
+        slot->list_error = r < 0 ? r : 0;
+        if (r >= 0)
+                slot->listed = true;
+}
+
 /* Applies a finished scan of `slot`; `reserve` re-serves and re-registers its surviving resources. */
 static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
         kdp_daemon *d = slot->d;
@@ -411,10 +477,8 @@ static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
                 kdp_resource *res = find_resource(d, list->resource);
 
                 if (res && res->owner != slot) {
-                        ret = kdp_log_error(-EEXIST, "Refused resource served by another backend",
-                                            KDP_F_STR("resource", list->resource),
-                                            KDP_F_STR("backend", slot->b->name),
-                                            KDP_F_STR("servedBy", res->owner->b->name));
+                        refuse_list(slot, tree, list, res->owner->b->name);
+                        ret = -EEXIST;
                         continue;
                 }
                 if (res)
@@ -433,16 +497,26 @@ static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
         }
         if (recheck_at)
                 (void) kdp_loop_timer_arm(slot->recheck, recheck_at - now, 0);
+        if (kdp_conditions_update(&slot->conditions, slot->b->name, tree, slot_serves, slot) > 0 || !slot->list_tried)
+                write_not_served(slot);
         return ret;
 }
 
+/* A failing scan is logged when it starts failing or fails otherwise, and when it works again. */
 static int rescan(backend_slot *slot, bool reserve) {
         _cleanup_(kdp_device_tree_freep) kdp_device_tree *tree = NULL;
         int r;
 
         r = kdp_registry_scan(slot->b, slot->d->roots[KDP_PATH_SYSFS], &tree);
-        if (r < 0)
+        if (r < 0) {
+                if (r != slot->scan_error)
+                        kdp_log_error(r, "Failed to scan devices", KDP_F_STR("backend", slot->b->name));
+                slot->scan_error = r;
                 return r;
+        }
+        if (slot->scan_error)
+                kdp_log_info("Scanned devices again after failing", KDP_F_STR("backend", slot->b->name));
+        slot->scan_error = 0;
         return apply_tree(slot, tree, reserve);
 }
 
@@ -814,12 +888,7 @@ static int start_backends(kdp_daemon *d) {
                         return r;
         }
         for (size_t i = 0; i < d->n_slots; i++) {
-                _cleanup_(kdp_device_tree_freep) kdp_device_tree *tree = NULL;
-
-                r = kdp_registry_scan(d->slots[i].b, d->roots[KDP_PATH_SYSFS], &tree);
-                if (r < 0)
-                        return r;
-                r = apply_tree(&d->slots[i], tree, false);
+                r = rescan(&d->slots[i], false);
                 if (r < 0)
                         return r;       /* a resource claimed twice is a configuration error at start */
                 r = arm_slot_timer(&d->slots[i]);
@@ -831,9 +900,10 @@ static int start_backends(kdp_daemon *d) {
 
 static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
         d->kubelet_dir = strdup(o->kubelet_dir ? o->kubelet_dir : "/var/lib/kubelet/device-plugins");
+        d->state_dir = strdup(o->state_dir ? o->state_dir : KDP_NOT_SERVED_DEFAULT_DIR);
         d->config_path = o->config_path ? strdup(o->config_path) : NULL;
         d->overrides = strv_copy(o->overrides);
-        if (!d->kubelet_dir || (o->config_path && !d->config_path) || !d->overrides)
+        if (!d->kubelet_dir || !d->state_dir || (o->config_path && !d->config_path) || !d->overrides)
                 return -ENOMEM;
         /* every root is set, so the device tree resolves PCI paths (locality) under the default /sys too */
         for (int k = 0; k < _KDP_PATH_KIND_MAX; k++)
@@ -913,6 +983,9 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
         d->udev = kdp_udev_monitor_free(d->udev);
         for (size_t i = 0; i < d->n_slots; i++) {
                 stop_backend(&d->slots[i]);
+                if (d->slots[i].listed)
+                        (void) kdp_not_served_remove(d->state_dir, d->slots[i].b->name);
+                kdp_conditions_done(&d->slots[i].conditions);
                 kdp_loop_remove(d->slots[i].timer);
                 kdp_loop_remove(d->slots[i].recheck);
                 kdp_loop_remove(d->slots[i].expiry);
@@ -930,6 +1003,7 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
         free(d->config_path);
         strv_free(d->overrides);
         free(d->kubelet_dir);
+        free(d->state_dir);
         for (int k = 0; k < _KDP_PATH_KIND_MAX; k++)
                 free(d->roots[k]);
         free(d);

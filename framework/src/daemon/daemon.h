@@ -11,7 +11,12 @@
  *   stream lost, kubelet.sock unchanged → that resource re-served and re-registered
  *   SIGHUP   reload config; only backends whose section changed restart, and
  *            only their resources re-register
- *   SIGTERM/SIGINT  stop serving, remove our sockets, exit
+ *   SIGTERM/SIGINT  stop serving, remove our sockets and not-served lists, exit
+ *
+ * After each scan the backend's conditions (conditions.h: devices it does not
+ * serve, refused resources, dropped NUMA affinity) are diffed against its
+ * previous scan's and logged only where they changed; when the devices not
+ * served changed, <state dir>/<backend>.not-served is rewritten (not-served.h).
  *
  * The daemon owns backends, resources, the kubelet client and the server
  * runtime; a resource borrows its backend; a server borrows its resource's
@@ -31,6 +36,7 @@ typedef struct kdp_daemon_options {
         const char *config_path;        /* may be NULL */
         const char *const *overrides;   /* "backend.key=value", NULL-terminated, may be NULL */
         const char *kubelet_dir;
+        const char *state_dir;          /* the not-served lists (not-served.h); NULL: /run/kdp */
         const char *roots[_KDP_PATH_KIND_MAX];  /* NULL: default */
         const char *const *backend_dirs;        /* NULL: kdp_registry_default_dirs() */
         uint64_t health_hold_ms;                /* a flapping device stays Unhealthy this long; 0: off */

@@ -44,6 +44,8 @@ static void usage(FILE *f) {
               "      --dev-root DIR        /dev root (default /dev)\n"
               "      --proc-root DIR       procfs root (default /proc)\n"
               "      --cdi-dir DIR         CDI spec dir (default /var/run/cdi)\n"
+              "      --state-dir DIR       where kdpd lists the devices each backend does not serve, for\n"
+              "                            `kdpctl not-served` (default /run/kdp; never the kubelet dir)\n"
               "      --health-hold-ms MS   a device that failed is reported healthy again only after\n"
               "                            staying healthy this long (default 5000; 0 = at once)\n"
               "      --udev-source S       device events from 'udev' or 'kernel' (default: udev when\n"
@@ -96,7 +98,7 @@ static int parse_udev_source(const char *s, const char **ret) {
 }
 
 static int parse_args(int argc, char **argv, args *a) {
-        enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV };
+        enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV, OPT_STATE };
         static const struct option options[] = {
                 { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
                 { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
@@ -104,6 +106,7 @@ static int parse_args(int argc, char **argv, args *a) {
                 { "proc-root", required_argument, NULL, OPT_PROC }, { "cdi-dir", required_argument, NULL, OPT_CDI },
                 { "health-hold-ms", required_argument, NULL, OPT_HOLD },
                 { "udev-source", required_argument, NULL, OPT_UDEV },
+                { "state-dir", required_argument, NULL, OPT_STATE },
                 { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -121,6 +124,7 @@ static int parse_args(int argc, char **argv, args *a) {
                 case OPT_CDI: a->opts.roots[KDP_PATH_CDI] = optarg; break;
                 case OPT_HOLD: r = parse_hold(optarg, &a->opts.health_hold_ms); break;
                 case OPT_UDEV: r = parse_udev_source(optarg, &a->opts.udev_source); break;
+                case OPT_STATE: a->opts.state_dir = optarg; break;
                 case 'v': r = parse_verbosity(optarg); break;
                 case 'h': a->help = true; break;
                 default: usage(stderr); return -EINVAL;

@@ -264,7 +264,7 @@ int kdp_registry_scan(kdp_backend *b, const char *sysfs_root, kdp_device_tree **
                 probe_devices(b, tree);
         pthread_mutex_unlock(&b->lock);
         if (r < 0)
-                return kdp_log_error(r, "Failed to scan devices", KDP_F_STR("backend", b->name));
+                return r;       /* the caller logs it, once while it keeps failing */
         kdp_device_tree_finish(tree);
         *ret = KDP_TAKE_PTR(tree);
         return 0;

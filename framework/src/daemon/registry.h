@@ -63,7 +63,7 @@ void kdp_registry_set_host(kdp_backend *b, const kdp_backend_host *host, void *d
 int kdp_registry_start(kdp_backend *b, const kdp_config *config, const char *const roots[_KDP_PATH_KIND_MAX]);
 void kdp_registry_stop(kdp_backend *b);
 
-/* Runs scan() and probe() for every device; *ret is finished (sorted, topology checked). */
+/* Runs scan() and probe() for every device; *ret is finished (sorted, topology checked). Not logged. */
 int kdp_registry_scan(kdp_backend *b, const char *sysfs_root, kdp_device_tree **ret);
 
 int kdp_registry_allocate(kdp_backend *b, const kdp_alloc_request *req, kdp_alloc_response *resp);

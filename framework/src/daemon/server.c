@@ -297,9 +297,31 @@ static void reply_empty(kdp_call *c) {
 
 static void handle_options(kdp_call *c) {
         grpc_byte_buffer *bb = NULL;
-        int r = kdp_proto_conv_pack_options(c->server->backend->pre_start != NULL, true, &bb);
+        bool pre_start = c->server->backend->pre_start != NULL;
+        int r = kdp_proto_conv_pack_options(pre_start, true, &bb);
 
+        if (r >= 0)
+                kdp_log_v(2, "Answered device plugin options", KDP_F_STR("resource", c->server->resource),
+                          KDP_F_STR("preStartRequired", pre_start ? "true" : "false"),
+                          KDP_F_STR("getPreferredAllocationAvailable", "true"));
         reply_message(c, r, bb);
+}
+
+/* "a,b,c" for a log line (free()); NULL when out of memory. */
+static char *ids_text(const char *const *ids, size_t n) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%s", i > 0 ? "," : "", ids[i]);
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
 }
 
 /* Checks every ID of a request; on failure writes a message for the peer into err. */
@@ -486,6 +508,12 @@ static void handle_preferred(kdp_call *c, const V1beta1__PreferredAllocationRequ
                 r = prefer_container(c, snap, req->container_requests[done], &reqs[done], &resps[done]);
         if (r >= 0)
                 r = kdp_proto_conv_pack_preferred(resps, n, &bb);
+        for (size_t i = 0; r >= 0 && i < n && kdp_log_get_verbosity() >= 2; i++) {
+                _cleanup_free_ char *ids = ids_text((const char *const *) resps[i].ids, resps[i].n_ids);
+
+                kdp_log_v(2, "Chose preferred devices", KDP_F_STR("resource", c->server->resource),
+                          KDP_F_INT("container", i), KDP_F_INT("size", reqs[i].size), KDP_F_STR("devices", ids));
+        }
         for (size_t i = 0; i < done; i++)
                 kdp_pref_response_done(&resps[i]);
         reply_message(c, r, bb);
@@ -515,6 +543,8 @@ static void handle_pre_start(kdp_call *c, ProtobufCMessage *m) {
                 return;
         }
         if (!c->server->backend->pre_start) {
+                kdp_log_v(2, "Prepared devices for a container", KDP_F_STR("resource", c->server->resource),
+                          KDP_F_INT("devices", req->n_devices_ids), KDP_F_STR("backendHook", "none"));
                 protobuf_c_message_free_unpacked(m, NULL);
                 reply_empty(c);
                 return;
@@ -541,6 +571,8 @@ static void run_pre_start(kdp_call *c) {
                 reply_error(c, r, err);
                 return;
         }
+        kdp_log_v(2, "Prepared devices for a container", KDP_F_STR("resource", c->server->resource),
+                  KDP_F_INT("devices", req->n_devices_ids), KDP_F_STR("backendHook", "done"));
         reply_empty(c);
 }
 

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <libudev.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -55,9 +56,24 @@ static const char *default_source(void) {
         return access(UDEVD_CONTROL, F_OK) == 0 ? "udev" : "kernel";
 }
 
+/* "pci,drm": every subsystem watched, for the log (cut at the buffer's end). */
+static void join_names(const char *const *names, char *buf, size_t size) {
+        size_t len = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; names[i] && len < size; i++) {
+                int n = snprintf(buf + len, size - len, "%s%s", i > 0 ? "," : "", names[i]);
+
+                if (n < 0)
+                        break;
+                len += (size_t) n;
+        }
+}
+
 int kdp_udev_monitor_new(kdp_loop *loop, const char *const *subsystems, const char *source,
                          kdp_udev_monitor_fn fn, void *userdata, kdp_udev_monitor **ret) {
         _cleanup_(kdp_udev_monitor_freep) kdp_udev_monitor *m = NULL;
+        char names[256];
         int r;
 
         if (!subsystems || !subsystems[0] || !fn)
@@ -86,8 +102,8 @@ int kdp_udev_monitor_new(kdp_loop *loop, const char *const *subsystems, const ch
         r = kdp_loop_add_fd(loop, udev_monitor_get_fd(m->monitor), EPOLLIN, on_readable, m, &m->source);
         if (r < 0)
                 return r;
-        kdp_log_info("Watching device events", KDP_F_STR("source", m->source_name),
-                     KDP_F_STR("subsystem", subsystems[0]));
+        join_names(subsystems, names, sizeof(names));
+        kdp_log_info("Watching device events", KDP_F_STR("source", m->source_name), KDP_F_STR("subsystems", names));
         *ret = KDP_TAKE_PTR(m);
         return 0;
 }
