@@ -32,6 +32,7 @@ typedef struct kept_node {
         size_t weight;          /* tree nodes it stands for: its depth minus its parent's (root: 0) */
         size_t depth;           /* depth of its lowest tree node: root 0, NUMA node 1, ... */
         size_t level;           /* kept nodes above it */
+        size_t deepest;         /* depth of the deepest bag below it, its own included */
 } kept_node;
 
 struct kdp_preferred_index {
@@ -183,6 +184,12 @@ static int index_compress(kdp_preferred_index *idx) {
                         last = v;
                 }
                 idx->bag_of[d] = kept_id[last];
+                idx->kept[kept_id[last]].deepest = depth[last];
+        }
+        for (size_t k = idx->n_kept; k-- > 1;) {
+                kept_node *up = &idx->kept[idx->kept[k].parent];
+
+                up->deepest = up->deepest > idx->kept[k].deepest ? up->deepest : idx->kept[k].deepest;
         }
         return 0;
 }
@@ -277,7 +284,6 @@ unsigned kdp_preferred_distance(const kdp_preferred_index *idx, size_t a, size_t
         return (unsigned) ((n_a - n_common) + (n_b - n_common));
 }
 
-
 /* ---- picking ---- */
 
 enum {
@@ -354,19 +360,33 @@ static int score_compare(score a, score b) {
         return a.q < b.q ? -1 : a.q > b.q;
 }
 
-static bool stack_reserve(void **buf, size_t *capacity, size_t need, size_t elem) {
+/* *ret = buf grown to hold `need` elements (doubling); false (buf unchanged) without memory. */
+static bool stack_grow(void *buf, size_t *capacity, size_t need, size_t elem, void **ret) {
         size_t c = *capacity ? *capacity : 256;
-        void *b;
 
+        *ret = buf;
         if (need <= *capacity)
                 return true;
-        while (c < need)
+        while (c < need && c <= SIZE_MAX / 2 / elem)
                 c *= 2;
-        b = realloc(*buf, c * elem);
-        if (!b)
+        buf = c >= need ? realloc(buf, c * elem) : NULL;
+        if (!buf)
                 return false;
-        *buf = b;
         *capacity = c;
+        *ret = buf;
+        return true;
+}
+
+/* Room for `scores` scores and `sets` set entries on the stacks in all. */
+static bool stacks_reserve(pick *p, size_t scores, size_t sets) {
+        void *b;
+
+        if (!stack_grow(p->scores, &p->scores_capacity, scores, sizeof(score), &b))
+                return false;
+        p->scores = b;
+        if (!stack_grow(p->sets, &p->sets_capacity, sets, sizeof(size_t), &b))
+                return false;
+        p->sets = b;
         return true;
 }
 
@@ -386,7 +406,7 @@ static bool table_of_bag(pick *p, size_t v, table *ret) {
                 .bag = p->bags + u->bag,
         };
 
-        if (!stack_reserve((void **) &p->scores, &p->scores_capacity, t.scores + t.n + 1, sizeof(score)))
+        if (!stacks_reserve(p, t.scores + t.n + 1, 0))
                 return false;
         memset(p->scores + t.scores, 0, (t.n + 1) * sizeof(score));
         p->n_scores += t.n + 1;
@@ -436,10 +456,7 @@ static bool table_merge(pick *p, const table *a, const table *b, table *ret) {
         size_t n = min_size(p->m, a->n + b->n);
         table t = { .n = n, .scores = p->n_scores, .sets = p->with_sets ? p->n_sets : NONE };
 
-        if (!stack_reserve((void **) &p->scores, &p->scores_capacity, t.scores + n + 1, sizeof(score)))
-                return false;
-        if (p->with_sets &&
-            !stack_reserve((void **) &p->sets, &p->sets_capacity, t.sets + n * (n + 1) / 2, sizeof(size_t)))
+        if (!stacks_reserve(p, t.scores + n + 1, p->with_sets ? t.sets + n * (n + 1) / 2 : 0))
                 return false;
         p->n_scores += n + 1;
         if (p->with_sets)
@@ -507,20 +524,46 @@ static bool table_of_subtree(pick *p, size_t v, table *ret) {
         return true;
 }
 
-/* The score of m picks below candidate x, counting x's ancestors (which hold all of them). */
-static bool candidate_score(pick *p, size_t x, score *ret) {
+/* The best score of m picks below kept node x, x included. */
+static bool subtree_score(pick *p, size_t x, score *ret) {
         table t;
-        score s;
 
         p->n_scores = p->n_sets = 0;
         if (!table_of_subtree(p, x, &t))
                 return false;
         assert(t.n == p->m);
-        s = p->scores[t.scores + p->m];
+        *ret = p->scores[t.scores + p->m];
+        return true;
+}
+
+/* What x's ancestors add when all m picks are below x (the same for x's siblings). */
+static score ancestors_score(const pick *p, size_t x) {
+        score s = { 0, 0 };
+
         for (size_t a = p->idx->kept[x].parent; a != NONE; a = p->idx->kept[a].parent)
                 s = score_add(s, node_score(p->idx->kept[a].weight, p->nodes[a].n_must, p->nodes[a].n_free, p->m));
-        *ret = s;
-        return true;
+        return s;
+}
+
+/*
+ * m = 1: both criteria are sums along the device's path, so the best single
+ * device is the first of the bag with the best path.
+ */
+static void best_single(const pick *p, size_t v, score above, score *best, size_t *ret) {
+        const pick_node *u = &p->nodes[v];
+        score s = score_add(above, node_score(p->idx->kept[v].weight, u->n_must, u->n_free, 1));
+
+        if (u->n_own > 0) {
+                size_t d = p->bags[u->bag];
+                int r = *ret == NONE ? 1 : score_compare(s, *best);
+
+                if (r > 0 || (r == 0 && d < *ret)) {
+                        *best = s;
+                        *ret = d;
+                }
+        }
+        for (size_t c = u->first_child; c != NONE; c = p->nodes[c].next_sibling)
+                best_single(p, c, s, best, ret);
 }
 
 static int compare_size(const void *a, const void *b) {
@@ -544,6 +587,13 @@ static size_t *take_all(const pick *p, size_t x, size_t *out) {
 static bool candidate_set(pick *p, size_t x, size_t *out) {
         table t;
 
+        if (p->m == 1) {
+                score none = { 0, 0 }, best = { 0, 0 };
+
+                out[0] = NONE;
+                best_single(p, x, none, &best, out);
+                return true;
+        }
         if (p->nodes[x].n_free == p->m) {
                 (void) take_all(p, x, out);
                 qsort(out, p->m, sizeof(size_t), compare_size);
@@ -569,7 +619,10 @@ static size_t kept_lca(const kdp_preferred_index *idx, size_t a, size_t b) {
         return a;
 }
 
-/* Counts M and A per kept node, links the active ones, fills the bags. */
+/*
+ * Counts M and A per kept node, links the nodes holding some of A to their
+ * parents, fills the bags: O(n_devices + n_kept + |M| × depth).
+ */
 static void pick_count(pick *p, const size_t *must, size_t n_must) {
         const kdp_preferred_index *idx = p->idx;
         size_t offset = 0;
@@ -579,23 +632,10 @@ static void pick_count(pick *p, const size_t *must, size_t n_must) {
         for (size_t i = 0; i < n_must; i++)
                 for (size_t k = idx->bag_of[must[i]]; k != NONE; k = idx->kept[k].parent)
                         p->nodes[k].n_must++;
-        /* ascending, so that each node's min_device is its first device and bags are sorted */
-        for (size_t d = 0; d < idx->n_devices; d++) {
-                if (p->state[d] != DEVICE_FREE)
-                        continue;
-                p->nodes[idx->bag_of[d]].n_own++;
-                for (size_t k = idx->bag_of[d]; k != NONE; k = idx->kept[k].parent) {
-                        pick_node *u = &p->nodes[k];
-
-                        if (u->n_free++ > 0)
-                                continue;
-                        u->min_device = d;
-                        if (idx->kept[k].parent != NONE) {
-                                u->next_sibling = p->nodes[idx->kept[k].parent].first_child;
-                                p->nodes[idx->kept[k].parent].first_child = k;
-                        }
-                }
-        }
+        /* ascending, so that bags are sorted and a bag's first device is its lowest */
+        for (size_t d = 0; d < idx->n_devices; d++)
+                if (p->state[d] == DEVICE_FREE && p->nodes[idx->bag_of[d]].n_own++ == 0)
+                        p->nodes[idx->bag_of[d]].min_device = d;
         for (size_t k = 0; k < idx->n_kept; k++) {
                 p->nodes[k].bag = offset;
                 offset += p->nodes[k].n_own;
@@ -603,8 +643,20 @@ static void pick_count(pick *p, const size_t *must, size_t n_must) {
         for (size_t d = 0; d < idx->n_devices; d++)
                 if (p->state[d] == DEVICE_FREE)
                         p->bags[p->nodes[idx->bag_of[d]].bag++] = d;
-        for (size_t k = 0; k < idx->n_kept; k++)
-                p->nodes[k].bag -= p->nodes[k].n_own;
+        /* children have higher numbers than their parents */
+        for (size_t k = idx->n_kept; k-- > 0;) {
+                pick_node *u = &p->nodes[k], *parent;
+
+                u->bag -= u->n_own;
+                u->n_free += u->n_own;
+                if (u->n_free == 0 || k == 0)
+                        continue;
+                parent = &p->nodes[idx->kept[k].parent];
+                parent->n_free += u->n_free;
+                parent->min_device = min_size(parent->min_device, u->min_device);
+                u->next_sibling = parent->first_child;
+                parent->first_child = k;
+        }
 }
 
 /* Criterion 1: the candidates for the lowest common ancestor, into ret (room for n_kept). */
@@ -641,44 +693,121 @@ static size_t pick_candidates(const pick *p, const size_t *must, size_t n_must, 
 typedef struct candidate {
         size_t node;
         size_t min_device;
+        score above;            /* what its ancestors add */
+        int64_t bound;          /* at least score.p */
         score score;
+        bool scored;
 } candidate;
 
-static int compare_candidate(const void *a, const void *b) {
-        const candidate *x = a, *y = b;
-        int r = score_compare(y->score, x->score);
-
-        if (r != 0)
-                return r;
-        return x->min_device < y->min_device ? -1 : x->min_device > y->min_device;
+static int compare_size_descending(const void *a, const void *b) {
+        return compare_size(b, a);
 }
 
-/* Criteria 2 to 4 over the candidates: the m devices to add, ascending, into out. */
+/*
+ * An upper bound of the p of candidate x (several candidates: M is empty).
+ * x adds its exact share; a pair below child c of x adds at most the depth of
+ * c's deepest bag below x; and Σ C(f_c, 2) over the children, f_c no more
+ * than their free devices, Σ f_c ≤ m, is largest when the fullest children
+ * are filled first.
+ */
+static int64_t candidate_bound(const pick *p, size_t x, size_t *scratch) {
+        const kdp_preferred_index *idx = p->idx;
+        size_t n = 0, left = p->m, reach = 0;
+        int64_t pairs_below = 0;
+
+        for (size_t c = p->nodes[x].first_child; c != NONE; c = p->nodes[c].next_sibling) {
+                scratch[n++] = p->nodes[c].n_free;
+                if (idx->kept[c].deepest - idx->kept[x].depth > reach)
+                        reach = idx->kept[c].deepest - idx->kept[x].depth;
+        }
+        if (n > 1)
+                qsort(scratch, n, sizeof(size_t), compare_size_descending);
+        for (size_t i = 0; i < n && left > 0; i++) {
+                pairs_below += pairs(min_size(scratch[i], left));
+                left -= min_size(scratch[i], left);
+        }
+        return node_score(idx->kept[x].weight, p->nodes[x].n_must, p->nodes[x].n_free, p->m).p +
+               (int64_t) reach * pairs_below;
+}
+
+/* Whether the subtrees of x and y hold the same counts in the same shape: then they score the same. */
+static bool subtree_equal(const pick *p, size_t x, size_t y) {
+        const pick_node *u = &p->nodes[x], *v = &p->nodes[y];
+        size_t a = u->first_child, b = v->first_child;
+
+        if (p->idx->kept[x].weight != p->idx->kept[y].weight || u->n_free != v->n_free ||
+            u->n_own != v->n_own || u->n_must != v->n_must)
+                return false;
+        for (; a != NONE && b != NONE; a = p->nodes[a].next_sibling, b = p->nodes[b].next_sibling)
+                if (!subtree_equal(p, a, b))
+                        return false;
+        return a == NONE && b == NONE;
+}
+
+/*
+ * Criteria 2 to 4 over the candidates: the m devices to add, ascending, into
+ * out. Candidates are scored, those with the highest bound first, while their
+ * bound reaches the best score (a subtree like the last one scored takes its
+ * score). Of the best, sets are built from the lowest free device up, and
+ * then only for a candidate whose lowest free device is below the first
+ * device of the set found.
+ */
 static bool pick_best(pick *p, const size_t *nodes, size_t n, size_t *out) {
         _cleanup_free_ candidate *c = NULL;
-        _cleanup_free_ size_t *set = NULL;
-        size_t n_tied = 1;
+        _cleanup_free_ size_t *set = NULL, *scratch = NULL;
+        size_t last = NONE, last_parent = NONE, first = NONE;
+        score last_score = { 0, 0 }, above = { 0, 0 }, best = { INT64_MIN, INT64_MIN };
+        int64_t top = INT64_MIN;
 
         if (n == 1)
                 return candidate_set(p, nodes[0], out);
 
-        c = calloc(n, sizeof(candidate));
-        set = calloc(p->m, sizeof(size_t));
-        if (!c || !set)
+        c = malloc(n * sizeof(candidate));
+        set = malloc(p->m * sizeof(size_t));
+        scratch = malloc(p->idx->n_kept * sizeof(size_t));
+        if (!c || !set || !scratch)
                 return false;
-        p->with_sets = false;
         for (size_t i = 0; i < n; i++) {
-                c[i] = (candidate){ .node = nodes[i], .min_device = p->nodes[nodes[i]].min_device };
-                if (!candidate_score(p, nodes[i], &c[i].score))
-                        return false;
+                if (p->idx->kept[nodes[i]].parent != last_parent) {
+                        last_parent = p->idx->kept[nodes[i]].parent;
+                        above = ancestors_score(p, nodes[i]);
+                }
+                c[i] = (candidate){
+                        .node = nodes[i],
+                        .min_device = p->nodes[nodes[i]].min_device,
+                        .above = above,
+                        .bound = above.p + candidate_bound(p, nodes[i], scratch),
+                };
+                if (c[i].bound > top)
+                        top = c[i].bound;
         }
-        /* best score first, then by lowest free device: no later one can start lower than that */
-        qsort(c, n, sizeof(candidate), compare_candidate);
-        while (n_tied < n && score_compare(c[n_tied].score, c[0].score) == 0)
-                n_tied++;
-        if (!candidate_set(p, c[0].node, out))
+
+        p->with_sets = false;
+        for (unsigned round = 0; round < 2; round++)
+                for (size_t i = 0; i < n; i++) {
+                        if (c[i].scored || (round == 0 ? c[i].bound < top : c[i].bound < best.p))
+                                continue;
+                        if (last == NONE || !subtree_equal(p, last, c[i].node)) {
+                                if (!subtree_score(p, c[i].node, &last_score))
+                                        return false;
+                                last = c[i].node;
+                        }
+                        c[i].score = score_add(last_score, c[i].above);
+                        c[i].scored = true;
+                        if (score_compare(c[i].score, best) > 0)
+                                best = c[i].score;
+                }
+
+        for (size_t i = 0; i < n; i++)
+                if (c[i].scored && score_compare(c[i].score, best) == 0 &&
+                    (first == NONE || c[i].min_device < c[first].min_device))
+                        first = i;
+        if (!candidate_set(p, c[first].node, out))
                 return false;
-        for (size_t i = 1; i < n_tied && c[i].min_device < out[0]; i++) {
+        for (size_t i = 0; i < n; i++) {
+                if (i == first || !c[i].scored || score_compare(c[i].score, best) != 0 ||
+                    c[i].min_device >= out[0])
+                        continue;
                 if (!candidate_set(p, c[i].node, set))
                         return false;
                 if (set[0] < out[0])
@@ -760,9 +889,9 @@ size_t kdp_preferred_pick(const kdp_preferred_index *idx,
                 return n;
         }
 
-        nodes = calloc(idx->n_kept, sizeof(pick_node));
-        bags = calloc(n_free, sizeof(size_t));
-        candidates = calloc(idx->n_kept, sizeof(size_t));
+        nodes = malloc(idx->n_kept * sizeof(pick_node));
+        bags = malloc(n_free * sizeof(size_t));
+        candidates = malloc(idx->n_kept * sizeof(size_t));
         if (!nodes || !bags || !candidates)
                 return pick_fallback(idx, available, n_available, must_include, n_must_include,
                                      size, ret_picked);

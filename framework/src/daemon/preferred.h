@@ -41,30 +41,35 @@
  * alone below some node goes into the bag of the lowest node above it that
  * holds two or more; devices of one bag differ only by index, so the best n of
  * a bag are its n lowest. A pick counts the available and must_include
- * devices below each node; the candidates for criterion 1 are the deepest
- * nodes that hold M and m = k − |M| of A (with M: the one on M's path; without:
- * every deepest node holding m; with k = 1: the root). Below a candidate, a
- * dynamic programme over (node, count ≤ m) takes each node's best (P, Q) for
- * each count from its children's: both are sums over nodes of a term fixed by
- * the count at that node, and the lexicographic order of (P, Q) pairs is kept
- * by adding a pair, so a best set is made of best sets of the children. For
- * criterion 4 each (node, count) also keeps its smallest best set: for subtrees
- * that share no device, X ≤ Y implies X ∪ Z ≤ Y ∪ Z, and two unions compare by
- * the lowest device in one of them and not the other. Several candidates are
- * first scored without sets; sets are then built for the best-scored ones in
- * the order of their lowest free device, until no other can hold a lower one.
+ * devices below each node. The candidates for criterion 1 are the deepest
+ * nodes that hold M and m = k − |M| devices of A: with M, the one on M's path;
+ * without, every deepest node holding m; for k = 1, the root. Below a
+ * candidate, a dynamic programme over (node, count ≤ m) takes each node's best
+ * (P, Q) for each count from its children's. Both are sums over nodes of a
+ * term fixed by the count at that node, and adding a pair keeps the
+ * lexicographic order of (P, Q) pairs, so a best set is made of best sets of
+ * the children. For criterion 4 each (node, count) also keeps its smallest
+ * best set: for subtrees that share no device, X ≤ Y implies X ∪ Z ≤ Y ∪ Z,
+ * and two unions compare by the lowest device in one and not the other. With
+ * m = 1 both sums run along one path, so one walk finds the best bag.
+ * Several candidates are scored without sets, highest upper bound of P first
+ * and only while the bound reaches the best score (a candidate whose subtree
+ * holds the same counts as the one scored before it takes its score); sets
+ * are then built for the best, lowest free device first, and for another only
+ * while its lowest free device is below the first device found.
  *
- * Cost of a pick, n devices, depth d, m as above: O(n) to clear its scratch
- * state, O(n_available × d) to count, then under each candidate O(c × t_p ×
- * t_c) for merging a child c into its parent p, t = min(m, available below);
- * sets add O(t_p²) per merge. A candidate that is one bag (a switch's GPUs,
- * one PF's VFs, a resource without topology) costs O(m); when a candidate
- * holds exactly m, all of it is taken. So up to a switch's worth it is
- * O(n + n_available × d); large m under a wide subtree costs up to O(n × m²)
- * time and O(d × m²) memory (bench/bench-preferred.c measures it). A pick
+ * Cost of a pick, n devices, depth d, m as above: O(n) to clear and count
+ * (each device once, each node once), then, under the candidates scored, a
+ * merge of child c into parent p takes O(t_p × t_c) score sums, t = min(m,
+ * devices of A below), and with sets also O(t_p²) to write them and O(t) per
+ * tie compared. A candidate that is one bag (a switch's GPUs, one PF's VFs, a
+ * resource without topology) costs O(m); one that holds exactly m is taken
+ * whole. So up to a switch or a PF's worth a pick is O(n + candidates ×
+ * depth); large m under a wide subtree costs up to O(n × m²) time and O(d ×
+ * m²) words of scratch (bench/bench-preferred.c measures it). A pick
  * allocates its scratch per call and never writes to the index, so picks may
  * run concurrently on one index. It never fails: with fewer devices than
- * asked it returns all of them, and without memory for its scratch state it
+ * asked it returns all of them, and without memory for its scratch it
  * returns a valid set without locality.
  */
 #pragma once
