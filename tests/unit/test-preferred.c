@@ -363,10 +363,12 @@ END_TEST
 
 /* ---- the objective against an exhaustive search ---- */
 
-#define RANDOM_MAX_DEVICES 12
-#define RANDOM_CASES 5000
+#define RANDOM_MAX_DEVICES 40
+#define EXHAUSTIVE_MAX_DEVICES 12
+#define EXHAUSTIVE_CASES 5000
+#define SWAP_CASES 150
 
-/* A random resource (tree, available, must_include, size), small enough to try every subset. */
+/* A random resource: tree, available, must_include, size. */
 typedef struct random_case {
         size_t n;
         int numa[RANDOM_MAX_DEVICES];
@@ -397,14 +399,15 @@ static size_t random_below(uint64_t *state, size_t n) {
  * 4 components deep from 2 names per level, so that switches and root ports
  * are shared, now and then with empty components; in half of the cases every
  * path has one depth, 2 or 3, as on a regular node (many subtrees tie); a
- * fifth copy an earlier device's location. Three in four devices are available, with a duplicate
- * and an unknown index now and then; a third of the requests have 1 to 3
- * must_include entries (some not available, some unknown, some repeated).
+ * fifth copy an earlier device's location. Three in four devices are
+ * available, with a duplicate and an unknown index now and then; a third of
+ * the requests have 1 to 3 must_include entries (some not available, some
+ * unknown, some repeated).
  */
-static void random_case_new(uint64_t *state, random_case *c) {
+static void random_case_new(uint64_t *state, size_t min_devices, size_t max_devices, random_case *c) {
         size_t regular = random_below(state, 2) == 0 ? 2 + random_below(state, 2) : 0;
 
-        *c = (random_case){ .n = 1 + random_below(state, RANDOM_MAX_DEVICES) };
+        *c = (random_case){ .n = min_devices + random_below(state, max_devices - min_devices + 1) };
         for (size_t i = 0; i < c->n; i++) {
                 size_t depth, len = 0;
 
@@ -470,14 +473,67 @@ static unsigned oracle_closeness(const random_case *c, size_t a, size_t b) {
         }
 }
 
+/* M (in order, into ret) and A of preferred.h as flags; returns |M|, *ret_k = k. */
+static size_t oracle_sets(const random_case *c, bool *must, bool *free_set, size_t *ret, size_t *ret_k) {
+        size_t n_must = 0, n_free = 0;
+
+        memset(must, 0, c->n * sizeof(bool));
+        memset(free_set, 0, c->n * sizeof(bool));
+        for (size_t i = 0; i < c->n_must && n_must < c->size; i++)
+                if (c->must[i] < c->n && !must[c->must[i]]) {
+                        must[c->must[i]] = true;
+                        ret[n_must++] = c->must[i];
+                }
+        for (size_t i = 0; i < c->n_available; i++) {
+                size_t d = c->available[i];
+
+                if (d < c->n && !must[d] && !free_set[d]) {
+                        free_set[d] = true;
+                        n_free++;
+                }
+        }
+        *ret_k = n_must + (c->size - n_must < n_free ? c->size - n_must : n_free);
+        return n_must;
+}
+
+/*
+ * Criteria 1 to 3 of set s (k devices) as numbers to maximise: the least
+ * closeness of a pair in s (0 without a pair), the sum over its pairs, the
+ * sum over the pairs of A not in s.
+ */
+static void oracle_key(const random_case *c, const bool *s, const bool *free_set, size_t k, long key[3]) {
+        long worst = LONG_MAX;
+
+        key[1] = key[2] = 0;
+        for (size_t a = 0; a < c->n; a++)
+                for (size_t b = a + 1; b < c->n; b++) {
+                        long close = oracle_closeness(c, a, b);
+
+                        if (s[a] && s[b]) {
+                                worst = close < worst ? close : worst;
+                                key[1] += close;
+                        }
+                        if (free_set[a] && !s[a] && free_set[b] && !s[b])
+                                key[2] += close;
+                }
+        key[0] = k >= 2 ? worst : 0;
+}
+
+static int oracle_key_compare(const long x[3], const long y[3]) {
+        for (size_t i = 0; i < 3; i++)
+                if (x[i] != y[i])
+                        return x[i] > y[i] ? 1 : -1;
+        return 0;
+}
+
 /* Whether the sorted members of set x come before those of set y (same size). */
-static bool oracle_lower(unsigned x, unsigned y, size_t n) {
+static bool oracle_lower(const bool *x, const bool *y, size_t n) {
         size_t xs[RANDOM_MAX_DEVICES], ys[RANDOM_MAX_DEVICES], nx = 0, ny = 0;
 
         for (size_t d = 0; d < n; d++) {
-                if (x & (1u << d))
+                if (x[d])
                         xs[nx++] = d;
-                if (y & (1u << d))
+                if (y[d])
                         ys[ny++] = d;
         }
         for (size_t i = 0; i < nx && i < ny; i++)
@@ -486,57 +542,40 @@ static bool oracle_lower(unsigned x, unsigned y, size_t n) {
         return false;
 }
 
-/* The objective of preferred.h, applied to every subset. */
+/* The objective of preferred.h, applied to every subset (n ≤ EXHAUSTIVE_MAX_DEVICES). */
 static size_t oracle_pick(const random_case *c, size_t *ret) {
-        unsigned must = 0, free_set = 0, best = 0;
+        bool must[RANDOM_MAX_DEVICES], free_set[RANDOM_MAX_DEVICES], s[RANDOM_MAX_DEVICES];
+        bool best[RANDOM_MAX_DEVICES] = { false };
         long best_key[3] = { -1, -1, -1 };
-        size_t n_must = 0, n_free = 0, k, n = 0;
+        size_t n_must, k, n;
 
-        for (size_t i = 0; i < c->n_must && n_must < c->size; i++)
-                if (c->must[i] < c->n && !(must & (1u << c->must[i]))) {
-                        must |= 1u << c->must[i];
-                        ret[n_must++] = c->must[i];
-                }
+        ck_assert_uint_le(c->n, EXHAUSTIVE_MAX_DEVICES);
+        n_must = oracle_sets(c, must, free_set, ret, &k);
         if (n_must == c->size)
                 return n_must;
-        for (size_t i = 0; i < c->n_available; i++) {
-                size_t d = c->available[i];
+        for (unsigned mask = 0; mask < (1u << c->n); mask++) {
+                long key[3];
+                size_t size = 0;
+                bool valid = true;
+                int r;
 
-                if (d < c->n && !((must | free_set) & (1u << d))) {
-                        free_set |= 1u << d;
-                        n_free++;
+                for (size_t d = 0; d < c->n; d++) {
+                        s[d] = mask & (1u << d);
+                        size += s[d];
+                        valid = valid && (!s[d] || must[d] || free_set[d]) && (!must[d] || s[d]);
                 }
-        }
-        k = n_must + (c->size - n_must < n_free ? c->size - n_must : n_free);
-
-        for (unsigned s = 0; s < (1u << c->n); s++) {
-                long key[3] = { 0, 0, 0 }, worst = LONG_MAX;
-                int r = 0;
-
-                if ((size_t) __builtin_popcount(s) != k || (s & must) != must || (s & ~(must | free_set)))
+                if (!valid || size != k)
                         continue;
-                for (size_t a = 0; a < c->n; a++)
-                        for (size_t b = a + 1; b < c->n; b++) {
-                                long close = oracle_closeness(c, a, b);
-
-                                if ((s & (1u << a)) && (s & (1u << b))) {
-                                        worst = close < worst ? close : worst;
-                                        key[1] += close;
-                                }
-                                if ((free_set & ~s & (1u << a)) && (free_set & ~s & (1u << b)))
-                                        key[2] += close;
-                        }
-                key[0] = k >= 2 ? worst : 0;
-                for (size_t i = 0; i < 3 && r == 0; i++)
-                        r = key[i] > best_key[i] ? 1 : key[i] < best_key[i] ? -1 : 0;
+                oracle_key(c, s, free_set, k, key);
+                r = oracle_key_compare(key, best_key);
                 if (r > 0 || (r == 0 && oracle_lower(s, best, c->n))) {
-                        best = s;
+                        memcpy(best, s, sizeof(s));
                         memcpy(best_key, key, sizeof(key));
                 }
         }
         n = n_must;
         for (size_t d = 0; d < c->n; d++)
-                if ((best & ~must) & (1u << d))
+                if (best[d] && !must[d])
                         ret[n++] = d;
         return n;
 }
@@ -566,13 +605,13 @@ static void random_case_describe(const random_case *c, const size_t *want, size_
 START_TEST(test_preferred_pick_matches_exhaustive_search) {
         uint64_t state = 20240611;
 
-        for (unsigned i = 0; i < RANDOM_CASES; i++) {
+        for (unsigned i = 0; i < EXHAUSTIVE_CASES; i++) {
                 _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = NULL;
                 test_device t[RANDOM_MAX_DEVICES];
                 size_t want[RANDOM_MAX_DEVICES + 2], got[RANDOM_MAX_DEVICES + 2], n_want, n_got;
                 random_case c;
 
-                random_case_new(&state, &c);
+                random_case_new(&state, 1, EXHAUSTIVE_MAX_DEVICES, &c);
                 for (size_t d = 0; d < c.n; d++)
                         t[d] = (test_device){ "d", c.numa[d], c.has_path[d] ? c.path[d] : NULL };
                 idx = index_from(t, c.n);
@@ -580,12 +619,68 @@ START_TEST(test_preferred_pick_matches_exhaustive_search) {
                 got[c.size] = SIZE_MAX;
                 n_got = kdp_preferred_pick(idx, c.available, c.n_available, c.must, c.n_must, c.size, got);
                 if (n_got != n_want || memcmp(got, want, n_want * sizeof(size_t)) != 0 || got[c.size] != SIZE_MAX) {
-                        char description[2048];
+                        char description[4096];
 
                         random_case_describe(&c, want, n_want, got, n_got <= c.size ? n_got : c.size,
                                              description, sizeof(description));
                         ck_abort_msg("case %u:%s", i, description);
                 }
+        }
+}
+END_TEST
+
+/*
+ * Trees of 13 to 40 devices, too many to try every subset: the answer has the
+ * form of the contract, and no swap of one added device for another free one
+ * scores better, or as well with a lower set.
+ */
+START_TEST(test_preferred_pick_no_swap_improves_on_larger_trees) {
+        uint64_t state = 4096;
+
+        for (unsigned i = 0; i < SWAP_CASES; i++) {
+                _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = NULL;
+                test_device t[RANDOM_MAX_DEVICES];
+                bool must[RANDOM_MAX_DEVICES], free_set[RANDOM_MAX_DEVICES], s[RANDOM_MAX_DEVICES] = { false };
+                size_t want[RANDOM_MAX_DEVICES + 2], got[RANDOM_MAX_DEVICES + 2], n_must, k, n_got;
+                char description[8192];
+                long key[3], other[3];
+                random_case c;
+
+                random_case_new(&state, EXHAUSTIVE_MAX_DEVICES + 1, RANDOM_MAX_DEVICES, &c);
+                for (size_t d = 0; d < c.n; d++)
+                        t[d] = (test_device){ "d", c.numa[d], c.has_path[d] ? c.path[d] : NULL };
+                idx = index_from(t, c.n);
+                n_must = oracle_sets(&c, must, free_set, want, &k);
+                got[c.size] = SIZE_MAX;
+                n_got = kdp_preferred_pick(idx, c.available, c.n_available, c.must, c.n_must, c.size, got);
+                random_case_describe(&c, want, n_must, got, n_got <= c.size ? n_got : c.size,
+                                     description, sizeof(description));
+                ck_assert_msg(n_got == (n_must == c.size ? n_must : k) && got[c.size] == SIZE_MAX &&
+                              memcmp(got, want, n_must * sizeof(size_t)) == 0,
+                              "case %u (expected: M first):%s", i, description);
+                for (size_t j = n_must; j < n_got; j++) {
+                        ck_assert_msg(got[j] < c.n && free_set[got[j]] && !s[got[j]] && (j == n_must || got[j - 1] < got[j]),
+                                      "case %u: %zu is not a free device in ascending order:%s", i, got[j], description);
+                        s[got[j]] = true;
+                }
+                for (size_t j = 0; j < n_must; j++)
+                        s[got[j]] = true;
+                oracle_key(&c, s, free_set, n_got, key);
+                for (size_t j = n_must; j < n_got; j++)
+                        for (size_t f = 0; f < c.n; f++) {
+                                if (!free_set[f] || s[f])
+                                        continue;
+                                s[got[j]] = false;
+                                s[f] = true;
+                                oracle_key(&c, s, free_set, n_got, other);
+                                s[f] = false;
+                                s[got[j]] = true;
+                                ck_assert_msg(oracle_key_compare(other, key) < 0 ||
+                                              (oracle_key_compare(other, key) == 0 && got[j] < f),
+                                              "case %u: %zu instead of %zu is as good or better (%ld %ld %ld vs %ld %ld %ld):%s",
+                                              i, f, got[j], other[0], other[1], other[2], key[0], key[1], key[2],
+                                              description);
+                        }
         }
 }
 END_TEST
@@ -752,6 +847,7 @@ static Suite *preferred_suite(void) {
         tc = tcase_create("exhaustive");
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_preferred_pick_matches_exhaustive_search);
+        tcase_add_test(tc, test_preferred_pick_no_swap_improves_on_larger_trees);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("scale");
