@@ -632,17 +632,29 @@ static void pick_count(pick *p, const size_t *must, size_t n_must) {
         for (size_t i = 0; i < n_must; i++)
                 for (size_t k = idx->bag_of[must[i]]; k != NONE; k = idx->kept[k].parent)
                         p->nodes[k].n_must++;
-        /* ascending, so that bags are sorted and a bag's first device is its lowest */
-        for (size_t d = 0; d < idx->n_devices; d++)
-                if (p->state[d] == DEVICE_FREE && p->nodes[idx->bag_of[d]].n_own++ == 0)
-                        p->nodes[idx->bag_of[d]].min_device = d;
+        /*
+         * Ascending, so that bags are sorted and a bag's first device is its
+         * lowest; without branches on the state, which follows no pattern
+         * (a device not free goes to the spare slot at the end of bags).
+         */
+        for (size_t d = 0; d < idx->n_devices; d++) {
+                pick_node *u = &p->nodes[idx->bag_of[d]];
+                bool is_free = p->state[d] == DEVICE_FREE;
+
+                u->min_device = min_size(u->min_device, is_free ? d : NONE);
+                u->n_own += is_free;
+        }
         for (size_t k = 0; k < idx->n_kept; k++) {
                 p->nodes[k].bag = offset;
                 offset += p->nodes[k].n_own;
         }
-        for (size_t d = 0; d < idx->n_devices; d++)
-                if (p->state[d] == DEVICE_FREE)
-                        p->bags[p->nodes[idx->bag_of[d]].bag++] = d;
+        for (size_t d = 0; d < idx->n_devices; d++) {
+                pick_node *u = &p->nodes[idx->bag_of[d]];
+                bool is_free = p->state[d] == DEVICE_FREE;
+
+                p->bags[is_free ? u->bag : offset] = d;
+                u->bag += is_free;
+        }
         /* children have higher numbers than their parents */
         for (size_t k = idx->n_kept; k-- > 0;) {
                 pick_node *u = &p->nodes[k], *parent;
@@ -890,7 +902,7 @@ size_t kdp_preferred_pick(const kdp_preferred_index *idx,
         }
 
         nodes = malloc(idx->n_kept * sizeof(pick_node));
-        bags = malloc(n_free * sizeof(size_t));
+        bags = malloc((n_free + 1) * sizeof(size_t));
         candidates = malloc(idx->n_kept * sizeof(size_t));
         if (!nodes || !bags || !candidates)
                 return pick_fallback(idx, available, n_available, must_include, n_must_include,
