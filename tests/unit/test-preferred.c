@@ -12,7 +12,9 @@
  *                       root port 80:02.0  switch D  gpu 6, gpu 7
  */
 #include <check.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,8 +102,22 @@ START_TEST(test_preferred_pick_size_two_takes_a_switch_pair) {
         /* lowest indices would be 1,2 across switches A and B */
         CHECK_PICK(idx, IDX(1, 2, 3, 5, 6, 7), NO_IDX, 2, IDX(2, 3));
         CHECK_PICK(idx, IDX(7, 6, 5, 4), NO_IDX, 2, IDX(4, 5));
-        /* NUMA 0 holds exactly two (best fit) and keeps three free on NUMA 1 for a larger request */
-        CHECK_PICK(idx, IDX(0, 2, 4, 6, 7), NO_IDX, 2, IDX(0, 2));
+        /* a switch pair before two lone GPUs on one host bridge, even though NUMA 0 holds exactly two */
+        CHECK_PICK(idx, IDX(0, 2, 4, 6, 7), NO_IDX, 2, IDX(6, 7));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_switch_pair_on_the_other_numa_node) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        /* NUMA 0 holds two GPUs on two switches, NUMA 1 a pair on one switch */
+        CHECK_PICK(idx, IDX(0, 2, 4, 5), NO_IDX, 2, IDX(4, 5));
+        /* both pairs of NUMA 1 tie on closeness and on what stays free: the lower one */
+        CHECK_PICK(idx, IDX(0, 2, 4, 5, 6, 7), NO_IDX, 2, IDX(4, 5));
+        CHECK_PICK(idx, IDX(7, 6, 5, 4, 2, 0), NO_IDX, 2, IDX(4, 5));
+        /* with switch C broken up, switch D */
+        CHECK_PICK(idx, IDX(0, 2, 4, 6, 7), NO_IDX, 2, IDX(6, 7));
 }
 END_TEST
 
@@ -139,11 +155,51 @@ START_TEST(test_preferred_pick_must_include_across_numa_nodes_fills_near_them) {
         _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
                 index_from(gpus, KDP_ELEMENTSOF(gpus));
 
-        /* subtrees holding must_include devices first: switch B's partner, then switch A */
-        CHECK_PICK(idx, ALL_GPUS, IDX(2, 5), 4, IDX(2, 5, 0, 3));
+        /*
+         * Every fill of two adds closeness 8 (3 and 4: a partner on each switch;
+         * 0 and 1: a switch pair on gpu 2's host bridge; ...) and leaves 8 among
+         * the rest: the lowest, switch A.
+         */
+        CHECK_PICK(idx, ALL_GPUS, IDX(2, 5), 4, IDX(2, 5, 0, 1));
         CHECK_PICK(idx, ALL_GPUS, IDX(2, 5), 3, IDX(2, 5, 3));
         /* both NUMA nodes hold one and have 3 free: the first (lowest device) gets the fill */
         CHECK_PICK(idx, ALL_GPUS, IDX(0, 7), 4, IDX(0, 7, 1, 2));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_best_fit_prefers_the_fuller_neighbourhood) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(gpus, KDP_ELEMENTSOF(gpus));
+
+        /*
+         * Switch pairs A and D tie on closeness; taking D leaves 0, 1 and 2
+         * (closeness 4 + 2 + 2), taking A leaves 2, 6 and 7 (4)
+         */
+        CHECK_PICK(idx, IDX(0, 1, 2, 6, 7), NO_IDX, 2, IDX(6, 7));
+        CHECK_PICK(idx, IDX(0, 1, 5, 6, 7), NO_IDX, 2, IDX(0, 1));
+}
+END_TEST
+
+START_TEST(test_preferred_pick_tied_subtrees_compare_their_picks) {
+        /*
+         * Root ports x and y look alike: a lone device and two switch pairs
+         * each. Four of x are 5-8 (its lowest, 0, is lone and left), four of
+         * y are 2, 3, 4, 9: y's set is the lower one although x holds device 0.
+         * Five are a whole root port: x, with 0.
+         */
+        static const test_device two_ports[] = {
+                { "x-lone", 0, "h/x/l0" },      { "y-lone", 0, "h/y/l0" },
+                { "y-s1-0", 0, "h/y/s1/p0" },   { "y-s1-1", 0, "h/y/s1/p1" },
+                { "y-s2-0", 0, "h/y/s2/p0" },   { "x-s1-0", 0, "h/x/s1/p0" },
+                { "x-s1-1", 0, "h/x/s1/p1" },   { "x-s2-0", 0, "h/x/s2/p0" },
+                { "x-s2-1", 0, "h/x/s2/p1" },   { "y-s2-1", 0, "h/y/s2/p1" },
+        };
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx =
+                index_from(two_ports, KDP_ELEMENTSOF(two_ports));
+
+        CHECK_PICK(idx, IDX(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), NO_IDX, 4, IDX(2, 3, 4, 9));
+        CHECK_PICK(idx, IDX(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), NO_IDX, 2, IDX(2, 3));
+        CHECK_PICK(idx, IDX(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), NO_IDX, 5, IDX(0, 5, 6, 7, 8));
 }
 END_TEST
 
@@ -305,6 +361,330 @@ START_TEST(test_preferred_distance_counts_tree_edges) {
 }
 END_TEST
 
+/* ---- the objective against an exhaustive search ---- */
+
+#define RANDOM_MAX_DEVICES 40
+#define EXHAUSTIVE_MAX_DEVICES 12
+#define EXHAUSTIVE_CASES 5000
+#define SWAP_CASES 150
+
+/* A random resource: tree, available, must_include, size. */
+typedef struct random_case {
+        size_t n;
+        int numa[RANDOM_MAX_DEVICES];
+        char path[RANDOM_MAX_DEVICES][64];
+        bool has_path[RANDOM_MAX_DEVICES];
+        size_t available[2 * RANDOM_MAX_DEVICES + 2];
+        size_t n_available;
+        size_t must[4];
+        size_t n_must;
+        size_t size;
+} random_case;
+
+/* splitmix64: the same cases on every libc */
+static uint64_t random_next(uint64_t *state) {
+        uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+}
+
+static size_t random_below(uint64_t *state, size_t n) {
+        return (size_t) (random_next(state) % n);
+}
+
+/*
+ * Devices on NUMA node -1 (none), 0 or 1; a sixth without pci_path; paths 1 to
+ * 4 components deep from 2 names per level, so that switches and root ports
+ * are shared, now and then with empty components; in half of the cases every
+ * path has one depth, 2 or 3, as on a regular node (many subtrees tie); a
+ * fifth copy an earlier device's location. Three in four devices are
+ * available, with a duplicate and an unknown index now and then; a third of
+ * the requests have 1 to 3 must_include entries (some not available, some
+ * unknown, some repeated).
+ */
+static void random_case_new(uint64_t *state, size_t min_devices, size_t max_devices, random_case *c) {
+        size_t regular = random_below(state, 2) == 0 ? 2 + random_below(state, 2) : 0;
+
+        *c = (random_case){ .n = min_devices + random_below(state, max_devices - min_devices + 1) };
+        for (size_t i = 0; i < c->n; i++) {
+                size_t depth, len = 0;
+
+                if (i > 0 && random_below(state, 5) == 0) {
+                        size_t j = random_below(state, i);
+
+                        c->numa[i] = c->numa[j];
+                        c->has_path[i] = c->has_path[j];
+                        memcpy(c->path[i], c->path[j], sizeof(c->path[i]));
+                        continue;
+                }
+                c->numa[i] = (int) random_below(state, 3) - 1;
+                c->has_path[i] = random_below(state, 6) != 0;
+                if (!c->has_path[i])
+                        continue;
+                depth = regular ? regular : 1 + random_below(state, 4);
+                for (size_t l = 0; l < depth; l++)
+                        len += (size_t) snprintf(c->path[i] + len, sizeof(c->path[i]) - len, "%s%s%c%zu",
+                                                 l > 0 ? "/" : "", random_below(state, 8) == 0 ? "/" : "",
+                                                 (char) ('a' + l), random_below(state, 2));
+        }
+        for (size_t d = 0; d < c->n; d++)
+                if (random_below(state, 4) != 0)
+                        c->available[c->n_available++] = d;
+        if (c->n_available > 0 && random_below(state, 4) == 0) {
+                size_t again = c->available[random_below(state, c->n_available)];
+
+                c->available[c->n_available++] = again;
+        }
+        if (random_below(state, 8) == 0)
+                c->available[c->n_available++] = c->n + random_below(state, 3);
+        for (size_t i = c->n_available; i > 1; i--) {
+                size_t j = random_below(state, i), t = c->available[i - 1];
+
+                c->available[i - 1] = c->available[j];
+                c->available[j] = t;
+        }
+        c->n_must = random_below(state, 3) == 0 ? 1 + random_below(state, 3) : 0;
+        for (size_t i = 0; i < c->n_must; i++)
+                c->must[i] = random_below(state, c->n + 1);
+        c->size = random_below(state, 16) == 0 ? random_below(state, 2) * (c->n + 1) : 1 + random_below(state, c->n);
+}
+
+/* The depth of the lowest common ancestor: 0 across NUMA nodes, 1 + the pci_path components in common. */
+static unsigned oracle_closeness(const random_case *c, size_t a, size_t b) {
+        const char *pa = c->has_path[a] ? c->path[a] : "", *pb = c->has_path[b] ? c->path[b] : "";
+        unsigned depth = 1;
+
+        if (c->numa[a] != c->numa[b])
+                return 0;
+        for (;;) {
+                size_t la, lb;
+
+                pa += strspn(pa, "/");
+                pb += strspn(pb, "/");
+                la = strcspn(pa, "/");
+                lb = strcspn(pb, "/");
+                if (la == 0 || la != lb || memcmp(pa, pb, la) != 0)
+                        return depth;
+                depth++;
+                pa += la;
+                pb += lb;
+        }
+}
+
+/* M (in order, into ret) and A of preferred.h as flags; returns |M|, *ret_k = k. */
+static size_t oracle_sets(const random_case *c, bool *must, bool *free_set, size_t *ret, size_t *ret_k) {
+        size_t n_must = 0, n_free = 0;
+
+        memset(must, 0, c->n * sizeof(bool));
+        memset(free_set, 0, c->n * sizeof(bool));
+        for (size_t i = 0; i < c->n_must && n_must < c->size; i++)
+                if (c->must[i] < c->n && !must[c->must[i]]) {
+                        must[c->must[i]] = true;
+                        ret[n_must++] = c->must[i];
+                }
+        for (size_t i = 0; i < c->n_available; i++) {
+                size_t d = c->available[i];
+
+                if (d < c->n && !must[d] && !free_set[d]) {
+                        free_set[d] = true;
+                        n_free++;
+                }
+        }
+        *ret_k = n_must + (c->size - n_must < n_free ? c->size - n_must : n_free);
+        return n_must;
+}
+
+/*
+ * Criteria 1 to 3 of set s (k devices) as numbers to maximise: the least
+ * closeness of a pair in s (0 without a pair), the sum over its pairs, the
+ * sum over the pairs of A not in s.
+ */
+static void oracle_key(const random_case *c, const bool *s, const bool *free_set, size_t k, long key[3]) {
+        long worst = LONG_MAX;
+
+        key[1] = key[2] = 0;
+        for (size_t a = 0; a < c->n; a++)
+                for (size_t b = a + 1; b < c->n; b++) {
+                        long close = oracle_closeness(c, a, b);
+
+                        if (s[a] && s[b]) {
+                                worst = close < worst ? close : worst;
+                                key[1] += close;
+                        }
+                        if (free_set[a] && !s[a] && free_set[b] && !s[b])
+                                key[2] += close;
+                }
+        key[0] = k >= 2 ? worst : 0;
+}
+
+static int oracle_key_compare(const long x[3], const long y[3]) {
+        for (size_t i = 0; i < 3; i++)
+                if (x[i] != y[i])
+                        return x[i] > y[i] ? 1 : -1;
+        return 0;
+}
+
+/* Whether the sorted members of set x come before those of set y (same size). */
+static bool oracle_lower(const bool *x, const bool *y, size_t n) {
+        size_t xs[RANDOM_MAX_DEVICES], ys[RANDOM_MAX_DEVICES], nx = 0, ny = 0;
+
+        for (size_t d = 0; d < n; d++) {
+                if (x[d])
+                        xs[nx++] = d;
+                if (y[d])
+                        ys[ny++] = d;
+        }
+        for (size_t i = 0; i < nx && i < ny; i++)
+                if (xs[i] != ys[i])
+                        return xs[i] < ys[i];
+        return false;
+}
+
+/* The objective of preferred.h, applied to every subset (n ≤ EXHAUSTIVE_MAX_DEVICES). */
+static size_t oracle_pick(const random_case *c, size_t *ret) {
+        bool must[RANDOM_MAX_DEVICES], free_set[RANDOM_MAX_DEVICES], s[RANDOM_MAX_DEVICES];
+        bool best[RANDOM_MAX_DEVICES] = { false };
+        long best_key[3] = { -1, -1, -1 };
+        size_t n_must, k, n;
+
+        ck_assert_uint_le(c->n, EXHAUSTIVE_MAX_DEVICES);
+        n_must = oracle_sets(c, must, free_set, ret, &k);
+        if (n_must == c->size)
+                return n_must;
+        for (unsigned mask = 0; mask < (1u << c->n); mask++) {
+                long key[3];
+                size_t size = 0;
+                bool valid = true;
+                int r;
+
+                for (size_t d = 0; d < c->n; d++) {
+                        s[d] = mask & (1u << d);
+                        size += s[d];
+                        valid = valid && (!s[d] || must[d] || free_set[d]) && (!must[d] || s[d]);
+                }
+                if (!valid || size != k)
+                        continue;
+                oracle_key(c, s, free_set, k, key);
+                r = oracle_key_compare(key, best_key);
+                if (r > 0 || (r == 0 && oracle_lower(s, best, c->n))) {
+                        memcpy(best, s, sizeof(s));
+                        memcpy(best_key, key, sizeof(key));
+                }
+        }
+        n = n_must;
+        for (size_t d = 0; d < c->n; d++)
+                if (best[d] && !must[d])
+                        ret[n++] = d;
+        return n;
+}
+
+static void random_case_describe(const random_case *c, const size_t *want, size_t n_want,
+                                 const size_t *got, size_t n_got, char *buf, size_t buf_size) {
+        char list[256];
+        size_t off = 0;
+
+        for (size_t d = 0; d < c->n && off < buf_size; d++)
+                off += (size_t) snprintf(buf + off, buf_size - off, "\n  device %zu: numa %d pci_path %s", d,
+                                         c->numa[d], c->has_path[d] ? c->path[d] : "(none)");
+        format_indices(c->available, c->n_available, list, sizeof(list));
+        if (off < buf_size)
+                off += (size_t) snprintf(buf + off, buf_size - off, "\n  available [%s]", list);
+        format_indices(c->must, c->n_must, list, sizeof(list));
+        if (off < buf_size)
+                off += (size_t) snprintf(buf + off, buf_size - off, " must_include [%s] size %zu", list, c->size);
+        format_indices(want, n_want, list, sizeof(list));
+        if (off < buf_size)
+                off += (size_t) snprintf(buf + off, buf_size - off, "\n  expected [%s]", list);
+        format_indices(got, n_got, list, sizeof(list));
+        if (off < buf_size)
+                (void) snprintf(buf + off, buf_size - off, " got [%s]", list);
+}
+
+START_TEST(test_preferred_pick_matches_exhaustive_search) {
+        uint64_t state = 20240611;
+
+        for (unsigned i = 0; i < EXHAUSTIVE_CASES; i++) {
+                _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = NULL;
+                test_device t[RANDOM_MAX_DEVICES];
+                size_t want[RANDOM_MAX_DEVICES + 2], got[RANDOM_MAX_DEVICES + 2], n_want, n_got;
+                random_case c;
+
+                random_case_new(&state, 1, EXHAUSTIVE_MAX_DEVICES, &c);
+                for (size_t d = 0; d < c.n; d++)
+                        t[d] = (test_device){ "d", c.numa[d], c.has_path[d] ? c.path[d] : NULL };
+                idx = index_from(t, c.n);
+                n_want = oracle_pick(&c, want);
+                got[c.size] = SIZE_MAX;
+                n_got = kdp_preferred_pick(idx, c.available, c.n_available, c.must, c.n_must, c.size, got);
+                if (n_got != n_want || memcmp(got, want, n_want * sizeof(size_t)) != 0 || got[c.size] != SIZE_MAX) {
+                        char description[4096];
+
+                        random_case_describe(&c, want, n_want, got, n_got <= c.size ? n_got : c.size,
+                                             description, sizeof(description));
+                        ck_abort_msg("case %u:%s", i, description);
+                }
+        }
+}
+END_TEST
+
+/*
+ * Trees of 13 to 40 devices, too many to try every subset: the answer has the
+ * form of the contract, and no swap of one added device for another free one
+ * scores better, or as well with a lower set.
+ */
+START_TEST(test_preferred_pick_no_swap_improves_on_larger_trees) {
+        uint64_t state = 4096;
+
+        for (unsigned i = 0; i < SWAP_CASES; i++) {
+                _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = NULL;
+                test_device t[RANDOM_MAX_DEVICES];
+                bool must[RANDOM_MAX_DEVICES], free_set[RANDOM_MAX_DEVICES], s[RANDOM_MAX_DEVICES] = { false };
+                size_t want[RANDOM_MAX_DEVICES + 2], got[RANDOM_MAX_DEVICES + 2], n_must, k, n_got;
+                char description[8192];
+                long key[3], other[3];
+                random_case c;
+
+                random_case_new(&state, EXHAUSTIVE_MAX_DEVICES + 1, RANDOM_MAX_DEVICES, &c);
+                for (size_t d = 0; d < c.n; d++)
+                        t[d] = (test_device){ "d", c.numa[d], c.has_path[d] ? c.path[d] : NULL };
+                idx = index_from(t, c.n);
+                n_must = oracle_sets(&c, must, free_set, want, &k);
+                got[c.size] = SIZE_MAX;
+                n_got = kdp_preferred_pick(idx, c.available, c.n_available, c.must, c.n_must, c.size, got);
+                random_case_describe(&c, want, n_must, got, n_got <= c.size ? n_got : c.size,
+                                     description, sizeof(description));
+                ck_assert_msg(n_got == (n_must == c.size ? n_must : k) && got[c.size] == SIZE_MAX &&
+                              memcmp(got, want, n_must * sizeof(size_t)) == 0,
+                              "case %u (expected: M first):%s", i, description);
+                for (size_t j = n_must; j < n_got; j++) {
+                        ck_assert_msg(got[j] < c.n && free_set[got[j]] && !s[got[j]] && (j == n_must || got[j - 1] < got[j]),
+                                      "case %u: %zu is not a free device in ascending order:%s", i, got[j], description);
+                        s[got[j]] = true;
+                }
+                for (size_t j = 0; j < n_must; j++)
+                        s[got[j]] = true;
+                oracle_key(&c, s, free_set, n_got, key);
+                for (size_t j = n_must; j < n_got; j++)
+                        for (size_t f = 0; f < c.n; f++) {
+                                if (!free_set[f] || s[f])
+                                        continue;
+                                s[got[j]] = false;
+                                s[f] = true;
+                                oracle_key(&c, s, free_set, n_got, other);
+                                s[f] = false;
+                                s[got[j]] = true;
+                                ck_assert_msg(oracle_key_compare(other, key) < 0 ||
+                                              (oracle_key_compare(other, key) == 0 && got[j] < f),
+                                              "case %u: %zu instead of %zu is as good or better (%ld %ld %ld vs %ld %ld %ld):%s",
+                                              i, f, got[j], other[0], other[1], other[2], key[0], key[1], key[2],
+                                              description);
+                        }
+        }
+}
+END_TEST
+
 /* ---- scale and threads ---- */
 
 #define N_LARGE 4096
@@ -345,6 +725,11 @@ START_TEST(test_preferred_pick_4096_devices_returns_distinct_best_fit) {
         CHECK_PICK(idx, SPAN(all, N_LARGE), NO_IDX, 8, IDX(0, 1, 2, 3, 4, 5, 6, 7));
         CHECK_PICK(idx, SPAN(odd, N_LARGE / 2), NO_IDX, 8, IDX(1, 3, 5, 7, 9, 11, 13, 15));
         CHECK_PICK(idx, SPAN(all, N_LARGE), IDX(4095), 8, IDX(4095, 4088, 4089, 4090, 4091, 4092, 4093, 4094));
+        /* two whole switches of root port 0; with odd ones only, four half switches */
+        CHECK_PICK(idx, SPAN(all, N_LARGE), NO_IDX, 16,
+                   IDX(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        CHECK_PICK(idx, SPAN(odd, N_LARGE / 2), NO_IDX, 16,
+                   IDX(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
         ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 1), 2);
         ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 7), 2);      /* same switch */
         ck_assert_uint_eq(kdp_preferred_distance(idx, 0, 8), 4);      /* same root port */
@@ -432,10 +817,13 @@ static Suite *preferred_suite(void) {
         tc = tcase_create("locality");
         tcase_set_timeout(tc, 10);
         tcase_add_test(tc, test_preferred_pick_size_two_takes_a_switch_pair);
+        tcase_add_test(tc, test_preferred_pick_switch_pair_on_the_other_numa_node);
         tcase_add_test(tc, test_preferred_pick_size_four_takes_one_numa_node);
         tcase_add_test(tc, test_preferred_pick_must_include_takes_partner_on_same_switch);
         tcase_add_test(tc, test_preferred_pick_must_include_across_numa_nodes_fills_near_them);
         tcase_add_test(tc, test_preferred_pick_fragmented_takes_best_fit);
+        tcase_add_test(tc, test_preferred_pick_best_fit_prefers_the_fuller_neighbourhood);
+        tcase_add_test(tc, test_preferred_pick_tied_subtrees_compare_their_picks);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("request");
@@ -454,6 +842,12 @@ static Suite *preferred_suite(void) {
         tcase_add_test(tc, test_preferred_pick_numa_without_pci_path_prefers_one_node);
         tcase_add_test(tc, test_preferred_pick_pci_path_without_numa_uses_pci_locality);
         tcase_add_test(tc, test_preferred_distance_counts_tree_edges);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("exhaustive");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_preferred_pick_matches_exhaustive_search);
+        tcase_add_test(tc, test_preferred_pick_no_swap_improves_on_larger_trees);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("scale");

@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The default GetPreferredAllocation (see preferred.h for the contract).
+ * The default GetPreferredAllocation (see preferred.h for the objective and
+ * the method).
  *
- * The index is nothing but one path per device: the tree node indices from the
- * root (0) down to the device's location, i.e. its NUMA node and then one node
- * per pci_path component. Nodes are numbered while the paths are built; equal
- * (parent, component) pairs share a node. During a pick, device d is in
- * addition a leaf of its own, node n_nodes + d, below its location.
+ * The index holds one path per device: the tree node indices from the root
+ * (0) down to the device's location, i.e. its NUMA node and then one node per
+ * pci_path component. Nodes are numbered while the paths are built; equal
+ * (parent, component) pairs share a node. The paths give distances; the picks
+ * work on the compressed tree built from them: its "kept" nodes are the root
+ * and every node that holds two devices or more and either has devices of its
+ * own or two children or more. Any other node is a link in a chain above a
+ * kept node (with the same devices below it) or holds one device only. A
+ * kept node's parent has a lower number; the root is kept node 0.
  *
- * A pick works on a scratch array over those n_nodes + n_devices nodes. It
- * counts the free devices below each node and links every node that has one
- * into its parent's list of active children, so everything after the
- * counting only walks nodes that hold available devices.
+ * A pick works on scratch arrays over the devices and the kept nodes, and on
+ * two stacks (scores, sets) for the tables of the dynamic programme.
  */
 #include <assert.h>
 #include <stdbool.h>
@@ -22,12 +25,24 @@
 #include "preferred.h"
 
 #define NONE SIZE_MAX
+#define UNNUMBERED (SIZE_MAX - 1)
+
+typedef struct kept_node {
+        size_t parent;          /* NONE for the root */
+        size_t weight;          /* tree nodes it stands for: its depth minus its parent's (root: 0) */
+        size_t depth;           /* depth of its lowest tree node: root 0, NUMA node 1, ... */
+        size_t level;           /* kept nodes above it */
+        size_t deepest;         /* depth of the deepest bag below it, its own included */
+} kept_node;
 
 struct kdp_preferred_index {
         size_t n_devices;
         size_t n_nodes;
         size_t *path_start;     /* [n_devices + 1]: d's path is paths[path_start[d] .. path_start[d + 1]) */
         size_t *paths;          /* node indices, root first, location last */
+        size_t n_kept;
+        kept_node *kept;        /* [n_kept] */
+        size_t *bag_of;         /* [n_devices]: the kept node whose bag holds the device */
 };
 
 /* ---- building ---- */
@@ -102,11 +117,89 @@ static size_t device_path_length(const kdp_device *d) {
         return n;
 }
 
+static const size_t *device_path(const kdp_preferred_index *idx, size_t d, size_t *ret_len) {
+        *ret_len = idx->path_start[d + 1] - idx->path_start[d];
+        return idx->paths + idx->path_start[d];
+}
+
+/* Builds the kept nodes and the bags from the paths (see the top of this file). */
+static int index_compress(kdp_preferred_index *idx) {
+        size_t n_nodes = idx->n_nodes, n_kept = 0;
+        _cleanup_free_ size_t *scratch = calloc(6 * n_nodes, sizeof(size_t));
+        size_t *parent, *depth, *total, *own, *n_children, *kept_id;
+
+        if (!scratch)
+                return -ENOMEM;
+        parent = scratch;
+        depth = parent + n_nodes;
+        total = depth + n_nodes;
+        own = total + n_nodes;
+        n_children = own + n_nodes;
+        kept_id = n_children + n_nodes;
+
+        for (size_t d = 0; d < idx->n_devices; d++) {
+                size_t len;
+                const size_t *path = device_path(idx, d, &len);
+
+                for (size_t i = 0; i < len; i++) {
+                        parent[path[i]] = i > 0 ? path[i - 1] : NONE;
+                        depth[path[i]] = i;
+                        total[path[i]]++;
+                }
+                own[path[len - 1]]++;
+        }
+        for (size_t v = 1; v < n_nodes; v++)
+                n_children[parent[v]]++;
+        for (size_t v = 0; v < n_nodes; v++) {
+                bool kept = v == 0 || (total[v] >= 2 && (own[v] > 0 || n_children[v] >= 2));
+
+                kept_id[v] = kept ? UNNUMBERED : NONE;
+                n_kept += kept;
+        }
+
+        idx->kept = calloc(n_kept, sizeof(kept_node));
+        idx->bag_of = calloc(idx->n_devices ? idx->n_devices : 1, sizeof(size_t));
+        if (!idx->kept || !idx->bag_of)
+                return -ENOMEM;
+
+        /* numbered on first sight along the paths, root first: parents before children */
+        for (size_t d = 0; d < idx->n_devices; d++) {
+                size_t len, last = NONE;
+                const size_t *path = device_path(idx, d, &len);
+
+                for (size_t i = 0; i < len; i++) {
+                        size_t v = path[i];
+
+                        if (kept_id[v] == NONE)
+                                continue;
+                        if (kept_id[v] == UNNUMBERED) {
+                                kept_id[v] = idx->n_kept++;
+                                idx->kept[kept_id[v]] = last == NONE ? (kept_node){ .parent = NONE } : (kept_node){
+                                        .parent = kept_id[last],
+                                        .weight = depth[v] - depth[last],
+                                        .depth = depth[v],
+                                        .level = idx->kept[kept_id[last]].level + 1,
+                                };
+                        }
+                        last = v;
+                }
+                idx->bag_of[d] = kept_id[last];
+                idx->kept[kept_id[last]].deepest = depth[last];
+        }
+        for (size_t k = idx->n_kept; k-- > 1;) {
+                kept_node *up = &idx->kept[idx->kept[k].parent];
+
+                up->deepest = up->deepest > idx->kept[k].deepest ? up->deepest : idx->kept[k].deepest;
+        }
+        return 0;
+}
+
 int kdp_preferred_index_new(const kdp_device *devs, size_t n, kdp_preferred_index **ret) {
         _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = NULL;
         _cleanup_free_ node_key *slots = NULL;
         node_table table;
         size_t n_paths = 0, capacity = 1, p = 0;
+        int r;
 
         assert(devs || n == 0);
         assert(ret);
@@ -151,6 +244,9 @@ int kdp_preferred_index_new(const kdp_device *devs, size_t n, kdp_preferred_inde
         assert(p == n_paths);
         idx->n_nodes = table.n_nodes;
 
+        r = index_compress(idx);
+        if (r < 0)
+                return r;
         *ret = KDP_TAKE_PTR(idx);
         return 0;
 }
@@ -160,13 +256,10 @@ kdp_preferred_index *kdp_preferred_index_free(kdp_preferred_index *idx) {
                 return NULL;
         free(idx->path_start);
         free(idx->paths);
+        free(idx->kept);
+        free(idx->bag_of);
         free(idx);
         return NULL;
-}
-
-static const size_t *device_path(const kdp_preferred_index *idx, size_t d, size_t *ret_len) {
-        *ret_len = idx->path_start[d + 1] - idx->path_start[d];
-        return idx->paths + idx->path_start[d];
 }
 
 /* Length of the common prefix of two paths: the depth of the lowest common ancestor plus one. */
@@ -193,130 +286,546 @@ unsigned kdp_preferred_distance(const kdp_preferred_index *idx, size_t a, size_t
 
 /* ---- picking ---- */
 
+enum {
+        DEVICE_UNUSED,
+        DEVICE_MUST,            /* in M */
+        DEVICE_FREE,            /* in A */
+};
+
+/* Criteria 2 and 3 of a set of picks, relative to picking nothing; compared as a pair. */
+typedef struct score {
+        int64_t p;              /* closeness within the pick */
+        int64_t q;              /* closeness of what stays free */
+} score;
+
 typedef struct pick_node {
-        size_t n_free;          /* available devices below, not picked */
-        size_t n_must;          /* must_include devices below */
-        size_t min_device;      /* lowest free device index below */
-        size_t first_child;     /* active children: n_free > 0 */
+        size_t n_free;          /* devices of A below */
+        size_t n_must;          /* devices of M below */
+        size_t n_own;           /* devices of A in its bag */
+        size_t bag;             /* where they start in pick.bags, ascending */
+        size_t min_device;      /* lowest device of A below */
+        size_t first_child;     /* kept children with n_free > 0 */
         size_t next_sibling;
 } pick_node;
 
+/* The best picks below one kept node for each count 0..n: one score each and, with sets, the set. */
+typedef struct table {
+        size_t n;
+        size_t scores;          /* offset in pick.scores of [n + 1] */
+        size_t sets;            /* offset in pick.sets, set c (c devices) at c(c − 1)/2; NONE: prefixes of bag */
+        const size_t *bag;
+} table;
+
 typedef struct pick {
         const kdp_preferred_index *idx;
-        pick_node *nodes;       /* [n_nodes + n_devices] */
-        size_t *children;       /* [n_nodes + n_devices]: sort buffer for one node's children */
-        size_t *picked;
-        size_t n_picked;
+        uint8_t *state;         /* [n_devices]: DEVICE_* */
+        pick_node *nodes;       /* [n_kept] */
+        size_t *bags;           /* every device of A, grouped by bag */
+        size_t m;               /* devices to add to M */
+        bool with_sets;
+        score *scores;          /* stack of the tables' scores */
+        size_t n_scores, scores_capacity;
+        size_t *sets;           /* stack of the tables' sets */
+        size_t n_sets, sets_capacity;
 } pick;
 
-static bool pick_is_device(const pick *p, size_t node) {
-        return node >= p->idx->n_nodes;
+static size_t min_size(size_t a, size_t b) {
+        return a < b ? a : b;
 }
 
-static void pick_mark_must(pick *p, size_t d) {
-        const size_t *path;
-        size_t n;
-
-        path = device_path(p->idx, d, &n);
-        for (size_t i = 0; i < n; i++)
-                p->nodes[path[i]].n_must++;
-        p->nodes[p->idx->n_nodes + d].n_must = 1;
-        p->picked[p->n_picked++] = d;
-}
-
-static void pick_mark_free(pick *p, size_t d) {
-        size_t child = p->idx->n_nodes + d, n;
-        const size_t *path = device_path(p->idx, d, &n);
-        bool child_new = true;
-
-        p->nodes[child] = (pick_node){ .n_free = 1, .min_device = d, .first_child = NONE };
-        for (size_t i = n; i-- > 0;) {
-                pick_node *u = &p->nodes[path[i]];
-
-                if (child_new) {
-                        p->nodes[child].next_sibling = u->first_child;
-                        u->first_child = child;
-                }
-                child_new = u->n_free == 0;
-                if (child_new || d < u->min_device)
-                        u->min_device = d;
-                u->n_free++;
-                child = path[i];
-        }
-}
-
-/* Takes every free device below `node`. */
-static void pick_take_all(pick *p, size_t node) {
-        if (pick_is_device(p, node)) {
-                p->picked[p->n_picked++] = node - p->idx->n_nodes;
-                return;
-        }
-        for (size_t c = p->nodes[node].first_child; c != NONE; c = p->nodes[c].next_sibling)
-                pick_take_all(p, c);
-}
-
-/* Children holding must_include devices first, then more free devices first, then the lowest device. */
-static int pick_compare_children(const void *a, const void *b, void *userdata) {
-        const pick_node *x = &((const pick_node *) userdata)[*(const size_t *) a];
-        const pick_node *y = &((const pick_node *) userdata)[*(const size_t *) b];
-
-        if ((x->n_must > 0) != (y->n_must > 0))
-                return x->n_must > 0 ? -1 : 1;
-        if (x->n_free != y->n_free)
-                return x->n_free > y->n_free ? -1 : 1;
-        return x->min_device < y->min_device ? -1 : x->min_device > y->min_device;
+static int64_t pairs(size_t n) {
+        return (int64_t) (n * (n - (n > 0)) / 2);
 }
 
 /*
- * Takes `k` (<= n_free) devices below `node`. Walks the children in the order
- * above; when the current group (must-holding or not) has a child that holds
- * all that is still missing, descends into the best fit of them: the one with
- * the fewest free devices, the lowest device on ties. Otherwise it takes the
- * child whole and goes on.
+ * What a kept node adds when f of its a free devices are picked: its weight
+ * times (C(mu + f, 2) − C(mu, 2), C(a − f, 2) − C(a, 2)).
  */
-static void pick_fill(pick *p, size_t node, size_t k) {
-        while (k > 0) {
-                size_t n_children = 0, next = NONE;
+static score node_score(size_t weight, size_t mu, size_t a, size_t f) {
+        int64_t w = (int64_t) weight, fi = (int64_t) f;
 
-                if (pick_is_device(p, node)) {
-                        pick_take_all(p, node);
-                        return;
-                }
-                for (size_t c = p->nodes[node].first_child; c != NONE; c = p->nodes[c].next_sibling)
-                        p->children[n_children++] = c;
-                qsort_r(p->children, n_children, sizeof(size_t), pick_compare_children, p->nodes);
+        return (score){
+                .p = w * (fi * (int64_t) mu + pairs(f)),
+                .q = w * (pairs(f) - fi * ((int64_t) a - 1)),
+        };
+}
 
-                for (size_t i = 0; i < n_children && k > 0; i++) {
-                        const pick_node *c = &p->nodes[p->children[i]];
-                        bool must = c->n_must > 0;
-                        size_t best = i;
+static score score_add(score a, score b) {
+        return (score){ .p = a.p + b.p, .q = a.q + b.q };
+}
 
-                        if (c->n_free < k) {
-                                pick_take_all(p, p->children[i]);
-                                k -= c->n_free;
-                                continue;
-                        }
-                        /* the last fitting child of this group, then the first with as few free */
-                        while (best + 1 < n_children &&
-                               (p->nodes[p->children[best + 1]].n_must > 0) == must &&
-                               p->nodes[p->children[best + 1]].n_free >= k)
-                                best++;
-                        while (best > i &&
-                               p->nodes[p->children[best - 1]].n_free == p->nodes[p->children[best]].n_free)
-                                best--;
-                        next = p->children[best];
-                        break;
-                }
-                if (next == NONE)
-                        return;
-                node = next;
+static int score_compare(score a, score b) {
+        if (a.p != b.p)
+                return a.p < b.p ? -1 : 1;
+        return a.q < b.q ? -1 : a.q > b.q;
+}
+
+/* *ret = buf grown to hold `need` elements (doubling); false (buf unchanged) without memory. */
+static bool stack_grow(void *buf, size_t *capacity, size_t need, size_t elem, void **ret) {
+        size_t c = *capacity ? *capacity : 256;
+
+        *ret = buf;
+        if (need <= *capacity)
+                return true;
+        while (c < need && c <= SIZE_MAX / 2 / elem)
+                c *= 2;
+        buf = c >= need ? realloc(buf, c * elem) : NULL;
+        if (!buf)
+                return false;
+        *capacity = c;
+        *ret = buf;
+        return true;
+}
+
+/* Room for `scores` scores and `sets` set entries on the stacks in all. */
+static bool stacks_reserve(pick *p, size_t scores, size_t sets) {
+        void *b;
+
+        if (!stack_grow(p->scores, &p->scores_capacity, scores, sizeof(score), &b))
+                return false;
+        p->scores = b;
+        if (!stack_grow(p->sets, &p->sets_capacity, sets, sizeof(size_t), &b))
+                return false;
+        p->sets = b;
+        return true;
+}
+
+static const size_t *table_set(const pick *p, const table *t, size_t c) {
+        if (t->sets == NONE)
+                return t->bag;
+        return p->sets + t->sets + c * (c - (c > 0)) / 2;
+}
+
+/* The bag of kept node v: its c lowest devices for each count c, all of score 0. */
+static bool table_of_bag(pick *p, size_t v, table *ret) {
+        const pick_node *u = &p->nodes[v];
+        table t = {
+                .n = min_size(p->m, u->n_own),
+                .scores = p->n_scores,
+                .sets = NONE,
+                .bag = p->bags + u->bag,
+        };
+
+        if (!stacks_reserve(p, t.scores + t.n + 1, 0))
+                return false;
+        memset(p->scores + t.scores, 0, (t.n + 1) * sizeof(score));
+        p->n_scores += t.n + 1;
+        *ret = t;
+        return true;
+}
+
+/*
+ * The lowest device in exactly one of the sorted sets x and y, and whether it
+ * is in x; NONE when they are equal.
+ */
+static size_t first_difference(const size_t *x, size_t n_x, const size_t *y, size_t n_y, bool *ret_in_x) {
+        size_t i = 0, j = 0;
+
+        while (i < n_x && j < n_y && x[i] == y[j])
+                i++, j++;
+        if (i < n_x && (j == n_y || x[i] < y[j])) {
+                *ret_in_x = true;
+                return x[i];
         }
+        *ret_in_x = false;
+        return j < n_y ? y[j] : NONE;
+}
+
+/*
+ * Whether a's set of c − s with b's set of s is lower than a's set of c −
+ * best with b's set of best: the two unions compare by the lowest device in
+ * one and not the other; a and b share no device.
+ */
+static bool union_is_lower(const pick *p, const table *a, const table *b, size_t c, size_t s, size_t best) {
+        bool x_new, y_new;
+        size_t x = first_difference(table_set(p, a, c - s), c - s, table_set(p, a, c - best), c - best, &x_new);
+        size_t y = first_difference(table_set(p, b, s), s, table_set(p, b, best), best, &y_new);
+
+        return x < y ? x_new : y_new;
+}
+
+static void merge_sets(const size_t *x, size_t n_x, const size_t *y, size_t n_y, size_t *out) {
+        size_t i = 0, j = 0;
+
+        while (i < n_x || j < n_y)
+                *out++ = j == n_y || (i < n_x && x[i] < y[j]) ? x[i++] : y[j++];
+}
+
+/* The best of a and b together (disjoint subtrees) for each count, pushed on the stacks. */
+static bool table_merge(pick *p, const table *a, const table *b, table *ret) {
+        size_t n = min_size(p->m, a->n + b->n);
+        table t = { .n = n, .scores = p->n_scores, .sets = p->with_sets ? p->n_sets : NONE };
+
+        if (!stacks_reserve(p, t.scores + n + 1, p->with_sets ? t.sets + n * (n + 1) / 2 : 0))
+                return false;
+        p->n_scores += n + 1;
+        if (p->with_sets)
+                p->n_sets += n * (n + 1) / 2;
+
+        for (size_t c = 0; c <= n; c++) {
+                size_t lo = c > a->n ? c - a->n : 0, hi = min_size(c, b->n), best = lo;
+                score best_score = score_add(p->scores[a->scores + c - lo], p->scores[b->scores + lo]);
+
+                for (size_t s = lo + 1; s <= hi; s++) {
+                        score x = score_add(p->scores[a->scores + c - s], p->scores[b->scores + s]);
+                        int r = score_compare(x, best_score);
+
+                        if (r > 0 || (r == 0 && p->with_sets && union_is_lower(p, a, b, c, s, best))) {
+                                best = s;
+                                best_score = x;
+                        }
+                }
+                p->scores[t.scores + c] = best_score;
+                if (p->with_sets)
+                        merge_sets(table_set(p, a, c - best), c - best, table_set(p, b, best), best,
+                                   p->sets + t.sets + c * (c - (c > 0)) / 2);
+        }
+        *ret = t;
+        return true;
+}
+
+/* Moves table t down to the given stack offsets (at or below where it is) and drops what was above. */
+static void table_move(pick *p, table *t, size_t scores, size_t sets) {
+        memmove(p->scores + scores, p->scores + t->scores, (t->n + 1) * sizeof(score));
+        t->scores = scores;
+        p->n_scores = scores + t->n + 1;
+        p->n_sets = sets;
+        if (t->sets != NONE) {
+                memmove(p->sets + sets, p->sets + t->sets, t->n * (t->n + 1) / 2 * sizeof(size_t));
+                t->sets = sets;
+                p->n_sets += t->n * (t->n + 1) / 2;
+        }
+}
+
+/* The table of kept node v's subtree, pushed on the stacks. */
+static bool table_of_subtree(pick *p, size_t v, table *ret) {
+        size_t mark_scores = p->n_scores, mark_sets = p->n_sets;
+        const pick_node *u = &p->nodes[v];
+        table acc;
+
+        if (!table_of_bag(p, v, &acc))
+                return false;
+        for (size_t c = u->first_child; c != NONE; c = p->nodes[c].next_sibling) {
+                table child, merged;
+
+                if (!table_of_subtree(p, c, &child))
+                        return false;
+                if (acc.n == 0)
+                        merged = child;
+                else if (!table_merge(p, &acc, &child, &merged))
+                        return false;
+                table_move(p, &merged, mark_scores, mark_sets);
+                acc = merged;
+        }
+        for (size_t c = 0; c <= acc.n; c++)
+                p->scores[acc.scores + c] = score_add(p->scores[acc.scores + c],
+                                                      node_score(p->idx->kept[v].weight, u->n_must, u->n_free, c));
+        *ret = acc;
+        return true;
+}
+
+/* The best score of m picks below kept node x, x included. */
+static bool subtree_score(pick *p, size_t x, score *ret) {
+        table t;
+
+        p->n_scores = p->n_sets = 0;
+        if (!table_of_subtree(p, x, &t))
+                return false;
+        assert(t.n == p->m);
+        *ret = p->scores[t.scores + p->m];
+        return true;
+}
+
+/* What x's ancestors add when all m picks are below x (the same for x's siblings). */
+static score ancestors_score(const pick *p, size_t x) {
+        score s = { 0, 0 };
+
+        for (size_t a = p->idx->kept[x].parent; a != NONE; a = p->idx->kept[a].parent)
+                s = score_add(s, node_score(p->idx->kept[a].weight, p->nodes[a].n_must, p->nodes[a].n_free, p->m));
+        return s;
+}
+
+/*
+ * m = 1: both criteria are sums along the device's path, so the best single
+ * device is the first of the bag with the best path.
+ */
+static void best_single(const pick *p, size_t v, score above, score *best, size_t *ret) {
+        const pick_node *u = &p->nodes[v];
+        score s = score_add(above, node_score(p->idx->kept[v].weight, u->n_must, u->n_free, 1));
+
+        if (u->n_own > 0) {
+                size_t d = p->bags[u->bag];
+                int r = *ret == NONE ? 1 : score_compare(s, *best);
+
+                if (r > 0 || (r == 0 && d < *ret)) {
+                        *best = s;
+                        *ret = d;
+                }
+        }
+        for (size_t c = u->first_child; c != NONE; c = p->nodes[c].next_sibling)
+                best_single(p, c, s, best, ret);
 }
 
 static int compare_size(const void *a, const void *b) {
         size_t x = *(const size_t *) a, y = *(const size_t *) b;
 
         return x < y ? -1 : x > y;
+}
+
+/* Appends every device of A below x to out (unsorted); returns the end. */
+static size_t *take_all(const pick *p, size_t x, size_t *out) {
+        const pick_node *u = &p->nodes[x];
+
+        memcpy(out, p->bags + u->bag, u->n_own * sizeof(size_t));
+        out += u->n_own;
+        for (size_t c = u->first_child; c != NONE; c = p->nodes[c].next_sibling)
+                out = take_all(p, c, out);
+        return out;
+}
+
+/* The best m picks below candidate x, ascending, into out. */
+static bool candidate_set(pick *p, size_t x, size_t *out) {
+        table t;
+
+        if (p->m == 1) {
+                score none = { 0, 0 }, best = { 0, 0 };
+
+                out[0] = NONE;
+                best_single(p, x, none, &best, out);
+                return true;
+        }
+        if (p->nodes[x].n_free == p->m) {
+                (void) take_all(p, x, out);
+                qsort(out, p->m, sizeof(size_t), compare_size);
+                return true;
+        }
+        p->with_sets = true;
+        p->n_scores = p->n_sets = 0;
+        if (!table_of_subtree(p, x, &t))
+                return false;
+        memcpy(out, table_set(p, &t, p->m), p->m * sizeof(size_t));
+        return true;
+}
+
+static size_t kept_lca(const kdp_preferred_index *idx, size_t a, size_t b) {
+        while (idx->kept[a].level > idx->kept[b].level)
+                a = idx->kept[a].parent;
+        while (idx->kept[b].level > idx->kept[a].level)
+                b = idx->kept[b].parent;
+        while (a != b) {
+                a = idx->kept[a].parent;
+                b = idx->kept[b].parent;
+        }
+        return a;
+}
+
+/*
+ * Counts M and A per kept node, links the nodes holding some of A to their
+ * parents, fills the bags: O(n_devices + n_kept + |M| × depth).
+ */
+static void pick_count(pick *p, const size_t *must, size_t n_must) {
+        const kdp_preferred_index *idx = p->idx;
+        size_t offset = 0;
+
+        for (size_t k = 0; k < idx->n_kept; k++)
+                p->nodes[k] = (pick_node){ .min_device = NONE, .first_child = NONE, .next_sibling = NONE };
+        for (size_t i = 0; i < n_must; i++)
+                for (size_t k = idx->bag_of[must[i]]; k != NONE; k = idx->kept[k].parent)
+                        p->nodes[k].n_must++;
+        /*
+         * Ascending, so that bags are sorted and a bag's first device is its
+         * lowest; without branches on the state, which follows no pattern
+         * (a device not free goes to the spare slot at the end of bags).
+         */
+        for (size_t d = 0; d < idx->n_devices; d++) {
+                pick_node *u = &p->nodes[idx->bag_of[d]];
+                bool is_free = p->state[d] == DEVICE_FREE;
+
+                u->min_device = min_size(u->min_device, is_free ? d : NONE);
+                u->n_own += is_free;
+        }
+        for (size_t k = 0; k < idx->n_kept; k++) {
+                p->nodes[k].bag = offset;
+                offset += p->nodes[k].n_own;
+        }
+        for (size_t d = 0; d < idx->n_devices; d++) {
+                pick_node *u = &p->nodes[idx->bag_of[d]];
+                bool is_free = p->state[d] == DEVICE_FREE;
+
+                p->bags[is_free ? u->bag : offset] = d;
+                u->bag += is_free;
+        }
+        /* children have higher numbers than their parents */
+        for (size_t k = idx->n_kept; k-- > 0;) {
+                pick_node *u = &p->nodes[k], *parent;
+
+                u->bag -= u->n_own;
+                u->n_free += u->n_own;
+                if (u->n_free == 0 || k == 0)
+                        continue;
+                parent = &p->nodes[idx->kept[k].parent];
+                parent->n_free += u->n_free;
+                parent->min_device = min_size(parent->min_device, u->min_device);
+                u->next_sibling = parent->first_child;
+                parent->first_child = k;
+        }
+}
+
+/* Criterion 1: the candidates for the lowest common ancestor, into ret (room for n_kept). */
+static size_t pick_candidates(const pick *p, const size_t *must, size_t n_must, size_t *ret) {
+        const kdp_preferred_index *idx = p->idx;
+        size_t n = 0, depth = 0;
+
+        if (n_must > 0) {
+                size_t x = idx->bag_of[must[0]];
+
+                for (size_t i = 1; i < n_must; i++)
+                        x = kept_lca(idx, x, idx->bag_of[must[i]]);
+                while (p->nodes[x].n_free < p->m)
+                        x = idx->kept[x].parent;
+                ret[0] = x;
+                return 1;
+        }
+        if (p->m == 1) {
+                ret[0] = 0;
+                return 1;
+        }
+        for (size_t k = 0; k < idx->n_kept; k++) {
+                if (p->nodes[k].n_free < p->m || idx->kept[k].depth < depth)
+                        continue;
+                if (idx->kept[k].depth > depth) {
+                        depth = idx->kept[k].depth;
+                        n = 0;
+                }
+                ret[n++] = k;
+        }
+        return n;
+}
+
+typedef struct candidate {
+        size_t node;
+        size_t min_device;
+        score above;            /* what its ancestors add */
+        int64_t bound;          /* at least score.p */
+        score score;
+        bool scored;
+} candidate;
+
+static int compare_size_descending(const void *a, const void *b) {
+        return compare_size(b, a);
+}
+
+/*
+ * An upper bound of the p of candidate x (several candidates: M is empty).
+ * x adds its exact share; a pair below child c of x adds at most the depth of
+ * c's deepest bag below x; and Σ C(f_c, 2) over the children, f_c no more
+ * than their free devices, Σ f_c ≤ m, is largest when the fullest children
+ * are filled first.
+ */
+static int64_t candidate_bound(const pick *p, size_t x, size_t *scratch) {
+        const kdp_preferred_index *idx = p->idx;
+        size_t n = 0, left = p->m, reach = 0;
+        int64_t pairs_below = 0;
+
+        for (size_t c = p->nodes[x].first_child; c != NONE; c = p->nodes[c].next_sibling) {
+                scratch[n++] = p->nodes[c].n_free;
+                if (idx->kept[c].deepest - idx->kept[x].depth > reach)
+                        reach = idx->kept[c].deepest - idx->kept[x].depth;
+        }
+        if (n > 1)
+                qsort(scratch, n, sizeof(size_t), compare_size_descending);
+        for (size_t i = 0; i < n && left > 0; i++) {
+                pairs_below += pairs(min_size(scratch[i], left));
+                left -= min_size(scratch[i], left);
+        }
+        return node_score(idx->kept[x].weight, p->nodes[x].n_must, p->nodes[x].n_free, p->m).p +
+               (int64_t) reach * pairs_below;
+}
+
+/* Whether the subtrees of x and y hold the same counts in the same shape: then they score the same. */
+static bool subtree_equal(const pick *p, size_t x, size_t y) {
+        const pick_node *u = &p->nodes[x], *v = &p->nodes[y];
+        size_t a = u->first_child, b = v->first_child;
+
+        if (p->idx->kept[x].weight != p->idx->kept[y].weight || u->n_free != v->n_free ||
+            u->n_own != v->n_own || u->n_must != v->n_must)
+                return false;
+        for (; a != NONE && b != NONE; a = p->nodes[a].next_sibling, b = p->nodes[b].next_sibling)
+                if (!subtree_equal(p, a, b))
+                        return false;
+        return a == NONE && b == NONE;
+}
+
+/*
+ * Criteria 2 to 4 over the candidates: the m devices to add, ascending, into
+ * out. Candidates are scored, those with the highest bound first, while their
+ * bound reaches the best score (a subtree like the last one scored takes its
+ * score). Of the best, sets are built from the lowest free device up, and
+ * then only for a candidate whose lowest free device is below the first
+ * device of the set found.
+ */
+static bool pick_best(pick *p, const size_t *nodes, size_t n, size_t *out) {
+        _cleanup_free_ candidate *c = NULL;
+        _cleanup_free_ size_t *set = NULL, *scratch = NULL;
+        size_t last = NONE, last_parent = NONE, first = NONE;
+        score last_score = { 0, 0 }, above = { 0, 0 }, best = { INT64_MIN, INT64_MIN };
+        int64_t top = INT64_MIN;
+
+        if (n == 1)
+                return candidate_set(p, nodes[0], out);
+
+        c = malloc(n * sizeof(candidate));
+        set = malloc(p->m * sizeof(size_t));
+        scratch = malloc(p->idx->n_kept * sizeof(size_t));
+        if (!c || !set || !scratch)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                if (p->idx->kept[nodes[i]].parent != last_parent) {
+                        last_parent = p->idx->kept[nodes[i]].parent;
+                        above = ancestors_score(p, nodes[i]);
+                }
+                c[i] = (candidate){
+                        .node = nodes[i],
+                        .min_device = p->nodes[nodes[i]].min_device,
+                        .above = above,
+                        .bound = above.p + candidate_bound(p, nodes[i], scratch),
+                };
+                if (c[i].bound > top)
+                        top = c[i].bound;
+        }
+
+        p->with_sets = false;
+        for (unsigned round = 0; round < 2; round++)
+                for (size_t i = 0; i < n; i++) {
+                        if (c[i].scored || (round == 0 ? c[i].bound < top : c[i].bound < best.p))
+                                continue;
+                        if (last == NONE || !subtree_equal(p, last, c[i].node)) {
+                                if (!subtree_score(p, c[i].node, &last_score))
+                                        return false;
+                                last = c[i].node;
+                        }
+                        c[i].score = score_add(last_score, c[i].above);
+                        c[i].scored = true;
+                        if (score_compare(c[i].score, best) > 0)
+                                best = c[i].score;
+                }
+
+        for (size_t i = 0; i < n; i++)
+                if (c[i].scored && score_compare(c[i].score, best) == 0 &&
+                    (first == NONE || c[i].min_device < c[first].min_device))
+                        first = i;
+        if (!candidate_set(p, c[first].node, out))
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                if (i == first || !c[i].scored || score_compare(c[i].score, best) != 0 ||
+                    c[i].min_device >= out[0])
+                        continue;
+                if (!candidate_set(p, c[i].node, set))
+                        return false;
+                if (set[0] < out[0])
+                        memcpy(out, set, p->m * sizeof(size_t));
+        }
+        return true;
 }
 
 static bool contains(const size_t *v, size_t n, size_t x) {
@@ -326,7 +835,7 @@ static bool contains(const size_t *v, size_t n, size_t x) {
         return false;
 }
 
-/* Without memory for the scratch array: no locality, O(size × n), but still a valid answer. */
+/* Without memory for the scratch state: no locality, O(size × n), but still a valid answer. */
 static size_t pick_fallback(const kdp_preferred_index *idx,
                             const size_t *available, size_t n_available,
                             const size_t *must_include, size_t n_must_include,
@@ -346,10 +855,12 @@ size_t kdp_preferred_pick(const kdp_preferred_index *idx,
                           const size_t *available, size_t n_available,
                           const size_t *must_include, size_t n_must_include,
                           size_t size, size_t *ret_picked) {
+        _cleanup_free_ uint8_t *state = NULL;
         _cleanup_free_ pick_node *nodes = NULL;
-        size_t n_scratch, n_must, need, n_must_path = 0, start = 0;
-        const size_t *must_path = NULL;
+        _cleanup_free_ size_t *bags = NULL, *candidates = NULL;
+        size_t n_must = 0, n_free = 0, n_candidates;
         pick p;
+        bool ok;
 
         assert(idx);
         assert(available || n_available == 0);
@@ -358,53 +869,52 @@ size_t kdp_preferred_pick(const kdp_preferred_index *idx,
 
         if (size == 0)
                 return 0;
-
-        n_scratch = idx->n_nodes + idx->n_devices;
-        nodes = calloc(n_scratch, sizeof(pick_node) + sizeof(size_t));
-        if (!nodes)
+        state = calloc(idx->n_devices + 1, sizeof(uint8_t));
+        if (!state)
                 return pick_fallback(idx, available, n_available, must_include, n_must_include,
                                      size, ret_picked);
-        p = (pick){ .idx = idx, .nodes = nodes, .children = (size_t *) (nodes + n_scratch),
-                    .picked = ret_picked };
-        for (size_t i = 0; i < idx->n_nodes; i++)
-                nodes[i].first_child = NONE;
 
-        /* must_include first, and the path to their lowest common ancestor */
-        for (size_t i = 0; i < n_must_include && p.n_picked < size; i++) {
-                size_t d = must_include[i], n;
-                const size_t *path;
+        for (size_t i = 0; i < n_must_include && n_must < size; i++) {
+                size_t d = must_include[i];
 
-                if (d >= idx->n_devices || nodes[idx->n_nodes + d].n_must > 0)
-                        continue;
-                pick_mark_must(&p, d);
-                path = device_path(idx, d, &n);
-                n_must_path = must_path ? common_prefix(must_path, n_must_path, path, n) : n;
-                must_path = path;
+                if (d < idx->n_devices && state[d] == DEVICE_UNUSED) {
+                        state[d] = DEVICE_MUST;
+                        ret_picked[n_must++] = d;
+                }
         }
-        n_must = p.n_picked;
-        need = size - n_must;
-        if (need == 0)
-                return n_must;
-
         for (size_t i = 0; i < n_available; i++) {
                 size_t d = available[i];
 
-                if (d < idx->n_devices && nodes[idx->n_nodes + d].n_must == 0 &&
-                    nodes[idx->n_nodes + d].n_free == 0)
-                        pick_mark_free(&p, d);
+                if (d < idx->n_devices && state[d] == DEVICE_UNUSED) {
+                        state[d] = DEVICE_FREE;
+                        n_free++;
+                }
+        }
+        if (n_must == size || n_free == 0)
+                return n_must;
+        if (size - n_must >= n_free) {
+                size_t n = n_must;
+
+                for (size_t d = 0; d < idx->n_devices; d++)
+                        if (state[d] == DEVICE_FREE)
+                                ret_picked[n++] = d;
+                return n;
         }
 
-        /* the smallest subtree holding every must_include device and enough free ones */
-        for (size_t i = n_must_path; i-- > 1;)
-                if (nodes[must_path[i]].n_free >= need) {
-                        start = must_path[i];
-                        break;
-                }
-        if (nodes[start].n_free <= need)
-                pick_take_all(&p, start);
-        else
-                pick_fill(&p, start, need);
-
-        qsort(ret_picked + n_must, p.n_picked - n_must, sizeof(size_t), compare_size);
-        return p.n_picked;
+        nodes = malloc(idx->n_kept * sizeof(pick_node));
+        bags = malloc((n_free + 1) * sizeof(size_t));
+        candidates = malloc(idx->n_kept * sizeof(size_t));
+        if (!nodes || !bags || !candidates)
+                return pick_fallback(idx, available, n_available, must_include, n_must_include,
+                                     size, ret_picked);
+        p = (pick){ .idx = idx, .state = state, .nodes = nodes, .bags = bags, .m = size - n_must };
+        pick_count(&p, ret_picked, n_must);
+        n_candidates = pick_candidates(&p, ret_picked, n_must, candidates);
+        ok = pick_best(&p, candidates, n_candidates, ret_picked + n_must);
+        free(p.scores);
+        free(p.sets);
+        if (!ok)
+                return pick_fallback(idx, available, n_available, must_include, n_must_include,
+                                     size, ret_picked);
+        return size;
 }
