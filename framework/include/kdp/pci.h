@@ -91,7 +91,11 @@ typedef struct kdp_pci_skipped {
         char reason[KDP_NOT_SERVED_REASON_MAX + 1];
 } kdp_pci_skipped;
 
-/* The functions skipped, in address order; entries that are no PCI address are not among them. */
+/*
+ * The functions skipped, in address order. Entries that are no PCI address are
+ * not among them, nor is a function whose entry vanished mid-scan (its link
+ * dangles: it is being removed); those are only warned about.
+ */
 size_t kdp_pci_list_skipped_size(const kdp_pci_list *l);
 const kdp_pci_skipped *kdp_pci_list_skipped_get(const kdp_pci_list *l, size_t i);
 

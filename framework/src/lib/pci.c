@@ -466,6 +466,16 @@ static int pci_list_skip(kdp_pci_list *l, const kdp_pci_device *dev, const char 
         return 0;
 }
 
+/*
+ * A function whose sysfs directory cannot be opened (error r): one that vanished mid-scan (its link
+ * dangles: a hot-unplug in progress) is gone, not skipped; any other error makes it skipped.
+ */
+static int pci_skip_unopened(kdp_pci_list *l, const kdp_pci_device *dev, int r) {
+        if (r == -ENOENT || r == -ENOTDIR)
+                return 0;
+        return pci_list_skip(l, dev, "its sysfs directory cannot be opened: %s", strerror(-r));
+}
+
 /* Adds entry `name` of the devices dir to the list, or skips it with a warning. Only -ENOMEM stops the scan. */
 static int pci_scan_entry(pci_scan *sc, const char *name) {
         _cleanup_free_ char *link = NULL, *real = NULL;
@@ -492,14 +502,14 @@ static int pci_scan_entry(pci_scan *sc, const char *name) {
                         return r;
                 SKIP_WARN(sc, SCOPE_DEVICES, dev.address, r, "Skipped PCI device",
                           KDP_F_STR("pciAddress", dev.address), KDP_F_STR("path", link));
-                return pci_list_skip(sc->list, &dev, "its sysfs directory cannot be opened: %s", strerror(-r));
+                return pci_skip_unopened(sc->list, &dev, r);
         }
         fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) {
                 r = -errno;
                 SKIP_WARN(sc, SCOPE_DEVICES, dev.address, r, "Skipped PCI device",
                           KDP_F_STR("pciAddress", dev.address), KDP_F_STR("path", real));
-                return pci_list_skip(sc->list, &dev, "its sysfs directory cannot be opened: %s", strerror(-r));
+                return pci_skip_unopened(sc->list, &dev, r);
         }
 
         r = pci_fill_libpci(sc->access, &b, &dev, reason, sizeof(reason));
