@@ -405,7 +405,8 @@ START_TEST(test_gpu_handles_pci_functions_that_cannot_be_read) {
         kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:15/0000:15:01.0/0000:1b:00.0",
                                                     .device = "0x2330", .class_code = "0x030200" });
         kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:00/0000:00:1c.0/0000:03:00.0",
-                                                    .vendor = "0x1a03", .device = "0x2000", .class_code = "0x1234567" });
+                                                    .vendor = "0x1a03", .device = "0x2000",
+                                                    .class_code = "0x1234567" });
         ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
         kdp_test_capture_begin(&c);
         gpu_scan(&run, root);

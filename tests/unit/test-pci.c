@@ -321,8 +321,8 @@ START_TEST(test_pci_list_scan_warns_once_per_backend_while_an_entry_stays_bad) {
                 log = ctx_scan(ctx, &l);
                 if (i == 0) {
                         p = log;
-                        kdp_test_expect_line(&p, 'I', "pci.c",
-                                             "\"PCI device no longer skipped\" backend=\"test\" pciAddress=\"0000:3a:05.0\"");
+                        kdp_test_expect_line(&p, 'I', "pci.c", "\"PCI device no longer skipped\" backend=\"test\" "
+                                                               "pciAddress=\"0000:3a:05.0\"");
                         ck_assert_str_eq(p, "");
                 } else
                         ck_assert_str_eq(log, "");
@@ -332,8 +332,9 @@ START_TEST(test_pci_list_scan_warns_once_per_backend_while_an_entry_stays_bad) {
         /* broken again: warned about again, once */
         kdp_test_tree_remove(root, "sys/devices/pci0000:3a/0000:3a:05.0/vendor");
         ck_assert_int_ge(asprintf(&body,
-                                  "\"Skipped PCI device\" backend=\"test\" pciAddress=\"0000:3a:05.0\" reason=\"Cannot open "
-                                  "%s/sys/bus/pci/devices/0000:3a:05.0/vendor: No such file or directory\"", root), 0);
+                                  "\"Skipped PCI device\" backend=\"test\" pciAddress=\"0000:3a:05.0\" "
+                                  "reason=\"Cannot open %s/sys/bus/pci/devices/0000:3a:05.0/vendor: "
+                                  "No such file or directory\"", root), 0);
         for (int i = 0; i < 3; i++) {
                 l = kdp_pci_list_free(l);
                 free(log);
@@ -354,7 +355,8 @@ START_TEST(test_pci_list_scan_warns_once_per_backend_while_an_entry_stays_bad) {
         free(log);
         log = ctx_scan(ctx, &l);
         p = log;
-        kdp_test_expect_line(&p, 'I', "pci.c", "\"Skipped PCI device is gone\" backend=\"test\" pciAddress=\"0000:3a:06.0\"");
+        kdp_test_expect_line(&p, 'I', "pci.c",
+                             "\"Skipped PCI device is gone\" backend=\"test\" pciAddress=\"0000:3a:06.0\"");
         free(body);
         ck_assert_int_ge(asprintf(&body, "\"Skipped sysfs entry is gone\" backend=\"test\" "
                                          "path=\"%s/sys/bus/pci/devices\" entry=\"garbage\"", root), 0);
@@ -408,8 +410,9 @@ START_TEST(test_pci_list_names_the_functions_it_skipped) {
         ck_assert_str_eq(k->address, "0000:3a:05.0");
         ck_assert_uint_eq(k->vendor_id, 0);
         ck_assert_uint_eq(k->device_id, 0);
-        ck_assert_int_ge(asprintf(&reason, "libpci cannot read it: Cannot open %s/sys/bus/pci/devices/0000:3a:05.0/vendor: "
-                                           "No such file or directory", root), 0);
+        ck_assert_int_ge(asprintf(&reason, "libpci cannot read it: Cannot open "
+                                           "%s/sys/bus/pci/devices/0000:3a:05.0/vendor: No such file or directory",
+                                  root), 0);
         ck_assert_str_eq(k->reason, reason);
         k = kdp_pci_list_skipped_get(l, 2);
         ck_assert_str_eq(k->address, "0000:3a:07.0");

@@ -790,7 +790,8 @@ static int child_read(const child_dir *cd, const char *name, kdp_pci_child *ret)
         if (fstatat(cd->fd, name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
                 return 0;
         if (strlen(name) >= sizeof(c.name)) {
-                KDP_SKIP_LOG_WARN(cd->skips, cd->scope, name, cd->prefix, 0, "Skipped class device with a too long name",
+                KDP_SKIP_LOG_WARN(cd->skips, cd->scope, name, cd->prefix, 0,
+                                  "Skipped class device with a too long name",
                                   KDP_F_STR("pciAddress", cd->address), KDP_F_STR("device", name));
                 return 0;
         }
