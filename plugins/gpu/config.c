@@ -252,6 +252,15 @@ int gpu_config_vendor(const gpu_config *s, const kdp_pci_device *p) {
         return -ENOENT;
 }
 
+bool gpu_config_may_be_gpu(uint16_t vendor_id) {
+        if (vendor_id == 0)
+                return true;            /* not read */
+        for (gpu_vendor v = 0; v < _GPU_VENDOR_MAX; v++)
+                if (vendor_id == vendor_ids[v])
+                        return true;
+        return false;
+}
+
 const char *gpu_config_vendor_off(const gpu_config *s, const kdp_pci_device *p) {
         for (gpu_vendor v = 0; v < _GPU_VENDOR_MAX; v++)
                 if (p->vendor_id == vendor_ids[v])

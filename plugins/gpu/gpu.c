@@ -12,9 +12,10 @@
  *   allocate / preferred -> from gpus[] (gRPC thread, under the backend lock)
  *
  * A GPU it looks at and does not take (another vendor's driver or none, vfio-pci, filtered out by
- * allow/deny or vendors, procfs missing or malformed, excluded, an Intel PF with VFs) is declared
- * with kdp_device_tree_not_served() and its reason at every scan: kdpd logs it once, when that starts
- * or changes, and `kdpctl not-served` lists it.
+ * allow/deny or vendors, procfs missing or malformed, excluded, an Intel PF with VFs), and a PCI
+ * function libkdp could not read that may be a GPU, is declared with kdp_device_tree_not_served()
+ * and its reason at every scan: kdpd logs it once, when that starts or changes, and
+ * `kdpctl not-served` lists it.
  *
  * A GPU once seen stays in the table: when it is unbound, excluded or removed
  * it is reported Unhealthy with the reason instead of vanishing, so capacity
@@ -424,6 +425,25 @@ static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_dev
                 refresh_intel(s, g);
 }
 
+/*
+ * A PCI function libkdp could not read (kdp_pci_list_skipped_get()): a GPU of ours stays in the
+ * table, Unhealthy with the reason (it is still there, not removed); one not seen before that may
+ * be a GPU is declared not served; other vendors' functions are no GPUs.
+ */
+static void scan_skipped(gpu_state *s, kdp_device_tree *tree, const kdp_pci_skipped *k, bool *present) {
+        gpu *g = find_gpu(s, k->address);
+
+        if (!g) {
+                if (gpu_config_may_be_gpu(k->vendor_id))
+                        (void) kdp_device_tree_not_served(tree, k->address, k->reason);
+                return;
+        }
+        present[g - s->gpus] = true;
+        g->reason[0] = '\0';
+        g->bound = false;               /* read again: its counters start anew */
+        reason_add(g, k->reason);
+}
+
 /* ---- devices ---- */
 
 #define NODE_SET_MAX (GPU_NODES_MAX + 5)
@@ -561,6 +581,8 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         }
         for (size_t i = 0; i < kdp_pci_list_size(l); i++)
                 scan_function(s, tree, kdp_pci_list_get(l, i), &kfd, present);
+        for (size_t i = 0; i < kdp_pci_list_skipped_size(l); i++)
+                scan_skipped(s, tree, kdp_pci_list_skipped_get(l, i), present);
         amd_kfd_done(&kfd);
 
         if (has_nvidia(s)) {

@@ -78,6 +78,8 @@ int gpu_config_parse(const kdp_backend_ctx *ctx, gpu_config *ret);
 void gpu_config_done(gpu_config *c);
 /* The vendor of a PCI function that is a GPU of an enabled vendor, else -ENOENT. */
 int gpu_config_vendor(const gpu_config *c, const kdp_pci_device *p);
+/* Whether a PCI function that could not be read may be a GPU: its vendor ID (0: not read) is a GPU vendor's. */
+bool gpu_config_may_be_gpu(uint16_t vendor_id);
 /* The vendor's name ("amd") of a GPU whose vendor gpu.vendors leaves out, else NULL. */
 const char *gpu_config_vendor_off(const gpu_config *c, const kdp_pci_device *p);
 /* allow (empty: all) and not deny. */

@@ -10,6 +10,8 @@
  * (any driver when unset), enabled, AER fatal and non-fatal counters not
  * risen since the device was first seen (or rebound). Scans on every pci
  * uevent and every 250 ms (AER counters and `enable` send no uevent).
+ * A PCI function libkdp could not read is declared not served with the
+ * reason, unless the IDs it did read say it is not one of ours.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -141,6 +143,13 @@ static int pcitest_scan(void *state, kdp_device_tree *tree) {
                 if (p->is_bridge || p->vendor_id != s->vendor || (s->device && p->device_id != s->device))
                         continue;
                 (void) add_device(s, tree, p); /* a refused device is logged by the tree */
+        }
+        for (size_t i = 0; i < kdp_pci_list_skipped_size(l); i++) {
+                const kdp_pci_skipped *k = kdp_pci_list_skipped_get(l, i);
+
+                if (k->vendor_id && (k->vendor_id != s->vendor || (s->device && k->device_id != s->device)))
+                        continue;       /* read far enough to tell it is not ours */
+                (void) kdp_device_tree_not_served(tree, k->address, k->reason);
         }
         kdp_pci_list_free(l);
         return 0;

@@ -383,6 +383,70 @@ START_TEST(test_gpu_declares_every_gpu_it_does_not_serve) {
 }
 END_TEST
 
+/* A pci event: the backend reads the PCI list again at its next scan. */
+static void pci_event(gpu_run *run, const char *action, const char *address) {
+        run->ops->device_event(run->state, &(kdp_device_event){ .action = action, .subsystem = "pci",
+                                                                 .sysname = address });
+}
+
+/*
+ * PCI functions libkdp could not read: one not seen before that may be a GPU (vendor not read) is
+ * declared not served with the reason, another vendor's is no GPU; a GPU already served stays,
+ * Unhealthy with the reason (not "removed"), and is healthy again once it can be read.
+ */
+START_TEST(test_gpu_handles_pci_functions_that_cannot_be_read) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_free_ char *text = NULL, *want = NULL, *log = NULL;
+        const char *class_b = "sys/devices/pci0000:15/0000:15:01.0/0000:19:00.0/class";
+        const kdp_device_list *l;
+        kdp_test_capture c;
+        gpu_run run;
+
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:15/0000:15:01.0/0000:1b:00.0",
+                                                    .device = "0x2330", .class_code = "0x030200" });
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:00/0000:00:1c.0/0000:03:00.0",
+                                                    .vendor = "0x1a03", .device = "0x2000",
+                                                    .class_code = "0x1234567" });
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        kdp_test_capture_begin(&c);
+        gpu_scan(&run, root);
+        log = kdp_test_capture_end(&c);
+        ck_assert_ptr_nonnull(strstr(log, "\"Skipped PCI device\" backend=\"gpu\" pciAddress=\"0000:1b:00.0\""));
+        text = not_served_text(&run);
+        ck_assert_int_ge(asprintf(&want, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+                                         "0000:1b:00.0: libpci cannot read it: Cannot open "
+                                         "%s/sys/bus/pci/devices/0000:1b:00.0/vendor: No such file or directory\n",
+                                  root), 0);
+        ck_assert_str_eq(text, want);
+        ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 2);
+
+        /* a served GPU whose class file turns malformed, until it is fixed */
+        kdp_test_tree_write(root, class_b, "0x1234567\n");
+        pci_event(&run, "unbind", "0000:19:00.0");
+        kdp_test_capture_begin(&c);
+        gpu_scan(&run, root);
+        free(kdp_test_capture_end(&c));
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_uint_eq(l->n_devices, 2);
+        ck_assert_str_eq(l->devices[0].id, UUID_B);
+        ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
+        ck_assert_str_eq(l->devices[0].health_reason, "its sysfs file class cannot be read: Bad message");
+        ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
+        free(text);
+        text = not_served_text(&run);
+        ck_assert_str_eq(text, want);
+
+        kdp_test_tree_write(root, class_b, "0x030200\n");
+        pci_event(&run, "bind", "0000:19:00.0");
+        kdp_test_capture_begin(&c);
+        gpu_scan(&run, root);
+        free(kdp_test_capture_end(&c));
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        gpu_done(&run);
+}
+END_TEST
+
 static Suite *gpu_backend_suite(void) {
         Suite *s = suite_create("gpu-backend");
         TCase *tc = tcase_create("core");
@@ -394,6 +458,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);
         tcase_add_test(tc, test_gpu_declares_every_gpu_it_does_not_serve);
+        tcase_add_test(tc, test_gpu_handles_pci_functions_that_cannot_be_read);
         suite_add_tcase(s, tc);
         return s;
 }

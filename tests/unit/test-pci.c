@@ -225,35 +225,202 @@ START_TEST(test_pci_list_scan_reads_every_field) {
 }
 END_TEST
 
-START_TEST(test_pci_list_scan_skips_bad_entries_with_warnings) {
-        _cleanup_(kdp_test_rm_rfp) char *root = fixture_new();
-        _cleanup_free_ char *log = NULL, *body = NULL;
-        _cleanup_(kdp_pci_list_freep) kdp_pci_list *l = scan_quietly(root, &log);
+/* kdp_pci_list_scan() through `ctx` with stderr captured; returns what was logged (free()). */
+static char *ctx_scan(const kdp_backend_ctx *ctx, kdp_pci_list **ret) {
+        kdp_test_capture c;
+
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(kdp_pci_list_scan(ctx, ret), 0);
+        return kdp_test_capture_end(&c);
+}
+
+/* The three warnings of the fixture's bad entries, in entry-name order, through `backend` (NULL: none). */
+static void expect_fixture_warnings(const char *log, const char *root, const char *backend) {
+        _cleanup_free_ char *field = NULL, *body = NULL;
         const char *p = log;
 
-        /* in entry-name order; everything else was scanned */
+        ck_assert_int_ge(asprintf(&field, backend ? " backend=\"%s\"" : "%s", backend ? backend : ""), 0);
         ck_assert_int_ge(asprintf(&body,
-                                  "\"Skipped PCI device\" pciAddress=\"0000:3a:05.0\" reason=\"Cannot open "
+                                  "\"Skipped PCI device\"%s pciAddress=\"0000:3a:05.0\" reason=\"Cannot open "
                                   "%s/sys/bus/pci/devices/0000:3a:05.0/vendor: No such file or directory\"",
-                                  root), 0);
+                                  field, root), 0);
         kdp_test_expect_line(&p, 'W', "pci.c", body);
         free(body);
         ck_assert_int_ge(asprintf(&body,
-                                  "\"Skipped PCI device\" pciAddress=\"0000:3a:06.0\" "
+                                  "\"Skipped PCI device\"%s pciAddress=\"0000:3a:06.0\" "
                                   "path=\"%s/sys/bus/pci/devices/0000:3a:06.0\" err=\"No such file or directory\"",
-                                  root), 0);
+                                  field, root), 0);
         kdp_test_expect_line(&p, 'W', "pci.c", body);
         free(body);
         ck_assert_int_ge(asprintf(&body,
-                                  "\"Skipped sysfs entry that is not a PCI address\" path=\"%s/sys/bus/pci/devices\" "
-                                  "entry=\"garbage\"",
-                                  root), 0);
+                                  "\"Skipped sysfs entry that is not a PCI address\"%s "
+                                  "path=\"%s/sys/bus/pci/devices\" entry=\"garbage\"",
+                                  field, root), 0);
         kdp_test_expect_line(&p, 'W', "pci.c", body);
         ck_assert_str_eq(p, "");
+}
 
+/* Without a backend (kdpctl discover) every scan warns about every skipped entry, without backend="...". */
+START_TEST(test_pci_list_scan_skips_bad_entries_with_warnings) {
+        _cleanup_(kdp_test_rm_rfp) char *root = fixture_new();
+
+        for (int round = 0; round < 2; round++) {
+                _cleanup_(kdp_pci_list_freep) kdp_pci_list *l = NULL;
+                _cleanup_free_ char *log = NULL;
+
+                l = scan_quietly(root, &log);
+                expect_fixture_warnings(log, root, NULL);
+                /* everything else was scanned */
+                ck_assert_uint_eq(kdp_pci_list_size(l), KDP_ELEMENTSOF(fixture_expected));
+                ck_assert_ptr_null(kdp_pci_list_find(l, "0000:3a:05.0"));
+                ck_assert_ptr_null(kdp_pci_list_find(l, "0000:3a:06.0"));
+        }
+}
+END_TEST
+
+/*
+ * Through a backend's ctx a skipped entry is warned about once, however often the list is read
+ * again; its end is logged once (repaired, or gone), and a new break is warned about again. Each
+ * backend has its own memory.
+ */
+START_TEST(test_pci_list_scan_warns_once_per_backend_while_an_entry_stays_bad) {
+        _cleanup_(kdp_test_rm_rfp) char *root = fixture_new();
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *other = NULL;
+        _cleanup_(kdp_pci_list_freep) kdp_pci_list *l = NULL;
+        _cleanup_free_ char *log = NULL, *body = NULL, *sys = kdp_test_tree_path(root, "sys");
+        const char *p;
+
+        log = ctx_scan(ctx, &l);
+        expect_fixture_warnings(log, root, "test");
+        for (int i = 0; i < 2; i++) {
+                l = kdp_pci_list_free(l);
+                free(log);
+                log = ctx_scan(ctx, &l);
+                ck_assert_str_eq(log, "");
+        }
         ck_assert_uint_eq(kdp_pci_list_size(l), KDP_ELEMENTSOF(fixture_expected));
-        ck_assert_ptr_null(kdp_pci_list_find(l, "0000:3a:05.0"));
-        ck_assert_ptr_null(kdp_pci_list_find(l, "0000:3a:06.0"));
+
+        /* another backend reading the same tree warns for itself, once */
+        ck_assert_int_eq(kdp_backend_ctx_new("other", (const char *const[_KDP_PATH_KIND_MAX]){ [KDP_PATH_SYSFS] = sys },
+                                             NULL, NULL, &other), 0);
+        l = kdp_pci_list_free(l);
+        free(log);
+        log = ctx_scan(other, &l);
+        expect_fixture_warnings(log, root, "other");
+        l = kdp_pci_list_free(l);
+        free(log);
+        log = ctx_scan(other, &l);
+        ck_assert_str_eq(log, "");
+
+        /* repaired: one line, and the function is in the list */
+        kdp_test_tree_write(root, "sys/devices/pci0000:3a/0000:3a:05.0/vendor", "0x8086\n");
+        for (int i = 0; i < 3; i++) {
+                l = kdp_pci_list_free(l);
+                free(log);
+                log = ctx_scan(ctx, &l);
+                if (i == 0) {
+                        p = log;
+                        kdp_test_expect_line(&p, 'I', "pci.c", "\"PCI device no longer skipped\" backend=\"test\" "
+                                                               "pciAddress=\"0000:3a:05.0\"");
+                        ck_assert_str_eq(p, "");
+                } else
+                        ck_assert_str_eq(log, "");
+                ck_assert_ptr_nonnull(kdp_pci_list_find(l, "0000:3a:05.0"));
+        }
+
+        /* broken again: warned about again, once */
+        kdp_test_tree_remove(root, "sys/devices/pci0000:3a/0000:3a:05.0/vendor");
+        ck_assert_int_ge(asprintf(&body,
+                                  "\"Skipped PCI device\" backend=\"test\" pciAddress=\"0000:3a:05.0\" "
+                                  "reason=\"Cannot open %s/sys/bus/pci/devices/0000:3a:05.0/vendor: "
+                                  "No such file or directory\"", root), 0);
+        for (int i = 0; i < 3; i++) {
+                l = kdp_pci_list_free(l);
+                free(log);
+                log = ctx_scan(ctx, &l);
+                if (i == 0) {
+                        p = log;
+                        kdp_test_expect_line(&p, 'W', "pci.c", body);
+                        ck_assert_str_eq(p, "");
+                } else
+                        ck_assert_str_eq(log, "");
+                ck_assert_ptr_null(kdp_pci_list_find(l, "0000:3a:05.0"));
+        }
+
+        /* the dangling link and the entry that is no address go away: one line each */
+        kdp_test_tree_remove(root, "sys/bus/pci/devices/0000:3a:06.0");
+        kdp_test_tree_remove(root, "sys/bus/pci/devices/garbage");
+        l = kdp_pci_list_free(l);
+        free(log);
+        log = ctx_scan(ctx, &l);
+        p = log;
+        kdp_test_expect_line(&p, 'I', "pci.c",
+                             "\"Skipped PCI device is gone\" backend=\"test\" pciAddress=\"0000:3a:06.0\"");
+        free(body);
+        ck_assert_int_ge(asprintf(&body, "\"Skipped sysfs entry is gone\" backend=\"test\" "
+                                         "path=\"%s/sys/bus/pci/devices\" entry=\"garbage\"", root), 0);
+        kdp_test_expect_line(&p, 'I', "pci.c", body);
+        ck_assert_str_eq(p, "");
+        l = kdp_pci_list_free(l);
+        free(log);
+        log = ctx_scan(ctx, &l);
+        ck_assert_str_eq(log, "");
+
+        /* the whole bus gone: what is still skipped is gone with it */
+        {
+                _cleanup_free_ char *bus = kdp_test_tree_path(root, "sys/bus/pci"),
+                                    *moved = kdp_test_tree_path(root, "sys/bus/pci-moved");
+                kdp_test_capture c;
+
+                ck_assert_int_eq(rename(bus, moved), 0);
+                l = kdp_pci_list_free(l);
+                free(log);
+                kdp_test_capture_begin(&c);
+                ck_assert_int_eq(kdp_pci_list_scan(ctx, &l), -ENOENT);
+                log = kdp_test_capture_end(&c);
+                p = log;
+                kdp_test_expect_line(&p, 'I', "pci.c",
+                                     "\"Skipped PCI device is gone\" backend=\"test\" pciAddress=\"0000:3a:05.0\"");
+                ck_assert_str_eq(p, "");
+        }
+}
+END_TEST
+
+/* The list names each PCI function it skipped, by address, with the IDs it read and the reason. */
+START_TEST(test_pci_list_names_the_functions_it_skipped) {
+        _cleanup_(kdp_test_rm_rfp) char *root = fixture_new();
+        _cleanup_(kdp_pci_list_freep) kdp_pci_list *l = NULL;
+        _cleanup_free_ char *reason = NULL;
+        const kdp_pci_skipped *k;
+
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:00/0000:00:02.0", .vendor = "0x10de",
+                                                    .device = "0x2330", .class_code = "0x1234567" });
+        kdp_test_tree_link(root, "sys/bus/pci/devices/0000:3a:07.0", "0000:3a:07.0");  /* a link loop */
+        l = scan_quietly(root, NULL);
+        ck_assert_uint_eq(kdp_pci_list_skipped_size(l), 3);
+
+        /* in address order; "garbage" is no function, 0000:3a:06.0 (its link dangles) is being removed */
+        k = kdp_pci_list_skipped_get(l, 0);
+        ck_assert_str_eq(k->address, "0000:00:02.0");
+        ck_assert_uint_eq(k->vendor_id, 0x10de);
+        ck_assert_uint_eq(k->device_id, 0x2330);
+        ck_assert_str_eq(k->reason, "its sysfs file class cannot be read: Bad message");
+        k = kdp_pci_list_skipped_get(l, 1);
+        ck_assert_str_eq(k->address, "0000:3a:05.0");
+        ck_assert_uint_eq(k->vendor_id, 0);
+        ck_assert_uint_eq(k->device_id, 0);
+        ck_assert_int_ge(asprintf(&reason, "libpci cannot read it: Cannot open "
+                                           "%s/sys/bus/pci/devices/0000:3a:05.0/vendor: No such file or directory",
+                                  root), 0);
+        ck_assert_str_eq(k->reason, reason);
+        k = kdp_pci_list_skipped_get(l, 2);
+        ck_assert_str_eq(k->address, "0000:3a:07.0");
+        ck_assert_uint_eq(k->vendor_id, 0);
+        ck_assert_str_eq(k->reason, "its sysfs directory cannot be opened: Too many levels of symbolic links");
+        ck_assert_ptr_null(kdp_pci_list_skipped_get(l, 3));
+        ck_assert_uint_eq(kdp_pci_list_skipped_size(NULL), 0);
+        ck_assert_ptr_null(kdp_pci_list_skipped_get(NULL, 0));
 }
 END_TEST
 
@@ -589,6 +756,81 @@ START_TEST(test_pci_children_rejects_bad_arguments) {
 }
 END_TEST
 
+/* kdp_pci_children(ctx, "0000:3d:00.0", "drm") with stderr captured; the log (free()), the count in *ret_n. */
+static char *children_of_3d(const kdp_backend_ctx *ctx, int expect, size_t *ret_n) {
+        _cleanup_free_ kdp_pci_child *c = NULL;
+        kdp_test_capture cap;
+        size_t n = 0;
+
+        kdp_test_capture_begin(&cap);
+        ck_assert_int_eq(kdp_pci_children(ctx, "0000:3d:00.0", "drm", &c, &n), expect);
+        if (ret_n)
+                *ret_n = n;
+        return kdp_test_capture_end(&cap);
+}
+
+/* Calls children_of_3d() three times: the first logs the line `level` `body` alone, the others nothing. */
+static void children_three_times(const kdp_backend_ctx *ctx, int expect, char level, const char *body, size_t n) {
+        for (int i = 0; i < 3; i++) {
+                _cleanup_free_ char *log = NULL;
+                const char *p;
+                size_t got = 99;
+
+                log = children_of_3d(ctx, expect, &got);
+                if (expect == 0)
+                        ck_assert_uint_eq(got, n);
+                p = log;
+                if (i == 0)
+                        kdp_test_expect_line(&p, level, "pci.c", body);
+                ck_assert_str_eq(p, "");
+        }
+}
+
+/* A class device skipped with a warning: once while it lasts, its end once, a new break again. */
+START_TEST(test_pci_children_warn_once_while_a_class_device_stays_bad) {
+        _cleanup_(kdp_test_rm_rfp) char *root = fixture_new();
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        _cleanup_free_ char *dir = NULL, *uevent = NULL, *body = NULL, *devname = NULL;
+        const char *name = "card_with_a_name_of_sixty_four_characters_or_more_0123456789abcd";
+        const char *gpu = "sys/devices/" P3B "/0000:3c:00.0/0000:3d:00.0";
+
+        ck_assert_uint_eq(strlen(name), 64);
+        ck_assert_int_ge(asprintf(&dir, "%s/drm/%s", gpu, name), 0);
+        kdp_test_tree_mkdir(root, dir);
+        ck_assert_int_ge(asprintf(&body, "\"Skipped class device with a too long name\" backend=\"test\" "
+                                         "pciAddress=\"0000:3d:00.0\" device=\"%s\"", name), 0);
+        children_three_times(ctx, 0, 'W', body, 2);
+        kdp_test_tree_remove(root, dir);
+        free(body);
+        ck_assert_int_ge(asprintf(&body, "\"Skipped class device is gone\" backend=\"test\" "
+                                         "pciAddress=\"0000:3d:00.0\" device=\"%s\"", name), 0);
+        children_three_times(ctx, 0, 'I', body, 2);
+
+        /* a node path that does not fit (256 bytes), then fits again, then not */
+        devname = calloc(300, 1);
+        ck_assert_ptr_nonnull(devname);
+        memset(devname, 'x', 280);
+        free(uevent);
+        ck_assert_int_ge(asprintf(&uevent, "MAJOR=226\nMINOR=3\nDEVNAME=dri/%s\n", devname), 0);
+        free(dir);
+        ck_assert_int_ge(asprintf(&dir, "%s/drm/card3/uevent", gpu), 0);
+        kdp_test_tree_write(root, dir, uevent);
+        children_three_times(ctx, 0, 'W', "\"Skipped class device with a too long node path\" backend=\"test\" "
+                                          "pciAddress=\"0000:3d:00.0\" device=\"card3\"", 2);
+        kdp_test_tree_write(root, dir, "MAJOR=226\nMINOR=3\nDEVNAME=dri/card3\n");
+        children_three_times(ctx, 0, 'I', "\"Class device no longer skipped\" backend=\"test\" "
+                                          "pciAddress=\"0000:3d:00.0\" device=\"card3\"", 3);
+        kdp_test_tree_write(root, dir, uevent);
+        children_three_times(ctx, 0, 'W', "\"Skipped class device with a too long node path\" backend=\"test\" "
+                                          "pciAddress=\"0000:3d:00.0\" device=\"card3\"", 2);
+
+        /* the function goes away, and its class devices with it */
+        kdp_test_tree_remove(root, "sys/bus/pci/devices/0000:3d:00.0");
+        children_three_times(ctx, -ENOENT, 'I', "\"Skipped class device is gone\" backend=\"test\" "
+                                                "pciAddress=\"0000:3d:00.0\" device=\"card3\"", 0);
+}
+END_TEST
+
 /* ---- kdpctl discover ---- */
 
 /* Runs `kdpctl discover --sysfs-root <root>/sys` and returns its stdout (free()). */
@@ -646,6 +888,8 @@ static Suite *pci_suite(void) {
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, test_pci_list_scan_reads_every_field);
         tcase_add_test(tc, test_pci_list_scan_skips_bad_entries_with_warnings);
+        tcase_add_test(tc, test_pci_list_scan_warns_once_per_backend_while_an_entry_stays_bad);
+        tcase_add_test(tc, test_pci_list_names_the_functions_it_skipped);
         tcase_add_test(tc, test_pci_list_scan_uses_the_ctx_sysfs_root);
         tcase_add_test(tc, test_pci_list_scan_without_pci_bus_is_enoent);
         tcase_add_test(tc, test_pci_list_scan_of_an_empty_bus_is_an_empty_list);
@@ -672,6 +916,7 @@ static Suite *pci_suite(void) {
         tcase_add_test(tc, test_pci_children_of_a_device_without_them_is_empty);
         tcase_add_test(tc, test_pci_children_of_a_removed_device_is_enoent);
         tcase_add_test(tc, test_pci_children_rejects_bad_arguments);
+        tcase_add_test(tc, test_pci_children_warn_once_while_a_class_device_stays_bad);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("discover");

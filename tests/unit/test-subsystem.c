@@ -166,6 +166,72 @@ START_TEST(test_subsystem_enumerate_skips_a_dangling_link) {
 }
 END_TEST
 
+/* Enumerates fpga_region three times: the first logs the line `level` `body` alone, the others nothing. */
+static void enumerate_three_times(const kdp_backend_ctx *ctx, char level, const char *body, size_t n) {
+        for (int i = 0; i < 3; i++) {
+                _cleanup_free_ kdp_subsystem_device *d = NULL;
+                _cleanup_free_ char *log = NULL;
+                kdp_test_capture c;
+                const char *p;
+                size_t got = 99;
+
+                kdp_test_capture_begin(&c);
+                ck_assert_int_eq(kdp_subsystem_enumerate(ctx, "fpga_region", &d, &got), 0);
+                log = kdp_test_capture_end(&c);
+                ck_assert_uint_eq(got, n);
+                p = log;
+                if (i == 0)
+                        kdp_test_expect_line(&p, level, "subsystem.c", body);
+                ck_assert_str_eq(p, "");
+        }
+}
+
+/* A device skipped with a warning: once per backend while it lasts, its end once, a new break again. */
+START_TEST(test_subsystem_enumerate_warns_once_while_a_device_stays_bad) {
+        _cleanup_(kdp_test_rm_rfp) char *root = fixture_new();
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        _cleanup_free_ char *real = NULL, *body = NULL, *devname = NULL, *uevent = NULL, *link = NULL, *dir = NULL;
+        const char *name = "region_with_a_name_of_sixty_four_characters_or_more_0123456789ab";
+
+        /* a DEVNAME that does not fit (256 bytes), then fits, then not */
+        devname = calloc(300, 1);
+        ck_assert_ptr_nonnull(devname);
+        memset(devname, 'x', 280);
+        ck_assert_int_ge(asprintf(&uevent, "DEVNAME=%s\n", devname), 0);
+        kdp_test_tree_write(root, "sys/devices/" REGION "/uevent", uevent);
+        real = kdp_test_tree_path(root, "sys/devices/" REGION);
+        ck_assert_int_ge(asprintf(&body, "\"Skipped device with a too long node path\" backend=\"test\" "
+                                         "device=\"region0\" path=\"%s\"", real), 0);
+        enumerate_three_times(ctx, 'W', body, 1);
+        kdp_test_tree_write(root, "sys/devices/" REGION "/uevent", "DEVNAME=fpga-region0\n");
+        enumerate_three_times(ctx, 'I', "\"Device no longer skipped\" backend=\"test\" subsystem=\"fpga_region\" "
+                                        "device=\"region0\"", 2);
+        kdp_test_tree_write(root, "sys/devices/" REGION "/uevent", uevent);
+        enumerate_three_times(ctx, 'W', body, 1);
+
+        /* the device goes away */
+        kdp_test_tree_remove(root, "sys/class/fpga_region/region0");
+        enumerate_three_times(ctx, 'I', "\"Skipped device is gone\" backend=\"test\" subsystem=\"fpga_region\" "
+                                        "device=\"region0\"", 1);
+
+        /* a name that does not fit, until its entry goes; then the class itself goes */
+        ck_assert_int_ge(asprintf(&link, "sys/class/fpga_region/%s", name), 0);
+        kdp_test_tree_link(root, link, "../../devices/" REGION);
+        dir = kdp_test_tree_path(root, "sys/class/fpga_region");
+        free(body);
+        ck_assert_int_ge(asprintf(&body, "\"Skipped device with a too long name\" backend=\"test\" path=\"%s\" "
+                                         "device=\"%s\"", dir, name), 0);
+        enumerate_three_times(ctx, 'W', body, 1);
+        kdp_test_tree_remove(root, link);
+        kdp_test_tree_remove(root, "sys/class/fpga_region/region1");
+        kdp_test_tree_remove(root, "sys/class/fpga_region");
+        free(body);
+        ck_assert_int_ge(asprintf(&body, "\"Skipped device is gone\" backend=\"test\" subsystem=\"fpga_region\" "
+                                         "device=\"%s\"", name), 0);
+        enumerate_three_times(ctx, 'I', body, 0);
+}
+END_TEST
+
 START_TEST(test_subsystem_enumerate_skips_a_too_long_name_with_a_warning) {
         _cleanup_(kdp_test_rm_rfp) char *root = fixture_new();
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
@@ -190,8 +256,8 @@ START_TEST(test_subsystem_enumerate_skips_a_too_long_name_with_a_warning) {
         ck_assert_str_eq(d[1].name, "region1");
 
         dir = kdp_test_tree_path(root, "sys/class/fpga_region");
-        ck_assert_int_ge(asprintf(&body, "\"Skipped device with a too long name\" path=\"%s\" device=\"%s\"", dir,
-                                  name), 0);
+        ck_assert_int_ge(asprintf(&body, "\"Skipped device with a too long name\" backend=\"test\" path=\"%s\" "
+                                         "device=\"%s\"", dir, name), 0);
         p = log;
         kdp_test_expect_line(&p, 'W', "subsystem.c", body);
         ck_assert_str_eq(p, "");
@@ -279,6 +345,7 @@ static Suite *subsystem_suite(void) {
         tcase_add_test(tc, test_subsystem_enumerate_sorts_in_version_order);
         tcase_add_test(tc, test_subsystem_enumerate_skips_a_dangling_link);
         tcase_add_test(tc, test_subsystem_enumerate_skips_a_too_long_name_with_a_warning);
+        tcase_add_test(tc, test_subsystem_enumerate_warns_once_while_a_device_stays_bad);
         tcase_add_test(tc, test_subsystem_enumerate_of_a_missing_subsystem_is_empty);
         tcase_add_test(tc, test_subsystem_enumerate_rejects_bad_arguments);
         tcase_add_test(tc, test_subsystem_enumerate_of_the_real_sys_lists_lo);

@@ -7,7 +7,21 @@
  * libpci's default error handler exits the process; libkdp installs one that
  * jumps back to the scan, so a device that vanishes mid-scan, a device
  * directory without `vendor`, or an entry that is no PCI address is skipped
- * with a warning and the scan goes on.
+ * with a warning and the scan goes on. The list names each PCI function it
+ * skipped, with the reason (kdp_pci_list_skipped_get()), so a backend can
+ * declare it not served (kdp_device_tree_not_served()).
+ *
+ * Warnings about skipped entries. Through a backend's ctx (kdp_pci_list_scan(),
+ * kdp_pci_children(), and kdp_subsystem_enumerate()) each is written once per
+ * backend, with its backend="..." field, when the entry is first skipped (or
+ * skipped for another reason), and an info line follows once when that ends:
+ *
+ *   W... pci.c:...] "Skipped PCI device" backend="gpu" pciAddress="0000:3a:05.0" reason="Cannot open ..."
+ *   I... pci.c:...] "PCI device no longer skipped" backend="gpu" pciAddress="0000:3a:05.0"
+ *                   (or "Skipped PCI device is gone" when its entry went away)
+ *
+ * so re-reading the list on every scan repeats nothing. kdp_pci_list_scan_root()
+ * has no backend to remember for: it writes every warning, every time.
  *
  * A kdp_pci_list is a snapshot: plain values, sorted by address, owned by the
  * list; nothing in it changes when the hardware does.
@@ -47,7 +61,11 @@ typedef struct kdp_pci_device {
 
 typedef struct kdp_pci_list kdp_pci_list;
 
-/* Scans every PCI device under the ctx's sysfs root. -ENOENT without a PCI bus there. */
+/*
+ * Scans every PCI device under the ctx's sysfs root. -ENOENT without a PCI bus
+ * there. Threads: the ctx's backend's hooks (it updates the ctx's record of
+ * what was warned about).
+ */
 int kdp_pci_list_scan(const kdp_backend_ctx *ctx, kdp_pci_list **ret);
 /* The same for an explicit root ("/sys", a fixture tree). */
 int kdp_pci_list_scan_root(const char *sysfs_root, kdp_pci_list **ret);
@@ -57,6 +75,29 @@ size_t kdp_pci_list_size(const kdp_pci_list *l);
 const kdp_pci_device *kdp_pci_list_get(const kdp_pci_list *l, size_t i);
 /* `address` is compared by value: "0000:3B:00.0" finds 0000:3b:00.0. NULL if absent or not an address. */
 const kdp_pci_device *kdp_pci_list_find(const kdp_pci_list *l, const char *address);
+
+/*
+ * A PCI function the scan skipped: its entry in <sysfs root>/bus/pci/devices/
+ * is a PCI address, but the function could not be read (its directory is
+ * gone or unreadable, libpci failed on it, a file is missing or malformed).
+ * `reason` is one line for operators, short enough for
+ * kdp_device_tree_not_served(). vendor_id and device_id are 0 when they were
+ * not read (libpci failed before them).
+ */
+typedef struct kdp_pci_skipped {
+        char address[KDP_PCI_ADDRESS_MAX];
+        uint16_t vendor_id;
+        uint16_t device_id;
+        char reason[KDP_NOT_SERVED_REASON_MAX + 1];
+} kdp_pci_skipped;
+
+/*
+ * The functions skipped, in address order. Entries that are no PCI address are
+ * not among them, nor is a function whose entry vanished mid-scan (its link
+ * dangles: it is being removed); those are only warned about.
+ */
+size_t kdp_pci_list_skipped_size(const kdp_pci_list *l);
+const kdp_pci_skipped *kdp_pci_list_skipped_get(const kdp_pci_list *l, size_t i);
 
 /*
  * Reads <sysfs root>/bus/pci/devices/<address>/<attr>, without the trailing
@@ -76,6 +117,8 @@ int kdp_pci_read_attr(const kdp_backend_ctx *ctx, const char *address, const cha
  *
  * A device without such class devices (no <address>/<subsystem>/ directory)
  * gives *ret NULL and *ret_n 0; -ENOENT when the PCI device itself is gone.
+ * A class device whose name or node path does not fit is skipped with a
+ * warning, once per backend while that lasts (see above).
  */
 typedef struct kdp_pci_child {
         char name[64];

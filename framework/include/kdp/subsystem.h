@@ -44,8 +44,11 @@ typedef struct kdp_subsystem_device {
  * devices (yet), which is no error; so is a subsystem without entries. An
  * entry that vanishes mid-enumeration (a dangling link) is skipped, and so,
  * with a warning, is one whose name, devpath, devnode or driver does not fit
- * its field. -EINVAL unless `subsystem` is one path component; -ENOMEM;
- * other -errno of reading the directory.
+ * its field. That warning is written once per backend while the problem
+ * lasts, and one info line when it ends ("Device no longer skipped" or
+ * "Skipped device is gone", with subsystem= and device=), like the warnings
+ * of <kdp/pci.h>. -EINVAL unless `subsystem` is one path component; -ENOMEM;
+ * other -errno of reading the directory. Threads: the ctx's backend's hooks.
  */
 int kdp_subsystem_enumerate(const kdp_backend_ctx *ctx, const char *subsystem, kdp_subsystem_device **ret,
                             size_t *ret_n);

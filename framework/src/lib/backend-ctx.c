@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The context a backend gets in init(): its name, its resolved params and the
- * path roots (see backend-ctx.h and <kdp/backend.h>).
+ * The context a backend gets in init(): its name, its resolved params, the
+ * path roots and its skip log (see backend-ctx.h and <kdp/backend.h>).
  *
  * A param's value comes from, in order: the last -o override, the config
  * file, the spec's default; its origin says which ("-o gpu.x=1",
@@ -42,6 +42,7 @@ kdp_backend_ctx *kdp_backend_ctx_free(kdp_backend_ctx *ctx) {
                 free(ctx->params[i].origin);
         }
         free(ctx->params);
+        kdp_skip_log_free(ctx->skips);
         for (size_t i = 0; i < _KDP_PATH_KIND_MAX; i++)
                 free(ctx->roots[i]);
         free(ctx->name);
@@ -70,6 +71,9 @@ int kdp_backend_ctx_new(const char *name, const char *const roots[_KDP_PATH_KIND
         if (!ctx->name)
                 return -ENOMEM;
         ctx->log_field = KDP_F_STR("backend", ctx->name);
+        r = kdp_skip_log_new(&ctx->skips);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < _KDP_PATH_KIND_MAX; i++) {
                 ctx->roots[i] = strdup((roots && roots[i]) ? roots[i] : default_roots[i]);

@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libkdp internal: the kdp_backend_ctx handed to a backend's init(). It holds
- * the backend's resolved params (config file, -o overrides, defaults) and the
- * path roots. Created by the daemon's registry, freed after the backend's fini().
- * The public accessors (kdp_backend_param() ...) live in backend-ctx.c.
+ * the backend's resolved params (config file, -o overrides, defaults), the
+ * path roots and what libkdp's enumerations have warned about for this
+ * backend (skip-log.h). Created by the daemon's registry, freed after the
+ * backend's fini(); it owns all of these. The public accessors
+ * (kdp_backend_param() ...) live in backend-ctx.c.
+ *
+ * Backends get the ctx as const: the skip log is reached through a pointer,
+ * so the enumerations that take a const ctx can still update it. Like every
+ * use of the ctx, that happens in the backend's hooks, under its lock.
  */
 #pragma once
 
@@ -11,6 +17,7 @@
 #include <kdp/cleanup.h>
 
 #include "config.h"
+#include "skip-log.h"
 
 typedef struct kdp_backend_ctx_param {
         const char *name;       /* borrowed from the spec (static in the backend) */
@@ -33,6 +40,7 @@ struct kdp_backend_ctx {
         size_t n_params;
         const kdp_backend_host *host;   /* NULL outside kdpd */
         void *host_data;
+        kdp_skip_log *skips;            /* owned; what kdp_pci_list_scan() & co. have warned about */
 };
 
 /*

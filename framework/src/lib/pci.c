@@ -16,6 +16,11 @@
  * user pointer, so the hook finds its guard there. It is thread-local, so
  * scans on different threads never share it.
  *
+ * A skipped entry is warned about through the backend's skip log (skip-log.h)
+ * in one of two scopes: SCOPE_DEVICES for PCI functions that could not be
+ * read, by address, and SCOPE_ENTRIES for entries that are no PCI address, by
+ * name; the class devices of a function in a scope of their own.
+ *
  * From libpci (PCI_FILL_*): vendor and device IDs, NUMA node, driver, IOMMU
  * group. Read here: the 24-bit class (libpci keeps 16 bits), subsystem IDs,
  * SR-IOV, physfn, the sysfs path and the parent; and the driver and IOMMU
@@ -42,16 +47,23 @@
 #include <kdp/log.h>
 #include <kdp/pci.h>
 
+#include "backend-ctx.h"
+#include "skip-log.h"
 #include "sysfs.h"
 
 #define PCI_FILL_FLAGS \
         (PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_NUMA_NODE | PCI_FILL_DRIVER | PCI_FILL_IOMMU_GROUP)
 #define PCI_CLASS_BRIDGE_PCI_24 0x0604  /* class >> 8 of a PCI-to-PCI bridge */
+#define SCOPE_DEVICES "pci"
+#define SCOPE_ENTRIES "pci-entries"
 
 struct kdp_pci_list {
         kdp_pci_device *devices;
         size_t n;
         size_t allocated;
+        kdp_pci_skipped *skipped;
+        size_t n_skipped;
+        size_t allocated_skipped;
 };
 
 KDP_DEFINE_CLEANUP_FUNC(kdp_pci_list, kdp_pci_list_free)
@@ -417,8 +429,55 @@ static int pci_list_append(kdp_pci_list *l, const kdp_pci_device *dev) {
         return 0;
 }
 
-/* Adds entry `name` of devices_dir to l, or skips it with a warning. Only -ENOMEM stops the scan. */
-static int pci_scan_entry(kdp_pci_list *l, struct pci_access *a, const char *devices_dir, const char *name) {
+/* One scan: the list it fills, and where its warnings go. */
+typedef struct pci_scan {
+        kdp_pci_list *list;
+        struct pci_access *access;
+        const char *devices_dir;        /* <root>/bus/pci/devices */
+        kdp_skip_log *skips;            /* the backend's; NULL: warn every time */
+        const kdp_log_field *prefix;    /* backend="..."; NULL: none */
+} pci_scan;
+
+#define SKIP_WARN(sc, scope, key, err, msg, ...) \
+        KDP_SKIP_LOG_WARN((sc)->skips, (scope), (key), (sc)->prefix, (err), (msg), ##__VA_ARGS__)
+
+/* Adds `dev` (its address and IDs as far as read) to the skipped functions, with the reason. Only -ENOMEM. */
+static int pci_list_skip(kdp_pci_list *l, const kdp_pci_device *dev, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static int pci_list_skip(kdp_pci_list *l, const kdp_pci_device *dev, const char *fmt, ...) {
+        kdp_pci_skipped *k;
+        va_list ap;
+
+        if (l->n_skipped == l->allocated_skipped) {
+                size_t n = l->allocated_skipped ? l->allocated_skipped * 2 : 8;
+                kdp_pci_skipped *v = reallocarray(l->skipped, n, sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                l->skipped = v;
+                l->allocated_skipped = n;
+        }
+        k = &l->skipped[l->n_skipped++];
+        *k = (kdp_pci_skipped){ .vendor_id = dev->vendor_id, .device_id = dev->device_id };
+        memcpy(k->address, dev->address, sizeof(k->address));
+        va_start(ap, fmt);
+        (void) vsnprintf(k->reason, sizeof(k->reason), fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
+/*
+ * A function whose sysfs directory cannot be opened (error r): one that vanished mid-scan (its link
+ * dangles: a hot-unplug in progress) is gone, not skipped; any other error makes it skipped.
+ */
+static int pci_skip_unopened(kdp_pci_list *l, const kdp_pci_device *dev, int r) {
+        if (r == -ENOENT || r == -ENOTDIR)
+                return 0;
+        return pci_list_skip(l, dev, "its sysfs directory cannot be opened: %s", strerror(-r));
+}
+
+/* Adds entry `name` of the devices dir to the list, or skips it with a warning. Only -ENOMEM stops the scan. */
+static int pci_scan_entry(pci_scan *sc, const char *name) {
         _cleanup_free_ char *link = NULL, *real = NULL;
         _cleanup_close_ int fd = -1;
         kdp_pci_device dev = { .numa_node = -1, .iommu_group = -1, .sriov_totalvfs = -1 };
@@ -428,67 +487,90 @@ static int pci_scan_entry(kdp_pci_list *l, struct pci_access *a, const char *dev
         int r;
 
         if (!bdf_canonical(name, &b)) {
-                kdp_log_warning("Skipped sysfs entry that is not a PCI address", KDP_F_STR("path", devices_dir),
-                                KDP_F_STR("entry", name));
+                SKIP_WARN(sc, SCOPE_ENTRIES, name, 0, "Skipped sysfs entry that is not a PCI address",
+                          KDP_F_STR("path", sc->devices_dir), KDP_F_STR("entry", name));
                 return 0;
         }
         bdf_format(&b, dev.address);
 
-        if (asprintf(&link, "%s/%s", devices_dir, name) < 0)
+        if (asprintf(&link, "%s/%s", sc->devices_dir, name) < 0)
                 return -ENOMEM;
         real = realpath(link, NULL);
         if (!real) {
-                if (errno == ENOMEM)
-                        return -ENOMEM;
-                (void) kdp_log_warning_errno(-errno, "Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
-                                             KDP_F_STR("path", link));
-                return 0;
+                r = -errno;
+                if (r == -ENOMEM)
+                        return r;
+                SKIP_WARN(sc, SCOPE_DEVICES, dev.address, r, "Skipped PCI device",
+                          KDP_F_STR("pciAddress", dev.address), KDP_F_STR("path", link));
+                return pci_skip_unopened(sc->list, &dev, r);
         }
         fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) {
-                (void) kdp_log_warning_errno(-errno, "Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
-                                             KDP_F_STR("path", real));
-                return 0;
+                r = -errno;
+                SKIP_WARN(sc, SCOPE_DEVICES, dev.address, r, "Skipped PCI device",
+                          KDP_F_STR("pciAddress", dev.address), KDP_F_STR("path", real));
+                return pci_skip_unopened(sc->list, &dev, r);
         }
 
-        r = pci_fill_libpci(a, &b, &dev, reason, sizeof(reason));
+        r = pci_fill_libpci(sc->access, &b, &dev, reason, sizeof(reason));
         if (r < 0) {
-                kdp_log_warning("Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
-                                KDP_F_STR("reason", reason));
-                return 0;
+                SKIP_WARN(sc, SCOPE_DEVICES, dev.address, 0, "Skipped PCI device",
+                          KDP_F_STR("pciAddress", dev.address), KDP_F_STR("reason", reason));
+                return pci_list_skip(sc->list, &dev, "%s%s", r == -EIO ? "libpci cannot read it: " : "", reason);
         }
         r = pci_set_path(real, &dev);
         if (r < 0) {
-                (void) kdp_log_warning_errno(r, "Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
-                                             KDP_F_STR("path", real));
-                return 0;
+                SKIP_WARN(sc, SCOPE_DEVICES, dev.address, r, "Skipped PCI device",
+                          KDP_F_STR("pciAddress", dev.address), KDP_F_STR("path", real));
+                return pci_list_skip(sc->list, &dev, "its sysfs path is too long");
         }
         r = pci_fill_sysfs(fd, &dev, &file);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                (void) kdp_log_warning_errno(r, "Skipped PCI device", KDP_F_STR("pciAddress", dev.address),
-                                             KDP_F_STR("file", file));
-                return 0;
+                SKIP_WARN(sc, SCOPE_DEVICES, dev.address, r, "Skipped PCI device",
+                          KDP_F_STR("pciAddress", dev.address), KDP_F_STR("file", file));
+                return pci_list_skip(sc->list, &dev, "its sysfs file %s cannot be read: %s", file, strerror(-r));
         }
 
         kdp_log_v(4, "Scanned PCI device", KDP_F_STR("pciAddress", dev.address), KDP_F_STR("path", dev.path));
-        return pci_list_append(l, &dev);
+        return pci_list_append(sc->list, &dev);
+}
+
+/* kdp_skip_log_ended_fn of SCOPE_DEVICES: after the list is sorted. */
+static void pci_device_ended(const char *address, void *userdata) {
+        const pci_scan *sc = userdata;
+
+        if (kdp_pci_list_find(sc->list, address))
+                KDP_SKIP_LOG_INFO(sc->prefix, "PCI device no longer skipped", KDP_F_STR("pciAddress", address));
+        else
+                KDP_SKIP_LOG_INFO(sc->prefix, "Skipped PCI device is gone", KDP_F_STR("pciAddress", address));
+}
+
+/* kdp_skip_log_ended_fn of SCOPE_ENTRIES: a name never becomes an address, so the entry is gone. */
+static void pci_entry_ended(const char *name, void *userdata) {
+        const pci_scan *sc = userdata;
+
+        KDP_SKIP_LOG_INFO(sc->prefix, "Skipped sysfs entry is gone", KDP_F_STR("path", sc->devices_dir),
+                          KDP_F_STR("entry", name));
 }
 
 static int compare_names(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-static int compare_devices(const void *a, const void *b) {
-        const kdp_pci_device *x = a, *y = b;
+/* By address, for kdp_pci_device and kdp_pci_skipped alike (both start with it). */
+static int compare_addresses(const void *a, const void *b) {
         pci_bdf bx, by;
 
         /* every address in a list is canonical */
-        (void) bdf_parse(x->address, &bx);
-        (void) bdf_parse(y->address, &by);
+        (void) bdf_parse(a, &bx);
+        (void) bdf_parse(b, &by);
         return bdf_compare(&bx, &by);
 }
+
+_Static_assert(offsetof(kdp_pci_device, address) == 0, "kdp_pci_device must start with its address");
+_Static_assert(offsetof(kdp_pci_skipped, address) == 0, "kdp_pci_skipped must start with its address");
 
 typedef struct name_list {
         char **v;
@@ -544,20 +626,28 @@ static int read_names(const char *path, name_list *ret) {
 
 /* ---- the public API ---- */
 
-int kdp_pci_list_scan_root(const char *sysfs_root, kdp_pci_list **ret) {
+/* The scan behind both entry points; `skips` and `prefix` are the backend's, or NULL. */
+static int pci_list_scan(const char *sysfs_root, kdp_skip_log *skips, const kdp_log_field *prefix,
+                         kdp_pci_list **ret) {
         _cleanup_free_ char *bus_dir = NULL, *devices_dir = NULL;
         _cleanup_(name_list_done) name_list names = { 0 };
         _cleanup_(kdp_pci_list_freep) kdp_pci_list *l = NULL;
         _cleanup_(pci_cleanupp) struct pci_access *a = NULL;
+        pci_scan sc;
         int r;
-
-        if (!sysfs_root || !*sysfs_root || !ret)
-                return -EINVAL;
 
         if (asprintf(&bus_dir, "%s/bus/pci", sysfs_root) < 0 ||
             asprintf(&devices_dir, "%s/bus/pci/devices", sysfs_root) < 0)
                 return -ENOMEM;
+        sc = (pci_scan){ .devices_dir = devices_dir, .skips = skips, .prefix = prefix };
+        kdp_skip_log_begin(skips, SCOPE_DEVICES);
+        kdp_skip_log_begin(skips, SCOPE_ENTRIES);
         r = read_names(devices_dir, &names);
+        if (r == -ENOENT) {
+                /* no PCI bus (any more): whatever was skipped is gone */
+                kdp_skip_log_end(skips, SCOPE_DEVICES, pci_device_ended, &sc);
+                kdp_skip_log_end(skips, SCOPE_ENTRIES, pci_entry_ended, &sc);
+        }
         if (r < 0)
                 return r;
 
@@ -568,16 +658,28 @@ int kdp_pci_list_scan_root(const char *sysfs_root, kdp_pci_list **ret) {
         if (r < 0)
                 return r;
 
+        sc.list = l;
+        sc.access = a;
         for (size_t i = 0; i < names.n; i++) {
-                r = pci_scan_entry(l, a, devices_dir, names.v[i]);
+                r = pci_scan_entry(&sc, names.v[i]);
                 if (r < 0)
                         return r;
         }
         if (l->n > 1)
-                qsort(l->devices, l->n, sizeof(*l->devices), compare_devices);
+                qsort(l->devices, l->n, sizeof(*l->devices), compare_addresses);
+        if (l->n_skipped > 1)
+                qsort(l->skipped, l->n_skipped, sizeof(*l->skipped), compare_addresses);
+        kdp_skip_log_end(skips, SCOPE_DEVICES, pci_device_ended, &sc);
+        kdp_skip_log_end(skips, SCOPE_ENTRIES, pci_entry_ended, &sc);
 
         *ret = KDP_TAKE_PTR(l);
         return 0;
+}
+
+int kdp_pci_list_scan_root(const char *sysfs_root, kdp_pci_list **ret) {
+        if (!sysfs_root || !*sysfs_root || !ret)
+                return -EINVAL;
+        return pci_list_scan(sysfs_root, NULL, NULL, ret);
 }
 
 int kdp_pci_list_scan(const kdp_backend_ctx *ctx, kdp_pci_list **ret) {
@@ -589,15 +691,26 @@ int kdp_pci_list_scan(const kdp_backend_ctx *ctx, kdp_pci_list **ret) {
         r = kdp_backend_path(ctx, KDP_PATH_SYSFS, "", &root);
         if (r < 0)
                 return r;
-        return kdp_pci_list_scan_root(root, ret);
+        return pci_list_scan(root, ctx->skips, kdp_backend_log_field(ctx), ret);
 }
 
 kdp_pci_list *kdp_pci_list_free(kdp_pci_list *l) {
         if (!l)
                 return NULL;
         free(l->devices);
+        free(l->skipped);
         free(l);
         return NULL;
+}
+
+size_t kdp_pci_list_skipped_size(const kdp_pci_list *l) {
+        return l ? l->n_skipped : 0;
+}
+
+const kdp_pci_skipped *kdp_pci_list_skipped_get(const kdp_pci_list *l, size_t i) {
+        if (!l || i >= l->n_skipped)
+                return NULL;
+        return &l->skipped[i];
 }
 
 size_t kdp_pci_list_size(const kdp_pci_list *l) {
@@ -655,39 +768,42 @@ int kdp_pci_read_attr(const kdp_backend_ctx *ctx, const char *address, const cha
 /* children are sorted with kdp_sysfs_compare_names() */
 _Static_assert(offsetof(kdp_pci_child, name) == 0, "kdp_pci_child must start with its name");
 
-/* One child `name` of the subsystem directory sfd, or 0 without adding it (not a directory; too long). */
+/* The subsystem directory of one PCI function, as kdp_pci_children() reads it. */
 typedef struct child_dir {
         int fd;
         const char *dev_root;
+        const char *address;
+        const char *scope;              /* of the skip log: this function's class devices of one subsystem */
+        kdp_skip_log *skips;
+        const kdp_log_field *prefix;
+        const kdp_pci_child *children;  /* the result, for child_ended() */
+        size_t n_children;
 } child_dir;
 
-static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_child *ret);
-
-static int child_read_entry(const char *name, void *elem, void *userdata) {
-        const child_dir *cd = userdata;
-
-        return child_read(cd->fd, name, cd->dev_root, elem);
-}
-
-static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_child *ret) {
+/* One child `name` of the subsystem directory, or 0 without adding it (not a directory; too long). */
+static int child_read(const child_dir *cd, const char *name, kdp_pci_child *ret) {
         _cleanup_free_ char *uevent_path = NULL;
         kdp_pci_child c = { 0 };
         struct stat st;
         int r;
 
-        if (fstatat(sfd, name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+        if (fstatat(cd->fd, name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
                 return 0;
         if (strlen(name) >= sizeof(c.name)) {
-                kdp_log_warning("Skipped class device with a too long name", KDP_F_STR("device", name));
+                KDP_SKIP_LOG_WARN(cd->skips, cd->scope, name, cd->prefix, 0,
+                                  "Skipped class device with a too long name",
+                                  KDP_F_STR("pciAddress", cd->address), KDP_F_STR("device", name));
                 return 0;
         }
         strcpy(c.name, name);
 
         if (asprintf(&uevent_path, "%s/uevent", name) < 0)
                 return -ENOMEM;
-        r = kdp_sysfs_devnode_at(sfd, uevent_path, dev_root, c.devnode, sizeof(c.devnode));
+        r = kdp_sysfs_devnode_at(cd->fd, uevent_path, cd->dev_root, c.devnode, sizeof(c.devnode));
         if (r == -ENAMETOOLONG) {
-                kdp_log_warning("Skipped class device with a too long node path", KDP_F_STR("device", name));
+                KDP_SKIP_LOG_WARN(cd->skips, cd->scope, name, cd->prefix, 0,
+                                  "Skipped class device with a too long node path",
+                                  KDP_F_STR("pciAddress", cd->address), KDP_F_STR("device", name));
                 return 0;
         }
         if (r < 0)
@@ -697,17 +813,38 @@ static int child_read(int sfd, const char *name, const char *dev_root, kdp_pci_c
         return 1;
 }
 
+static int child_read_entry(const char *name, void *elem, void *userdata) {
+        return child_read(userdata, name, elem);
+}
+
+/* kdp_skip_log_ended_fn of a function's class devices. */
+static void child_ended(const char *name, void *userdata) {
+        const child_dir *cd = userdata;
+
+        for (size_t i = 0; i < cd->n_children; i++)
+                if (strcmp(cd->children[i].name, name) == 0) {
+                        KDP_SKIP_LOG_INFO(cd->prefix, "Class device no longer skipped",
+                                          KDP_F_STR("pciAddress", cd->address), KDP_F_STR("device", name));
+                        return;
+                }
+        KDP_SKIP_LOG_INFO(cd->prefix, "Skipped class device is gone", KDP_F_STR("pciAddress", cd->address),
+                          KDP_F_STR("device", name));
+}
+
 int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char *subsystem,
                      kdp_pci_child **ret, size_t *ret_n) {
-        _cleanup_free_ char *rel = NULL, *dev_path = NULL, *dev_root = NULL;
+        _cleanup_free_ char *rel = NULL, *dev_path = NULL, *dev_root = NULL, *scope = NULL;
+        _cleanup_free_ kdp_pci_child *children = NULL;
         _cleanup_closedir_ DIR *dir = NULL;
         _cleanup_close_ int dfd = -1, sfd = -1;
+        child_dir cd;
+        size_t n = 0;
         int r;
 
         if (!ctx || !address || !bdf_canonical(address, NULL) || !kdp_sysfs_name_valid(subsystem) || !ret || !ret_n)
                 return -EINVAL;
 
-        if (asprintf(&rel, "bus/pci/devices/%s", address) < 0)
+        if (asprintf(&rel, "bus/pci/devices/%s", address) < 0 || asprintf(&scope, "pci %s %s", address, subsystem) < 0)
                 return -ENOMEM;
         r = kdp_backend_path(ctx, KDP_PATH_SYSFS, rel, &dev_path);
         if (r < 0)
@@ -715,14 +852,22 @@ int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char
         r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &dev_root);
         if (r < 0)
                 return r;
+        cd = (child_dir){ .fd = -1, .dev_root = dev_root, .address = address, .scope = scope, .skips = ctx->skips,
+                          .prefix = kdp_backend_log_field(ctx) };
+        kdp_skip_log_begin(cd.skips, scope);
 
         dfd = open(dev_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return errno == ENOTDIR ? -ENOENT : -errno;
+        if (dfd < 0) {
+                r = errno == ENOTDIR ? -ENOENT : -errno;
+                if (r == -ENOENT)       /* the function is gone, and its class devices with it */
+                        kdp_skip_log_end(cd.skips, scope, child_ended, &cd);
+                return r;
+        }
         sfd = openat(dfd, subsystem, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (sfd < 0) {
                 if (errno != ENOENT && errno != ENOTDIR)
                         return -errno;
+                kdp_skip_log_end(cd.skips, scope, child_ended, &cd);
                 *ret = NULL;            /* the device has no such class devices */
                 *ret_n = 0;
                 return 0;
@@ -732,6 +877,15 @@ int kdp_pci_children(const kdp_backend_ctx *ctx, const char *address, const char
                 return -errno;
         sfd = -1;                       /* dir owns it now */
 
-        return kdp_sysfs_collect(dir, sizeof(kdp_pci_child), child_read_entry,
-                                 &(child_dir){ dirfd(dir), dev_root }, (void **) ret, ret_n);
+        cd.fd = dirfd(dir);
+        r = kdp_sysfs_collect(dir, sizeof(kdp_pci_child), child_read_entry, &cd, (void **) &children, &n);
+        if (r < 0)
+                return r;
+        cd.children = children;
+        cd.n_children = n;
+        kdp_skip_log_end(cd.skips, scope, child_ended, &cd);
+
+        *ret = KDP_TAKE_PTR(children);
+        *ret_n = n;
+        return 0;
 }

@@ -9,6 +9,10 @@
  * kernel defines it: a directory on its path that bus/pci/devices/ links to
  * (compared by inode), so no PCI address parsing is needed and a fixture tree
  * works as /sys does.
+ *
+ * An entry skipped with a warning is reported through the backend's skip log
+ * (skip-log.h), in the scope "subsystem <name>", so a steady problem is
+ * logged when it starts and when it ends, not on every enumeration.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +29,8 @@
 #include <kdp/log.h>
 #include <kdp/subsystem.h>
 
+#include "backend-ctx.h"
+#include "skip-log.h"
 #include "sysfs.h"
 
 
@@ -98,12 +104,25 @@ static int device_find_pci(const char *sysfs_root, const char *real, const char 
         return 0;
 }
 
+/* One enumeration of one subsystem. */
+typedef struct subsystem_dir {
+        const char *sysfs_root, *dev_root, *subsystem;
+        const char *path;                       /* the class or bus directory; NULL without either */
+        const char *scope;                      /* of the skip log */
+        kdp_skip_log *skips;
+        const kdp_log_field *prefix;            /* backend="..." */
+        const kdp_subsystem_device *devices;    /* the result, for device_ended() */
+        size_t n_devices;
+} subsystem_dir;
+
+#define SKIP_WARN(sd, name, msg, ...) \
+        KDP_SKIP_LOG_WARN((sd)->skips, (sd)->scope, (name), (sd)->prefix, 0, (msg), ##__VA_ARGS__)
+
 /*
- * Entry `name` of the subsystem directory `dir_path` into *ret: 1 if read, 0 if skipped (vanished,
- * not a device directory, a field too long). Only -ENOMEM stops the enumeration.
+ * Entry `name` of the subsystem directory into *ret: 1 if read, 0 if skipped (vanished, not a device
+ * directory, a field too long). Only -ENOMEM stops the enumeration.
  */
-static int device_read(const char *sysfs_root, const char *dev_root, const char *dir_path, const char *name,
-                       kdp_subsystem_device *ret) {
+static int device_read(const subsystem_dir *sd, const char *name, kdp_subsystem_device *ret) {
         _cleanup_free_ char *link = NULL, *real = NULL;
         _cleanup_close_ int fd = -1;
         kdp_subsystem_device d = { 0 };
@@ -112,13 +131,13 @@ static int device_read(const char *sysfs_root, const char *dev_root, const char 
         int r;
 
         if (strlen(name) >= sizeof(d.name)) {
-                kdp_log_warning("Skipped device with a too long name", KDP_F_STR("path", dir_path),
-                                KDP_F_STR("device", name));
+                SKIP_WARN(sd, name, "Skipped device with a too long name", KDP_F_STR("path", sd->path),
+                          KDP_F_STR("device", name));
                 return 0;
         }
         strcpy(d.name, name);
 
-        if (asprintf(&link, "%s/%s", dir_path, name) < 0)
+        if (asprintf(&link, "%s/%s", sd->path, name) < 0)
                 return -ENOMEM;
         real = realpath(link, NULL);
         if (!real) {
@@ -139,18 +158,18 @@ static int device_read(const char *sysfs_root, const char *dev_root, const char 
                 tail = real + strlen(real);
         len = strlen(tail);
         if (len >= sizeof(d.devpath)) {
-                kdp_log_warning("Skipped device with a too long path", KDP_F_STR("device", name),
-                                KDP_F_STR("path", real));
+                SKIP_WARN(sd, name, "Skipped device with a too long path", KDP_F_STR("device", name),
+                          KDP_F_STR("path", real));
                 return 0;
         }
         memcpy(d.devpath, tail, len + 1);
 
-        r = kdp_sysfs_devnode_at(fd, "uevent", dev_root, d.devnode, sizeof(d.devnode));
+        r = kdp_sysfs_devnode_at(fd, "uevent", sd->dev_root, d.devnode, sizeof(d.devnode));
         if (r == -ENOMEM)
                 return r;
         if (r == -ENAMETOOLONG) {
-                kdp_log_warning("Skipped device with a too long node path", KDP_F_STR("device", name),
-                                KDP_F_STR("path", real));
+                SKIP_WARN(sd, name, "Skipped device with a too long node path", KDP_F_STR("device", name),
+                          KDP_F_STR("path", real));
                 return 0;
         }
         if (r < 0) {
@@ -160,14 +179,14 @@ static int device_read(const char *sysfs_root, const char *dev_root, const char 
 
         r = kdp_sysfs_link_base_at(fd, "driver", d.driver, sizeof(d.driver));
         if (r == -ENAMETOOLONG) {
-                kdp_log_warning("Skipped device with a too long driver name", KDP_F_STR("device", name),
-                                KDP_F_STR("path", real));
+                SKIP_WARN(sd, name, "Skipped device with a too long driver name", KDP_F_STR("device", name),
+                          KDP_F_STR("path", real));
                 return 0;
         }
         if (r < 0)
                 d.driver[0] = '\0';     /* unbound: no link (or no link but a file) */
 
-        r = device_find_pci(sysfs_root, real, tail, d.pci_address);
+        r = device_find_pci(sd->sysfs_root, real, tail, d.pci_address);
         if (r < 0)
                 return r;
 
@@ -177,25 +196,38 @@ static int device_read(const char *sysfs_root, const char *dev_root, const char 
         return 1;
 }
 
-typedef struct subsystem_dir {
-        const char *sysfs_root, *dev_root, *path;
-} subsystem_dir;
-
 static int device_read_entry(const char *name, void *elem, void *userdata) {
+        return device_read(userdata, name, elem);
+}
+
+/* kdp_skip_log_ended_fn of one subsystem. */
+static void device_ended(const char *name, void *userdata) {
         const subsystem_dir *sd = userdata;
 
-        return device_read(sd->sysfs_root, sd->dev_root, sd->path, name, elem);
+        for (size_t i = 0; i < sd->n_devices; i++)
+                if (strcmp(sd->devices[i].name, name) == 0) {
+                        KDP_SKIP_LOG_INFO(sd->prefix, "Device no longer skipped",
+                                          KDP_F_STR("subsystem", sd->subsystem), KDP_F_STR("device", name));
+                        return;
+                }
+        KDP_SKIP_LOG_INFO(sd->prefix, "Skipped device is gone", KDP_F_STR("subsystem", sd->subsystem),
+                          KDP_F_STR("device", name));
 }
 
 int kdp_subsystem_enumerate(const kdp_backend_ctx *ctx, const char *subsystem, kdp_subsystem_device **ret,
                             size_t *ret_n) {
-        _cleanup_free_ char *sysfs_root = NULL, *dev_root = NULL, *dir_path = NULL;
+        _cleanup_free_ char *sysfs_root = NULL, *dev_root = NULL, *dir_path = NULL, *scope = NULL;
+        _cleanup_free_ kdp_subsystem_device *devices = NULL;
         _cleanup_closedir_ DIR *dir = NULL;
+        subsystem_dir sd;
+        size_t n = 0;
         int r;
 
         if (!ctx || !kdp_sysfs_name_valid(subsystem) || !ret || !ret_n)
                 return -EINVAL;
 
+        if (asprintf(&scope, "subsystem %s", subsystem) < 0)
+                return -ENOMEM;
         r = kdp_backend_path(ctx, KDP_PATH_SYSFS, "", &sysfs_root);
         if (r < 0)
                 return r;
@@ -206,6 +238,18 @@ int kdp_subsystem_enumerate(const kdp_backend_ctx *ctx, const char *subsystem, k
         if (r < 0)
                 return r;
 
-        return kdp_sysfs_collect(dir, sizeof(kdp_subsystem_device), device_read_entry,
-                                 &(subsystem_dir){ sysfs_root, dev_root, dir_path }, (void **) ret, ret_n);
+        sd = (subsystem_dir){ .sysfs_root = sysfs_root, .dev_root = dev_root, .subsystem = subsystem,
+                              .path = dir_path, .scope = scope, .skips = ctx->skips,
+                              .prefix = kdp_backend_log_field(ctx) };
+        kdp_skip_log_begin(sd.skips, scope);
+        r = kdp_sysfs_collect(dir, sizeof(kdp_subsystem_device), device_read_entry, &sd, (void **) &devices, &n);
+        if (r < 0)
+                return r;
+        sd.devices = devices;
+        sd.n_devices = n;
+        kdp_skip_log_end(sd.skips, scope, device_ended, &sd);
+
+        *ret = KDP_TAKE_PTR(devices);
+        *ret_n = n;
+        return 0;
 }

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * unit/backend-pcitest: the pcitest backend (tests/backends/pcitest.c), which
+ * the hardware-layer e2e tests run, on a plain sysfs tree: the functions of
+ * its vendor and device are served; one libkdp could not read is declared
+ * not served with the reason unless the IDs it read say it is not one of
+ * them, and its warning is logged once however often the backend scans.
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kdp/backend.h>
+
+#include "backend-ctx.h"
+#include "config.h"
+#include "device-tree.h"
+
+#include "kdp-test.h"
+#include "kdp-test-sysfs.h"
+
+#define PCITEST_SO KDP_TEST_BACKEND_DIR "/kdp-backend-pcitest.so"
+
+typedef struct pcitest_run {
+        void *handle;
+        const kdp_backend_ops *ops;
+        kdp_config *config;
+        kdp_backend_ctx *ctx;
+        void *state;
+        kdp_device_tree *tree;
+} pcitest_run;
+
+static void pcitest_open(pcitest_run *run, const char *root, const char *const *overrides) {
+        _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys");
+        const char *roots[_KDP_PATH_KIND_MAX] = { [KDP_PATH_SYSFS] = sys };
+        kdp_backend_entry_fn entry;
+
+        *run = (pcitest_run){ 0 };
+        run->handle = dlopen(PCITEST_SO, RTLD_NOW | RTLD_LOCAL);
+        ck_assert_msg(run->handle, "dlopen %s: %s", PCITEST_SO, dlerror());
+        entry = (kdp_backend_entry_fn) dlsym(run->handle, KDP_BACKEND_ENTRY_SYMBOL);
+        ck_assert_ptr_nonnull(entry);
+        run->ops = entry();
+        ck_assert_int_eq(kdp_config_load(NULL, &run->config), 0);
+        for (size_t i = 0; overrides && overrides[i]; i++)
+                ck_assert_int_eq(kdp_config_add_override(run->config, overrides[i]), 0);
+        ck_assert_int_eq(kdp_backend_ctx_new("pcitest", roots, run->ops->params, run->config, &run->ctx), 0);
+        ck_assert_int_eq(run->ops->init(run->ctx, &run->state), 0);
+}
+
+/* One scan into a fresh tree; returns what it logged (free()). */
+static char *pcitest_scan(pcitest_run *run, const char *root) {
+        _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys");
+        kdp_test_capture c;
+
+        run->tree = kdp_device_tree_free(run->tree);
+        ck_assert_int_eq(kdp_device_tree_new(sys, &run->tree), 0);
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(run->ops->scan(run->state, run->tree), 0);
+        kdp_device_tree_finish(run->tree);
+        return kdp_test_capture_end(&c);
+}
+
+static void pcitest_done(pcitest_run *run) {
+        run->tree = kdp_device_tree_free(run->tree);
+        if (run->state)
+                run->ops->fini(run->state);
+        run->ctx = kdp_backend_ctx_free(run->ctx);
+        run->config = kdp_config_free(run->config);
+        if (run->handle)
+                ck_assert_int_eq(dlclose(run->handle), 0);
+}
+
+/* The notes of the last scan, one a line: "<address>: <reason>". */
+static char *not_served_text(const pcitest_run *run) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+
+        ck_assert_ptr_nonnull(m);
+        for (size_t i = 0; i < run->tree->n_notes; i++) {
+                ck_assert_int_eq(run->tree->notes[i].kind, KDP_TREE_NOTE_NOT_SERVED);
+                fprintf(m, "%s: %s\n", run->tree->notes[i].key, run->tree->notes[i].text);
+        }
+        ck_assert_int_eq(fclose(m), 0);
+        return buf;
+}
+
+START_TEST(test_backend_pcitest_declares_the_functions_it_cannot_read) {
+        _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("pcitest");
+        _cleanup_free_ char *log = NULL, *text = NULL, *want = NULL, *warning = NULL;
+        pcitest_run run;
+        const char *p;
+
+        /* served; no vendor file (may be ours); ours with a malformed class; another vendor's, malformed */
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:15/0000:18:00.0", .vendor = "0x10de",
+                                                    .device = "0x2330", .class_code = "0x030200", .driver = "nvidia" });
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:15/0000:19:00.0", .device = "0x2330",
+                                                    .class_code = "0x030200" });
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:15/0000:1a:00.0", .vendor = "0x10de",
+                                                    .device = "0x2330", .class_code = "0x030200x" });
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:15/0000:1b:00.0", .vendor = "0x8086",
+                                                    .device = "0x0b00", .class_code = "0x1234567" });
+
+        pcitest_open(&run, root, (const char *const[]){ "pcitest.vendor=10de", "pcitest.device=2330", NULL });
+        log = pcitest_scan(&run, root);
+        ck_assert_uint_eq(run.tree->n_resources, 1);
+        ck_assert_uint_eq(run.tree->resources[0].n_devices, 1);
+        ck_assert_str_eq(run.tree->resources[0].devices[0].id, "0000:18:00.0");
+        text = not_served_text(&run);
+        ck_assert_int_ge(asprintf(&want, "0000:19:00.0: libpci cannot read it: Cannot open "
+                                         "%s/sys/bus/pci/devices/0000:19:00.0/vendor: No such file or directory\n"
+                                         "0000:1a:00.0: its sysfs file class cannot be read: Bad message\n", root), 0);
+        ck_assert_str_eq(text, want);
+
+        /* the warnings name the backend, once: the scans after add none */
+        ck_assert_int_ge(asprintf(&warning, "\"Skipped PCI device\" backend=\"pcitest\" pciAddress=\"0000:19:00.0\" "
+                                            "reason=\"Cannot open %s/sys/bus/pci/devices/0000:19:00.0/vendor: No such "
+                                            "file or directory\"", root), 0);
+        p = log;
+        kdp_test_expect_line(&p, 'W', "pci.c", warning);
+        kdp_test_expect_line(&p, 'W', "pci.c", "\"Skipped PCI device\" backend=\"pcitest\" pciAddress=\"0000:1a:00.0\" "
+                                               "file=\"class\" err=\"Bad message\"");
+        kdp_test_expect_line(&p, 'W', "pci.c", "\"Skipped PCI device\" backend=\"pcitest\" pciAddress=\"0000:1b:00.0\" "
+                                               "file=\"class\" err=\"Bad message\"");
+        ck_assert_str_eq(p, "");
+        for (int i = 0; i < 2; i++) {
+                free(log);
+                log = pcitest_scan(&run, root);
+                ck_assert_str_eq(log, "");
+                free(text);
+                text = not_served_text(&run);
+                ck_assert_str_eq(text, want);
+        }
+        pcitest_done(&run);
+}
+END_TEST
+
+static Suite *backend_pcitest_suite(void) {
+        Suite *s = suite_create("backend-pcitest");
+        TCase *tc = tcase_create("scan");
+
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, test_backend_pcitest_declares_the_functions_it_cannot_read);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return kdp_test_run(backend_pcitest_suite());
+}
