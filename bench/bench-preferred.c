@@ -18,7 +18,8 @@
  * Then the large requests, sizes 256, 1024, 2000 and 3000, with `all` and
  * `most` available (each device with probability 3/4), 5 picks each after one untimed: CPU time (p50 and max) and the heap one
  * pick allocates at its peak (`peak_bytes`, the most of the 5: the bench
- * replaces malloc and friends to count it; not in a sanitizer build).
+ * replaces malloc and friends to count it; not in a sanitizer build), and
+ * the method the pick took (preferred.h: exact, scored or greedy).
  * Prints one name=value line per figure, times in µs: wall clock, and the
  * thread's CPU time (`cpu`), which a busy machine inflates less. Not run by
  * ctest.
@@ -250,9 +251,21 @@ static int bench_picks(const char *kind, const kdp_preferred_index *idx, size_t 
         return r;
 }
 
-/* The large requests: a few picks each, CPU time and peak heap per pick. */
+static const char *const method_names[_KDP_PREFERRED_METHOD_MAX] = {
+        [KDP_PREFERRED_EXACT] = "exact",
+        [KDP_PREFERRED_SCORED] = "scored",
+        [KDP_PREFERRED_GREEDY] = "greedy",
+        [KDP_PREFERRED_NO_MEMORY] = "no-memory",
+};
+
+/* The large requests: a few picks each, CPU time, peak heap and method per pick. */
 static int bench_large(const char *kind, const kdp_preferred_index *idx) {
         static const size_t sizes[] = { 256, 1024, 2000, 3000 };
+        static const kdp_preferred_limits limits = {
+                .table_bytes = KDP_PREFERRED_TABLE_BYTES_MAX,
+                .operations = KDP_PREFERRED_OPERATIONS_MAX,
+                .method = KDP_PREFERRED_EXACT,
+        };
         size_t *most = calloc(N_DEVICES, sizeof(size_t)), *all = calloc(N_DEVICES, sizeof(size_t));
         size_t *picked = calloc(N_DEVICES, sizeof(size_t)), n_most = 0;
         uint64_t state = 1024, cpu[LARGE_PICKS];
@@ -274,6 +287,7 @@ static int bench_large(const char *kind, const kdp_preferred_index *idx) {
                         const size_t *avail = h ? most : all;
                         size_t n_avail = h ? n_most : N_DEVICES, want = sizes[z] < n_avail ? sizes[z] : n_avail;
                         size_t peak = 0;
+                        kdp_preferred_method method = KDP_PREFERRED_EXACT;
 
                         for (size_t i = 0; i < LARGE_PICKS + 1; i++) {
                                 size_t got, start;
@@ -281,7 +295,8 @@ static int bench_large(const char *kind, const kdp_preferred_index *idx) {
 
                                 start = heap_mark();
                                 c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-                                got = kdp_preferred_pick(idx, avail, n_avail, NULL, 0, sizes[z], picked);
+                                got = kdp_preferred_pick_limited(idx, avail, n_avail, NULL, 0, sizes[z], &limits,
+                                                                 picked, &method);
                                 if (i > 0)
                                         cpu[i - 1] = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
                                 if (heap_high() - start > peak)
@@ -299,6 +314,8 @@ static int bench_large(const char *kind, const kdp_preferred_index *idx) {
                         if (HEAP_COUNTED)
                                 printf("large_%s_%s_size%zu_peak_bytes=%zu\n", kind, h ? "most" : "all", sizes[z],
                                        peak);
+                        printf("large_%s_%s_size%zu_method=%s\n", kind, h ? "most" : "all", sizes[z],
+                               method_names[method]);
                         fflush(stdout);
                 }
         free(most);

@@ -74,11 +74,16 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "device.h"
 
 typedef struct kdp_preferred_index kdp_preferred_index;
+
+#define KDP_PREFERRED_TABLE_BYTES_MAX ((size_t) 2 << 20)
+#define KDP_PREFERRED_OPERATIONS_MAX ((uint64_t) 1 << 24)
 
 /* Builds the locality tree of devs[0..n); keeps no pointer into devs. */
 int kdp_preferred_index_new(const kdp_device *devs, size_t n, kdp_preferred_index **ret);
@@ -95,6 +100,33 @@ size_t kdp_preferred_pick(const kdp_preferred_index *idx,
                           const size_t *available, size_t n_available,
                           const size_t *must_include, size_t n_must_include,
                           size_t size, size_t *ret_picked);
+
+/* How a pick found its answer (see the limits above). */
+typedef enum kdp_preferred_method {
+        KDP_PREFERRED_EXACT,            /* criteria 1 to 4 */
+        KDP_PREFERRED_SCORED,           /* criteria 1 to 3 */
+        KDP_PREFERRED_GREEDY,           /* criterion 1 */
+        KDP_PREFERRED_NO_MEMORY,        /* none: M, then A in the order given */
+        _KDP_PREFERRED_METHOD_MAX,
+        _KDP_PREFERRED_METHOD_INVALID = -EINVAL,
+} kdp_preferred_method;
+
+typedef struct kdp_preferred_limits {
+        size_t table_bytes;             /* the tables' memory */
+        uint64_t operations;            /* score operations */
+        kdp_preferred_method method;    /* the most exact method to try */
+} kdp_preferred_limits;
+
+/*
+ * kdp_preferred_pick under other limits than KDP_PREFERRED_TABLE_BYTES_MAX
+ * and KDP_PREFERRED_OPERATIONS_MAX (for tests and bench-preferred); the
+ * method taken goes into *ret_method (may be NULL).
+ */
+size_t kdp_preferred_pick_limited(const kdp_preferred_index *idx,
+                                  const size_t *available, size_t n_available,
+                                  const size_t *must_include, size_t n_must_include,
+                                  size_t size, const kdp_preferred_limits *limits,
+                                  size_t *ret_picked, kdp_preferred_method *ret_method);
 
 /*
  * Tree edges between the two devices' locations: 0 for the same location, 2
