@@ -13,8 +13,12 @@
  * kept node (with the same devices below it) or holds one device only. A
  * kept node's parent has a lower number; the root is kept node 0.
  *
- * A pick works on scratch arrays over the devices and the kept nodes, and on
- * two stacks (scores, sets) for the tables of the dynamic programme.
+ * A pick works on scratch arrays over the devices and the kept nodes, and,
+ * for the exact and scored methods, on stacks for the tables of the dynamic
+ * programme (scores, and sets or splits), allocated once at the size
+ * tables_cost_of computed for the method: nothing grows while they are
+ * built, and a bug in that count fails the method (assert) rather than
+ * writing past them.
  */
 #include <assert.h>
 #include <stdbool.h>
@@ -319,11 +323,7 @@ typedef struct table {
         size_t min_device;      /* lowest device of A it covers */
 } table;
 
-/*
- * A pick's scratch: arrays over the devices and kept nodes, allocated first,
- * and the tables' stacks, allocated once at the size computed for the method
- * (what_tables_need); nothing grows while the tables are built.
- */
+/* A pick's scratch (see the top of this file). */
 typedef struct pick {
         const kdp_preferred_index *idx;
         uint8_t *state;         /* [n_devices]: DEVICE_* */
@@ -391,7 +391,7 @@ static bool spend(pick *p, uint64_t n) {
 static bool stacks_have(const pick *p, size_t scores, size_t sets) {
         bool room = scores <= p->scores_capacity && sets <= p->sets_capacity;
 
-        assert(room);           /* what_tables_need counted them */
+        assert(room);           /* tables_cost_of counted them */
         return room;
 }
 
@@ -559,18 +559,13 @@ static bool table_of_subtree(pick *p, size_t v, table *ret) {
         return true;
 }
 
-/*
- * What table_of_subtree(v) takes, the stacks holding `scores` scores and
- * `sets` set entries when it starts (with sets): the peaks, the split entries
- * and the operations (but for tie comparisons) go into *need. Returns the
- * table's n and in *ret_sets its set entries. O(nodes below v).
- */
+/* What building a table takes (subtree_need). */
 typedef struct tables_need {
         size_t scores;          /* the most scores on the stack at once */
         size_t sets;            /* the most set entries at once, with sets */
         size_t splits;          /* split entries of the table */
         uint64_t operations;    /* rows written and score sums, with and without sets */
-        uint64_t set_entries;   /* set entries written and compared on a merge, with sets */
+        uint64_t set_entries;   /* set entries written by merges, with sets */
 } tables_need;
 
 /* Score sums of a merge of tables of a and b into n = min(m, a + b): the (i, j), i ≤ a, j ≤ b, i + j ≤ n. */
@@ -589,6 +584,12 @@ static uint64_t merge_sums(uint64_t a, uint64_t b, uint64_t n) {
         return (a + 1) * (b + 1) - over;
 }
 
+/*
+ * What table_of_subtree(v) takes, the stacks holding `scores` scores and
+ * `sets` set entries when it starts (with sets): the peaks, the split entries
+ * and the operations (but for tie comparisons) go into *need. Returns the
+ * table's n and in *ret_sets its set entries. O(nodes below v).
+ */
 static size_t subtree_need(const pick *p, size_t v, size_t scores, size_t sets, tables_need *need, size_t *ret_sets) {
         const pick_node *u = &p->nodes[v];
         size_t t = min_size(p->m, u->n_own), t_sets = 0;
@@ -1284,7 +1285,7 @@ size_t kdp_preferred_pick_limited(const kdp_preferred_index *idx,
         assert(idx);
         assert(available || n_available == 0);
         assert(must_include || n_must_include == 0);
-        assert(limits);
+        assert(limits && limits->method >= 0 && limits->method < _KDP_PREFERRED_METHOD_MAX);
         assert(ret_picked || size == 0);
 
         if (ret_method)
