@@ -944,11 +944,12 @@ static bool pick_exact(pick *p, const size_t *nodes, size_t n, candidate *c, siz
 }
 
 /*
- * Appends the picks below x, as pick_node.take says, to out (unsorted):
- * each node's children get what their splits say, last child first, and
- * its bag the rest, lowest first. `stack` has room for the nodes below x.
+ * Appends the picks below x to out (unsorted): x takes pick_node.take, and
+ * each node's children what their splits say (traced: last child first) or
+ * their own take, and its bag the rest, lowest first. `stack` has room for
+ * the nodes below x.
  */
-static void emit_takes(pick *p, size_t x, size_t *stack, size_t *out) {
+static void emit_takes(pick *p, size_t x, bool traced, size_t *stack, size_t *out) {
         size_t top = 0;
 
         stack[top++] = x;
@@ -960,7 +961,7 @@ static void emit_takes(pick *p, size_t x, size_t *stack, size_t *out) {
                 for (size_t i = top; i-- > base;) {
                         pick_node *u = &p->nodes[stack[i]];
 
-                        if (p->splits)
+                        if (traced)
                                 u->take = u->split == NONE ? left : p->splits[u->split + left];
                         left -= u->take;
                 }
@@ -1006,7 +1007,7 @@ static bool pick_scored(pick *p, const size_t *nodes, size_t n, candidate *c, si
         if (!table_of_subtree(p, x, &t))
                 return false;
         p->nodes[x].take = p->m;
-        emit_takes(p, x, scratch, out);
+        emit_takes(p, x, true, scratch, out);
         qsort(out, p->m, sizeof(size_t), compare_size);
         return true;
 }
@@ -1122,8 +1123,7 @@ static void pick_greedy(pick *p, const size_t *nodes, size_t n, greedy_child *sc
                 }
         }
         /* the candidates' subtrees are disjoint: the best one's takes are still there */
-        p->splits = NULL;
-        emit_takes(p, best_node, stack, out);
+        emit_takes(p, best_node, false, stack, out);
         qsort(out, p->m, sizeof(size_t), compare_size);
 }
 
@@ -1177,7 +1177,7 @@ static bool candidates_are_bags(const pick *p, const size_t *nodes, size_t n) {
 static bool stacks_new(pick *p, size_t scores, size_t sets, size_t splits) {
         p->scores = malloc(max_size(scores, 1) * sizeof(score));
         p->sets = malloc(max_size(sets, 1) * sizeof(size_t));
-        p->splits = splits > 0 ? malloc(splits * sizeof(uint32_t)) : NULL;
+        p->splits = splits > 0 ? malloc(splits * sizeof(uint32_t)) : NULL;     /* NULL: no splits recorded */
         p->scores_capacity = scores;
         p->sets_capacity = sets;
         p->splits_capacity = splits;
