@@ -666,6 +666,15 @@ static int compare_size(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* Sorts the picks ascending; they often come sorted (one bag's, or whole subtrees in order). */
+static void sort_picks(size_t *v, size_t n) {
+        for (size_t i = 1; i < n; i++)
+                if (v[i - 1] > v[i]) {
+                        qsort(v, n, sizeof(size_t), compare_size);
+                        return;
+                }
+}
+
 /* Appends every device of A below x to out (unsorted); returns the end. */
 static size_t *take_all(const pick *p, size_t x, size_t *out) {
         const pick_node *u = &p->nodes[x];
@@ -690,7 +699,7 @@ static bool candidate_set(pick *p, size_t x, size_t *out) {
         }
         if (p->nodes[x].n_free == p->m) {
                 (void) take_all(p, x, out);
-                qsort(out, p->m, sizeof(size_t), compare_size);
+                sort_picks(out, p->m);
                 return true;
         }
         p->with_sets = true;
@@ -999,7 +1008,7 @@ static bool pick_scored(pick *p, const size_t *nodes, size_t n, candidate *c, si
         }
         if (p->nodes[x].n_free == p->m) {
                 (void) take_all(p, x, out);
-                qsort(out, p->m, sizeof(size_t), compare_size);
+                sort_picks(out, p->m);
                 return true;
         }
         p->with_sets = false;
@@ -1008,7 +1017,7 @@ static bool pick_scored(pick *p, const size_t *nodes, size_t n, candidate *c, si
                 return false;
         p->nodes[x].take = p->m;
         emit_takes(p, x, true, scratch, out);
-        qsort(out, p->m, sizeof(size_t), compare_size);
+        sort_picks(out, p->m);
         return true;
 }
 
@@ -1124,7 +1133,7 @@ static void pick_greedy(pick *p, const size_t *nodes, size_t n, greedy_child *sc
         }
         /* the candidates' subtrees are disjoint: the best one's takes are still there */
         emit_takes(p, best_node, false, stack, out);
-        qsort(out, p->m, sizeof(size_t), compare_size);
+        sort_picks(out, p->m);
 }
 
 /* ---- the methods in turn ---- */
