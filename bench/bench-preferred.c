@@ -15,6 +15,11 @@
  * `all` (every device; many subtrees tie) and `half` (each device with
  * probability 1/2, 64 sets drawn in advance and used in turn). PICKS picks
  * per case (default 2000, 200 from size 64 up), after 20 untimed ones.
+ * Then the large requests, sizes 256, 1024, 2000 and 3000, with `all` and
+ * `most` available (each device with probability 3/4), 5 picks each after one untimed: CPU time (p50 and max) and the heap one
+ * pick allocates at its peak (`peak_bytes`, the most of the 5: the bench
+ * replaces malloc and friends to count it; not in a sanitizer build), and
+ * the method the pick took (preferred.h: exact, scored or greedy).
  * Prints one name=value line per figure, times in µs: wall clock, and the
  * thread's CPU time (`cpu`), which a busy machine inflates less. Not run by
  * ctest.
@@ -32,6 +37,72 @@
 #define N_DEVICES 4096
 #define N_SETS 64
 #define BUILD_REPS 50
+#define LARGE_PICKS 5
+
+#ifdef __SANITIZE_ADDRESS__
+#define HEAP_COUNTED 0
+#else
+#define HEAP_COUNTED 1
+
+/* The heap in use and its high-water mark (one thread: the bench's). */
+static size_t heap_now, heap_peak;
+
+void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t n);
+void __libc_free(void *p);
+
+static void *heap_count(void *p) {
+        if (p) {
+                heap_now += malloc_usable_size(p);
+                if (heap_now > heap_peak)
+                        heap_peak = heap_now;
+        }
+        return p;
+}
+
+void *malloc(size_t n) {
+        return heap_count(__libc_malloc(n));
+}
+
+void *calloc(size_t n, size_t size) {
+        return heap_count(__libc_calloc(n, size));
+}
+
+void *realloc(void *p, size_t n) {
+        size_t before = p ? malloc_usable_size(p) : 0;
+        void *q = __libc_realloc(p, n);
+
+        if (!q)
+                return NULL;
+        heap_now -= before;
+        return heap_count(q);
+}
+
+void free(void *p) {
+        if (p)
+                heap_now -= malloc_usable_size(p);
+        __libc_free(p);
+}
+#endif
+
+/* Starts a measure: the heap in use now, from which the high-water mark is followed. */
+static size_t heap_mark(void) {
+#if HEAP_COUNTED
+        heap_peak = heap_now;
+        return heap_now;
+#else
+        return 0;
+#endif
+}
+
+static size_t heap_high(void) {
+#if HEAP_COUNTED
+        return heap_peak;
+#else
+        return 0;
+#endif
+}
 
 static uint64_t clock_ns(clockid_t clock) {
         struct timespec ts;
@@ -180,6 +251,79 @@ static int bench_picks(const char *kind, const kdp_preferred_index *idx, size_t 
         return r;
 }
 
+static const char *const method_names[_KDP_PREFERRED_METHOD_MAX] = {
+        [KDP_PREFERRED_EXACT] = "exact",
+        [KDP_PREFERRED_SCORED] = "scored",
+        [KDP_PREFERRED_GREEDY] = "greedy",
+        [KDP_PREFERRED_NO_MEMORY] = "no-memory",
+};
+
+/* The large requests: a few picks each, CPU time, peak heap and method per pick. */
+static int bench_large(const char *kind, const kdp_preferred_index *idx) {
+        static const size_t sizes[] = { 256, 1024, 2000, 3000 };
+        static const kdp_preferred_limits limits = {
+                .table_bytes = KDP_PREFERRED_TABLE_BYTES_MAX,
+                .operations = KDP_PREFERRED_OPERATIONS_MAX,
+                .method = KDP_PREFERRED_EXACT,
+        };
+        size_t *most = calloc(N_DEVICES, sizeof(size_t)), *all = calloc(N_DEVICES, sizeof(size_t));
+        size_t *picked = calloc(N_DEVICES, sizeof(size_t)), n_most = 0;
+        uint64_t state = 1024, cpu[LARGE_PICKS];
+        int r = 0;
+
+        if (!most || !all || !picked) {
+                free(most);
+                free(all);
+                free(picked);
+                return -ENOMEM;
+        }
+        for (size_t d = 0; d < N_DEVICES; d++) {
+                all[d] = d;
+                if (random_next(&state) & 3)
+                        most[n_most++] = d;
+        }
+        for (size_t h = 0; h < 2; h++)
+                for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+                        const size_t *avail = h ? most : all;
+                        size_t n_avail = h ? n_most : N_DEVICES, want = sizes[z] < n_avail ? sizes[z] : n_avail;
+                        size_t peak = 0;
+                        kdp_preferred_method method = KDP_PREFERRED_EXACT;
+
+                        for (size_t i = 0; i < LARGE_PICKS + 1; i++) {
+                                size_t got, start;
+                                uint64_t c0;
+
+                                start = heap_mark();
+                                c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+                                got = kdp_preferred_pick_limited(idx, avail, n_avail, NULL, 0, sizes[z], &limits,
+                                                                 picked, &method);
+                                if (i > 0)
+                                        cpu[i - 1] = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+                                if (heap_high() - start > peak)
+                                        peak = heap_high() - start;
+                                if (got != want) {
+                                        fprintf(stderr, "bench-preferred: %zu picked of %zu\n", got, want);
+                                        r = -EIO;
+                                }
+                        }
+                        qsort(cpu, LARGE_PICKS, sizeof(uint64_t), compare_u64);
+                        printf("large_%s_%s_size%zu_cpu_p50_us=%.1f\n", kind, h ? "most" : "all", sizes[z],
+                               percentile(cpu, LARGE_PICKS, 50) / 1e3);
+                        printf("large_%s_%s_size%zu_cpu_max_us=%.1f\n", kind, h ? "most" : "all", sizes[z],
+                               cpu[LARGE_PICKS - 1] / 1e3);
+                        if (HEAP_COUNTED)
+                                printf("large_%s_%s_size%zu_peak_bytes=%zu\n", kind, h ? "most" : "all", sizes[z],
+                                       peak);
+                        printf("large_%s_%s_size%zu_method=%s\n", kind, h ? "most" : "all", sizes[z],
+                               method_names[method]);
+                        fflush(stdout);
+                }
+        free(most);
+        free(all);
+        free(picked);
+        return r;
+}
+
 int main(int argc, char **argv) {
         static const char *const kinds[] = { "gpu", "vf", "flat" };
         size_t picks = argc > 1 ? strtoul(argv[1], NULL, 10) : 2000;
@@ -201,6 +345,8 @@ int main(int argc, char **argv) {
                 r = bench_index(kinds[k], devs, &idx);
                 if (r == 0)
                         r = bench_picks(kinds[k], idx, picks);
+                if (r == 0)
+                        r = bench_large(kinds[k], idx);
                 kdp_preferred_index_free(idx);
         }
         free(devs);

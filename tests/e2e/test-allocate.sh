@@ -75,6 +75,8 @@ assert_eq "$("$KDPCTL" preferred --socket "$S" --size 3 --available widget-0 --a
         "preferred widget-0,widget-1,widget-3" "preferred with a constrained available set"
 assert_eq "$("$KDPCTL" preferred --socket "$S" --size 9)" \
         "preferred widget-0,widget-1,widget-2,widget-3,widget-4,widget-5,widget-6,widget-7" "preferred larger than available"
+assert_eq "$("$KDPCTL" preferred --socket "$S" --size 2147483647 --must widget-5)" \
+        "preferred widget-5,widget-0,widget-1,widget-2,widget-3,widget-4,widget-6,widget-7" "preferred of the largest size"
 pass "GetPreferredAllocation honours NUMA, must_include and size"
 
 assert_eq "$("$KDPCTL" prestart --socket "$S" widget-1 widget-2)" "prestart ok" "prestart"

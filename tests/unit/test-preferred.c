@@ -685,6 +685,109 @@ START_TEST(test_preferred_pick_no_swap_improves_on_larger_trees) {
 }
 END_TEST
 
+/* ---- the methods under limits ---- */
+
+static const kdp_preferred_limits default_limits = {
+        .table_bytes = KDP_PREFERRED_TABLE_BYTES_MAX,
+        .operations = KDP_PREFERRED_OPERATIONS_MAX,
+        .method = KDP_PREFERRED_EXACT,
+};
+
+static const kdp_preferred_limits no_tables = { .table_bytes = 0, .operations = 0, .method = KDP_PREFERRED_EXACT };
+
+/*
+ * Limits that leave the exact method out, or some of the time: the scored
+ * method asked for; no room for any table; too few operations for most
+ * tables (some exact picks stop in their tie comparisons); room for small
+ * tables only.
+ */
+static const kdp_preferred_limits tight_limits[] = {
+        { .table_bytes = SIZE_MAX, .operations = UINT64_MAX, .method = KDP_PREFERRED_SCORED },
+        { .table_bytes = 0, .operations = 0, .method = KDP_PREFERRED_EXACT },
+        { .table_bytes = SIZE_MAX, .operations = 60, .method = KDP_PREFERRED_EXACT },
+        { .table_bytes = 256, .operations = UINT64_MAX, .method = KDP_PREFERRED_EXACT },
+};
+
+static bool contains_index(const size_t *v, size_t n, size_t x) {
+        for (size_t i = 0; i < n; i++)
+                if (v[i] == x)
+                        return true;
+        return false;
+}
+
+static void set_flags(const size_t *v, size_t n, size_t n_devices, bool *ret) {
+        memset(ret, 0, n_devices * sizeof(bool));
+        for (size_t i = 0; i < n; i++)
+                ret[v[i]] = true;
+}
+
+/*
+ * Whatever method the limits leave, the answer has the contract's form (M
+ * first in order, then devices of A ascending, k in all) and meets what
+ * preferred.h promises of that method: exact, the exhaustive search's
+ * answer; scored, its criteria 1 to 3; greedy, its criterion 1.
+ */
+START_TEST(test_preferred_pick_under_limits_keeps_each_methods_promise) {
+        uint64_t state = 20240612;
+        size_t taken[_KDP_PREFERRED_METHOD_MAX] = { 0 };
+
+        for (unsigned i = 0; i < EXHAUSTIVE_CASES; i++) {
+                _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = NULL;
+                test_device t[RANDOM_MAX_DEVICES];
+                bool must[RANDOM_MAX_DEVICES], free_set[RANDOM_MAX_DEVICES], s[RANDOM_MAX_DEVICES];
+                size_t want[RANDOM_MAX_DEVICES + 2], m_order[RANDOM_MAX_DEVICES + 2], n_want, n_must, k;
+                long want_key[3];
+                random_case c;
+
+                random_case_new(&state, 1, EXHAUSTIVE_MAX_DEVICES, &c);
+                for (size_t d = 0; d < c.n; d++)
+                        t[d] = (test_device){ "d", c.numa[d], c.has_path[d] ? c.path[d] : NULL };
+                idx = index_from(t, c.n);
+                n_want = oracle_pick(&c, want);
+                n_must = oracle_sets(&c, must, free_set, m_order, &k);
+                set_flags(want, n_want, c.n, s);
+                oracle_key(&c, s, free_set, n_want, want_key);
+
+                for (size_t l = 0; l < KDP_ELEMENTSOF(tight_limits); l++) {
+                        size_t got[RANDOM_MAX_DEVICES + 2], n_got;
+                        kdp_preferred_method method = _KDP_PREFERRED_METHOD_INVALID;
+                        bool ok;
+                        long key[3];
+
+                        got[c.size] = SIZE_MAX;
+                        n_got = kdp_preferred_pick_limited(idx, c.available, c.n_available, c.must, c.n_must, c.size,
+                                                           &tight_limits[l], got, &method);
+                        ok = n_got == n_want && got[c.size] == SIZE_MAX && method >= 0 &&
+                             method < KDP_PREFERRED_NO_MEMORY && memcmp(got, m_order, n_must * sizeof(size_t)) == 0;
+                        for (size_t j = n_must; ok && j < n_got; j++)
+                                ok = got[j] < c.n && free_set[got[j]] && (j == n_must || got[j - 1] < got[j]);
+                        if (ok) {
+                                set_flags(got, n_got, c.n, s);
+                                oracle_key(&c, s, free_set, n_got, key);
+                                taken[method]++;
+                        }
+                        if (ok && method == KDP_PREFERRED_EXACT)
+                                ok = memcmp(got, want, n_want * sizeof(size_t)) == 0;
+                        else if (ok && method == KDP_PREFERRED_SCORED)
+                                ok = oracle_key_compare(key, want_key) == 0;
+                        else if (ok)
+                                ok = key[0] == want_key[0];
+                        if (!ok) {
+                                char description[4096];
+
+                                random_case_describe(&c, want, n_want, got, n_got <= c.size ? n_got : c.size,
+                                                     description, sizeof(description));
+                                ck_abort_msg("case %u, limits %zu, method %d:%s", i, l, (int) method, description);
+                        }
+                }
+        }
+        /* every method had its turn (the exact ones: answers that need no table) */
+        ck_assert_uint_ge(taken[KDP_PREFERRED_EXACT], EXHAUSTIVE_CASES);
+        ck_assert_uint_ge(taken[KDP_PREFERRED_SCORED], EXHAUSTIVE_CASES / 5);
+        ck_assert_uint_ge(taken[KDP_PREFERRED_GREEDY], EXHAUSTIVE_CASES / 4);
+}
+END_TEST
+
 /* ---- scale and threads ---- */
 
 #define N_LARGE 4096
@@ -810,6 +913,226 @@ START_TEST(test_preferred_pick_concurrent_on_one_index) {
 }
 END_TEST
 
+/*
+ * P and Q of preferred.h for a pick on large_index with every device
+ * available: its devices sit at depth 5, below groups of 2048 (NUMA node),
+ * 512 (host bridge), 64 (root port) and 8 (switch) devices, and a pair
+ * counts one for each group that holds both.
+ */
+static void large_score(const size_t *picked, size_t n, long *ret_p, long *ret_q) {
+        static const size_t groups[] = { 2048, 512, 64, 8 };
+        _cleanup_free_ bool *taken = calloc(N_LARGE, sizeof(bool));
+        _cleanup_free_ long *in = calloc(N_LARGE, sizeof(long)), *left = calloc(N_LARGE, sizeof(long));
+
+        ck_assert_ptr_nonnull(taken);
+        ck_assert_ptr_nonnull(in);
+        ck_assert_ptr_nonnull(left);
+        for (size_t i = 0; i < n; i++)
+                taken[picked[i]] = true;
+        *ret_p = *ret_q = 0;
+        for (size_t g = 0; g < KDP_ELEMENTSOF(groups); g++) {
+                memset(in, 0, N_LARGE * sizeof(long));
+                memset(left, 0, N_LARGE * sizeof(long));
+                for (size_t d = 0; d < N_LARGE; d++) {
+                        in[d / groups[g]] += taken[d];
+                        left[d / groups[g]] += !taken[d];
+                }
+                for (size_t j = 0; j < N_LARGE / groups[g]; j++) {
+                        *ret_p += in[j] * (in[j] - 1) / 2;
+                        *ret_q += left[j] * (left[j] - 1) / 2;
+                }
+        }
+}
+
+/* The smallest group of large_index (8, 64, 512, 2048 or all 4096 devices) holding `size` and all of must. */
+static size_t large_group(const size_t *must, size_t n_must, size_t size) {
+        static const size_t groups[] = { 8, 64, 512, 2048 };
+
+        for (size_t g = 0; g < KDP_ELEMENTSOF(groups); g++) {
+                bool together = groups[g] >= size;
+
+                for (size_t i = 1; i < n_must && together; i++)
+                        together = must[i] / groups[g] == must[0] / groups[g];
+                if (together)
+                        return groups[g];
+        }
+        return N_LARGE;
+}
+
+/*
+ * A valid answer of `size` on large_index with every device available: M
+ * first, then distinct devices ascending, none of M, all in one group of the
+ * deepest kind that can hold them (criterion 1).
+ */
+static void check_large_answer(const size_t *picked, size_t n, const size_t *must, size_t n_must, size_t size,
+                               const char *what) {
+        size_t group = large_group(must, n_must, size), first = n_must > 0 ? must[0] : picked[0];
+
+        ck_assert_msg(n == size, "%s: %zu picked", what, n);
+        for (size_t i = 0; i < n; i++) {
+                ck_assert_msg(picked[i] < N_LARGE, "%s: %zu out of range", what, picked[i]);
+                ck_assert_msg(i >= n_must || picked[i] == must[i], "%s: %zu where must_include has %zu",
+                              what, picked[i], must[i]);
+                ck_assert_msg(i < n_must || !contains_index(must, n_must, picked[i]), "%s: %zu twice", what,
+                              picked[i]);
+                ck_assert_msg(i <= n_must || picked[i - 1] < picked[i], "%s: %zu after %zu", what, picked[i],
+                              picked[i - 1]);
+                ck_assert_msg(picked[i] / group == first / group, "%s: %zu outside the group of %zu of %zu",
+                              what, picked[i], group, first);
+        }
+}
+
+/*
+ * A request for 2000 or 3000 of 4096 devices (two NUMA nodes of 2048)
+ * needs 26 to 70 MB of exact tables: under the default limits it takes the
+ * scored method, whose answer scores as the exact one does (the reference
+ * sets: the exact method's answers without limits, checked here for 2000);
+ * without room for tables, the greedy one. Both answers are valid sets in
+ * the deepest group that can hold them.
+ */
+START_TEST(test_preferred_pick_huge_request_stays_within_limits) {
+        static const kdp_preferred_limits unlimited = {
+                .table_bytes = SIZE_MAX,
+                .operations = UINT64_MAX,
+                .method = KDP_PREFERRED_EXACT,
+        };
+        static const struct {
+                size_t size;
+                size_t must[2];
+                size_t n_must;
+                size_t ranges[6][2];    /* the reference after M: [from, to) */
+        } cases[] = {
+                { 2000, { 0 }, 0, { { 0, 2000 } } },
+                { 2000, { 4095 }, 1, { { 2048, 4040 }, { 4088, 4095 } } },
+                { 2000, { 5, 4000 }, 2, { { 0, 5 }, { 6, 1999 } } },
+                { 3000, { 0 }, 0, { { 0, 3000 } } },
+                { 3000, { 4095 }, 1, { { 0, 2560 }, { 3584, 3968 }, { 4032, 4080 }, { 4088, 4095 } } },
+                { 3000, { 5, 4000 }, 2, { { 0, 5 }, { 6, 2560 }, { 3584, 4000 }, { 4001, 4024 } } },
+        };
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = large_index();
+        _cleanup_free_ size_t *all = calloc(N_LARGE, sizeof(size_t));
+        _cleanup_free_ size_t *picked = calloc(N_LARGE + 1, sizeof(size_t));
+        _cleanup_free_ size_t *reference = calloc(N_LARGE, sizeof(size_t));
+
+        ck_assert_ptr_nonnull(all);
+        ck_assert_ptr_nonnull(picked);
+        ck_assert_ptr_nonnull(reference);
+        for (size_t i = 0; i < N_LARGE; i++)
+                all[i] = N_LARGE - 1 - i;
+
+        for (size_t z = 0; z < KDP_ELEMENTSOF(cases); z++) {
+                size_t size = cases[z].size, n_must = cases[z].n_must, n_ref = n_must, n;
+                kdp_preferred_method method = _KDP_PREFERRED_METHOD_INVALID;
+                long p, q, ref_p, ref_q;
+                char what[64];
+
+                memcpy(reference, cases[z].must, n_must * sizeof(size_t));
+                for (size_t r = 0; r < 6 && cases[z].ranges[r][1] > 0; r++)
+                        for (size_t d = cases[z].ranges[r][0]; d < cases[z].ranges[r][1]; d++)
+                                reference[n_ref++] = d;
+                ck_assert_uint_eq(n_ref, size);
+                large_score(reference, size, &ref_p, &ref_q);
+
+                snprintf(what, sizeof(what), "size %zu, %zu must (scored)", size, n_must);
+                picked[size] = SIZE_MAX;
+                n = kdp_preferred_pick_limited(idx, all, N_LARGE, cases[z].must, n_must, size, &default_limits,
+                                               picked, &method);
+                ck_assert_int_eq(method, KDP_PREFERRED_SCORED);
+                ck_assert_uint_eq(picked[size], SIZE_MAX);
+                check_large_answer(picked, n, cases[z].must, n_must, size, what);
+                large_score(picked, n, &p, &q);
+                ck_assert_msg(p == ref_p && q == ref_q, "%s: P %ld Q %ld, exact P %ld Q %ld", what, p, q, ref_p, ref_q);
+                /* kdp_preferred_pick is the same under the default limits */
+                ck_assert_uint_eq(kdp_preferred_pick(idx, all, N_LARGE, cases[z].must, n_must, size, reference), size);
+                ck_assert_mem_eq(reference, picked, size * sizeof(size_t));
+
+                snprintf(what, sizeof(what), "size %zu, %zu must (greedy)", size, n_must);
+                n = kdp_preferred_pick_limited(idx, all, N_LARGE, cases[z].must, n_must, size, &no_tables,
+                                               picked, &method);
+                ck_assert_int_eq(method, KDP_PREFERRED_GREEDY);
+                check_large_answer(picked, n, cases[z].must, n_must, size, what);
+
+                if (size == 2000) {
+                        /* the reference is the exact answer */
+                        memcpy(reference, cases[z].must, n_must * sizeof(size_t));
+                        for (size_t r = 0, k = n_must; r < 6 && cases[z].ranges[r][1] > 0; r++)
+                                for (size_t d = cases[z].ranges[r][0]; d < cases[z].ranges[r][1]; d++)
+                                        reference[k++] = d;
+                        n = kdp_preferred_pick_limited(idx, all, N_LARGE, cases[z].must, n_must, size, &unlimited,
+                                                       picked, &method);
+                        ck_assert_int_eq(method, KDP_PREFERRED_EXACT);
+                        ck_assert_uint_eq(n, size);
+                        ck_assert_mem_eq(picked, reference, size * sizeof(size_t));
+                }
+        }
+}
+END_TEST
+
+/* 4096 VFs: 2 NUMA nodes × 4 host bridges × 8 root ports, each with one PF and its 64 VFs beside it. */
+static kdp_preferred_index *vf_index(void) {
+        _cleanup_free_ test_device *t = calloc(N_LARGE, sizeof(test_device));
+        _cleanup_free_ char *paths = calloc(N_LARGE, 96);
+
+        ck_assert_ptr_nonnull(t);
+        ck_assert_ptr_nonnull(paths);
+        for (unsigned i = 0; i < N_LARGE; i++) {
+                unsigned hb = i / 512, rp = i / 64 % 8, vf = 1 + i % 64;
+
+                snprintf(paths + 96 * i, 96, "pci%04x:%02x/%04x:%02x:%02x.0/%04x:%02x:%02x.%u",
+                         hb, hb, hb, hb, rp + 1, hb, 16 + rp, vf / 8, vf % 8);
+                t[i] = (test_device){ "vf", (int) (i / 2048), paths + 96 * i };
+        }
+        return index_from(t, N_LARGE);
+}
+
+/*
+ * The requests a node sees, GPUs 1 to 16 (large_index: 8 per switch) and
+ * VFs 1 to 64 (64 per PF), with every device available and with random
+ * halves, with and without a must_include device, and 256 of each with
+ * every device available: all answered by the exact method under the
+ * default limits.
+ */
+START_TEST(test_preferred_pick_realistic_requests_stay_exact) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *gpu = large_index();
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *vf = vf_index();
+        _cleanup_free_ size_t *avail = calloc(N_LARGE, sizeof(size_t));
+        _cleanup_free_ size_t *picked = calloc(N_LARGE, sizeof(size_t));
+        uint64_t state = 16;
+
+        ck_assert_ptr_nonnull(avail);
+        ck_assert_ptr_nonnull(picked);
+        for (unsigned kind = 0; kind < 2; kind++)
+                for (unsigned draw = 0; draw < 4; draw++) {
+                        const kdp_preferred_index *idx = kind == 0 ? gpu : vf;
+                        size_t n_avail = 0, max_size = kind == 0 ? 16 : 64;
+
+                        for (size_t d = 0; d < N_LARGE; d++)
+                                if (draw == 0 || random_below(&state, 2) == 0)
+                                        avail[n_avail++] = d;
+                        for (size_t size = 1; size <= max_size; size++)
+                                for (size_t with_must = 0; with_must < 2; with_must++) {
+                                        size_t must = avail[random_below(&state, n_avail)], n;
+                                        kdp_preferred_method method = _KDP_PREFERRED_METHOD_INVALID;
+
+                                        n = kdp_preferred_pick_limited(idx, avail, n_avail, &must, with_must, size,
+                                                                       &default_limits, picked, &method);
+                                        ck_assert_msg(n == size && method == KDP_PREFERRED_EXACT,
+                                                      "%s, draw %u, size %zu, must %zu: %zu picked, method %d",
+                                                      kind == 0 ? "gpu" : "vf", draw, size, with_must ? must : SIZE_MAX,
+                                                      n, (int) method);
+                                }
+                        if (draw == 0) {
+                                kdp_preferred_method method = _KDP_PREFERRED_METHOD_INVALID;
+
+                                ck_assert_uint_eq(kdp_preferred_pick_limited(idx, avail, n_avail, NULL, 0, 256,
+                                                                             &default_limits, picked, &method),
+                                                  256);
+                                ck_assert_int_eq(method, KDP_PREFERRED_EXACT);
+                        }
+                }
+}
+END_TEST
+
 static Suite *preferred_suite(void) {
         Suite *s = suite_create("preferred");
         TCase *tc;
@@ -848,6 +1171,7 @@ static Suite *preferred_suite(void) {
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_preferred_pick_matches_exhaustive_search);
         tcase_add_test(tc, test_preferred_pick_no_swap_improves_on_larger_trees);
+        tcase_add_test(tc, test_preferred_pick_under_limits_keeps_each_methods_promise);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("scale");
@@ -855,6 +1179,12 @@ static Suite *preferred_suite(void) {
         tcase_add_test(tc, test_preferred_pick_4096_devices_returns_distinct_best_fit);
         tcase_add_test(tc, test_preferred_pick_4096_devices_without_topology_takes_lowest);
         tcase_add_test(tc, test_preferred_pick_concurrent_on_one_index);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("limits");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_preferred_pick_huge_request_stays_within_limits);
+        tcase_add_test(tc, test_preferred_pick_realistic_requests_stay_exact);
         suite_add_tcase(s, tc);
 
         return s;

@@ -13,8 +13,12 @@
  * kept node (with the same devices below it) or holds one device only. A
  * kept node's parent has a lower number; the root is kept node 0.
  *
- * A pick works on scratch arrays over the devices and the kept nodes, and on
- * two stacks (scores, sets) for the tables of the dynamic programme.
+ * A pick works on scratch arrays over the devices and the kept nodes, and,
+ * for the exact and scored methods, on stacks for the tables of the dynamic
+ * programme (scores, and sets or splits), allocated once at the size
+ * tables_cost_of computed for the method: nothing grows while they are
+ * built, and a bug in that count fails the method (assert) rather than
+ * writing past them.
  */
 #include <assert.h>
 #include <stdbool.h>
@@ -306,6 +310,8 @@ typedef struct pick_node {
         size_t min_device;      /* lowest device of A below */
         size_t first_child;     /* kept children with n_free > 0 */
         size_t next_sibling;
+        size_t split;           /* scored: offset in pick.splits of the merge that added it to its parent's table */
+        size_t take;            /* scored, greedy: devices of A picked below */
 } pick_node;
 
 /* The best picks below one kept node for each count 0..n: one score each and, with sets, the set. */
@@ -314,8 +320,10 @@ typedef struct table {
         size_t scores;          /* offset in pick.scores of [n + 1] */
         size_t sets;            /* offset in pick.sets, set c (c devices) at c(c − 1)/2; NONE: prefixes of bag */
         const size_t *bag;
+        size_t min_device;      /* lowest device of A it covers */
 } table;
 
+/* A pick's scratch (see the top of this file). */
 typedef struct pick {
         const kdp_preferred_index *idx;
         uint8_t *state;         /* [n_devices]: DEVICE_* */
@@ -327,14 +335,27 @@ typedef struct pick {
         size_t n_scores, scores_capacity;
         size_t *sets;           /* stack of the tables' sets */
         size_t n_sets, sets_capacity;
+        uint32_t *splits;       /* NULL, or per merge the count its child got, for each count */
+        size_t n_splits, splits_capacity;
+        uint64_t operations;    /* score operations made */
+        uint64_t operations_max;
 } pick;
 
 static size_t min_size(size_t a, size_t b) {
         return a < b ? a : b;
 }
 
+static size_t max_size(size_t a, size_t b) {
+        return a > b ? a : b;
+}
+
 static int64_t pairs(size_t n) {
         return (int64_t) (n * (n - (n > 0)) / 2);
+}
+
+/* Entries of the sets of a table of n: sets 1..n of 1..n devices. */
+static size_t set_entries(size_t n) {
+        return n * (n + 1) / 2;
 }
 
 /*
@@ -360,34 +381,18 @@ static int score_compare(score a, score b) {
         return a.q < b.q ? -1 : a.q > b.q;
 }
 
-/* *ret = buf grown to hold `need` elements (doubling); false (buf unchanged) without memory. */
-static bool stack_grow(void *buf, size_t *capacity, size_t need, size_t elem, void **ret) {
-        size_t c = *capacity ? *capacity : 256;
-
-        *ret = buf;
-        if (need <= *capacity)
-                return true;
-        while (c < need && c <= SIZE_MAX / 2 / elem)
-                c *= 2;
-        buf = c >= need ? realloc(buf, c * elem) : NULL;
-        if (!buf)
-                return false;
-        *capacity = c;
-        *ret = buf;
-        return true;
+/* Counts n score operations; false once the limit is passed. */
+static bool spend(pick *p, uint64_t n) {
+        p->operations += n;
+        return p->operations <= p->operations_max;
 }
 
-/* Room for `scores` scores and `sets` set entries on the stacks in all. */
-static bool stacks_reserve(pick *p, size_t scores, size_t sets) {
-        void *b;
+/* Whether the stacks have room for `scores` scores and `sets` set entries in all. */
+static bool stacks_have(const pick *p, size_t scores, size_t sets) {
+        bool room = scores <= p->scores_capacity && sets <= p->sets_capacity;
 
-        if (!stack_grow(p->scores, &p->scores_capacity, scores, sizeof(score), &b))
-                return false;
-        p->scores = b;
-        if (!stack_grow(p->sets, &p->sets_capacity, sets, sizeof(size_t), &b))
-                return false;
-        p->sets = b;
-        return true;
+        assert(room);           /* tables_cost_of counted them */
+        return room;
 }
 
 static const size_t *table_set(const pick *p, const table *t, size_t c) {
@@ -404,9 +409,10 @@ static bool table_of_bag(pick *p, size_t v, table *ret) {
                 .scores = p->n_scores,
                 .sets = NONE,
                 .bag = p->bags + u->bag,
+                .min_device = u->n_own > 0 ? p->bags[u->bag] : NONE,
         };
 
-        if (!stacks_reserve(p, t.scores + t.n + 1, 0))
+        if (!stacks_have(p, t.scores + t.n + 1, 0) || !spend(p, t.n + 1))
                 return false;
         memset(p->scores + t.scores, 0, (t.n + 1) * sizeof(score));
         p->n_scores += t.n + 1;
@@ -416,13 +422,14 @@ static bool table_of_bag(pick *p, size_t v, table *ret) {
 
 /*
  * The lowest device in exactly one of the sorted sets x and y, and whether it
- * is in x; NONE when they are equal.
+ * is in x; NONE when they are equal. Counts its steps.
  */
-static size_t first_difference(const size_t *x, size_t n_x, const size_t *y, size_t n_y, bool *ret_in_x) {
+static size_t first_difference(pick *p, const size_t *x, size_t n_x, const size_t *y, size_t n_y, bool *ret_in_x) {
         size_t i = 0, j = 0;
 
         while (i < n_x && j < n_y && x[i] == y[j])
                 i++, j++;
+        p->operations += i + 1;
         if (i < n_x && (j == n_y || x[i] < y[j])) {
                 *ret_in_x = true;
                 return x[i];
@@ -436,10 +443,10 @@ static size_t first_difference(const size_t *x, size_t n_x, const size_t *y, siz
  * best with b's set of best: the two unions compare by the lowest device in
  * one and not the other; a and b share no device.
  */
-static bool union_is_lower(const pick *p, const table *a, const table *b, size_t c, size_t s, size_t best) {
+static bool union_is_lower(pick *p, const table *a, const table *b, size_t c, size_t s, size_t best) {
         bool x_new, y_new;
-        size_t x = first_difference(table_set(p, a, c - s), c - s, table_set(p, a, c - best), c - best, &x_new);
-        size_t y = first_difference(table_set(p, b, s), s, table_set(p, b, best), best, &y_new);
+        size_t x = first_difference(p, table_set(p, a, c - s), c - s, table_set(p, a, c - best), c - best, &x_new);
+        size_t y = first_difference(p, table_set(p, b, s), s, table_set(p, b, best), best, &y_new);
 
         return x < y ? x_new : y_new;
 }
@@ -451,26 +458,46 @@ static void merge_sets(const size_t *x, size_t n_x, const size_t *y, size_t n_y,
                 *out++ = j == n_y || (i < n_x && x[i] < y[j]) ? x[i++] : y[j++];
 }
 
-/* The best of a and b together (disjoint subtrees) for each count, pushed on the stacks. */
-static bool table_merge(pick *p, const table *a, const table *b, table *ret) {
+/*
+ * The best of a and b together (disjoint subtrees; b is the table of kept
+ * node `child`) for each count, pushed on the stacks. Ties go: with sets, to
+ * the lower union; recording splits, to more of b if b's lowest device is
+ * below a's, else to less of b.
+ */
+static bool table_merge(pick *p, const table *a, const table *b, size_t child, table *ret) {
         size_t n = min_size(p->m, a->n + b->n);
-        table t = { .n = n, .scores = p->n_scores, .sets = p->with_sets ? p->n_sets : NONE };
+        table t = {
+                .n = n,
+                .scores = p->n_scores,
+                .sets = p->with_sets ? p->n_sets : NONE,
+                .min_device = min_size(a->min_device, b->min_device),
+        };
+        bool more_of_b = b->min_device < a->min_device;
 
-        if (!stacks_reserve(p, t.scores + n + 1, p->with_sets ? t.sets + n * (n + 1) / 2 : 0))
+        if (!stacks_have(p, t.scores + n + 1, p->with_sets ? t.sets + set_entries(n) : 0) ||
+            (p->splits && p->n_splits + n + 1 > p->splits_capacity))
                 return false;
         p->n_scores += n + 1;
         if (p->with_sets)
-                p->n_sets += n * (n + 1) / 2;
+                p->n_sets += set_entries(n);
 
         for (size_t c = 0; c <= n; c++) {
                 size_t lo = c > a->n ? c - a->n : 0, hi = min_size(c, b->n), best = lo;
                 score best_score = score_add(p->scores[a->scores + c - lo], p->scores[b->scores + lo]);
 
+                if (!spend(p, hi - lo + 1 + (p->with_sets ? c : 0)))
+                        return false;
                 for (size_t s = lo + 1; s <= hi; s++) {
                         score x = score_add(p->scores[a->scores + c - s], p->scores[b->scores + s]);
                         int r = score_compare(x, best_score);
 
-                        if (r > 0 || (r == 0 && p->with_sets && union_is_lower(p, a, b, c, s, best))) {
+                        if (r == 0 && p->with_sets) {
+                                r = union_is_lower(p, a, b, c, s, best) ? 1 : -1;
+                                if (p->operations > p->operations_max)
+                                        return false;
+                        } else if (r == 0 && p->splits && more_of_b)
+                                r = 1;
+                        if (r > 0) {
                                 best = s;
                                 best_score = x;
                         }
@@ -479,6 +506,12 @@ static bool table_merge(pick *p, const table *a, const table *b, table *ret) {
                 if (p->with_sets)
                         merge_sets(table_set(p, a, c - best), c - best, table_set(p, b, best), best,
                                    p->sets + t.sets + c * (c - (c > 0)) / 2);
+                if (p->splits)
+                        p->splits[p->n_splits + c] = (uint32_t) best;
+        }
+        if (p->splits) {
+                p->nodes[child].split = p->n_splits;
+                p->n_splits += n + 1;
         }
         *ret = t;
         return true;
@@ -491,9 +524,9 @@ static void table_move(pick *p, table *t, size_t scores, size_t sets) {
         p->n_scores = scores + t->n + 1;
         p->n_sets = sets;
         if (t->sets != NONE) {
-                memmove(p->sets + sets, p->sets + t->sets, t->n * (t->n + 1) / 2 * sizeof(size_t));
+                memmove(p->sets + sets, p->sets + t->sets, set_entries(t->n) * sizeof(size_t));
                 t->sets = sets;
-                p->n_sets += t->n * (t->n + 1) / 2;
+                p->n_sets += set_entries(t->n);
         }
 }
 
@@ -512,16 +545,77 @@ static bool table_of_subtree(pick *p, size_t v, table *ret) {
                         return false;
                 if (acc.n == 0)
                         merged = child;
-                else if (!table_merge(p, &acc, &child, &merged))
+                else if (!table_merge(p, &acc, &child, c, &merged))
                         return false;
                 table_move(p, &merged, mark_scores, mark_sets);
                 acc = merged;
         }
+        if (!spend(p, acc.n + 1))
+                return false;
         for (size_t c = 0; c <= acc.n; c++)
                 p->scores[acc.scores + c] = score_add(p->scores[acc.scores + c],
                                                       node_score(p->idx->kept[v].weight, u->n_must, u->n_free, c));
         *ret = acc;
         return true;
+}
+
+/* What building a table takes (subtree_need). */
+typedef struct tables_need {
+        size_t scores;          /* the most scores on the stack at once */
+        size_t sets;            /* the most set entries at once, with sets */
+        size_t splits;          /* split entries of the table */
+        uint64_t operations;    /* rows written and score sums, with and without sets */
+        uint64_t set_entries;   /* set entries written by merges, with sets */
+} tables_need;
+
+/* Score sums of a merge of tables of a and b into n = min(m, a + b): the (i, j), i ≤ a, j ≤ b, i + j ≤ n. */
+static uint64_t merge_sums(uint64_t a, uint64_t b, uint64_t n) {
+        uint64_t k, over;
+
+        if (n == a + b)
+                return (a + 1) * (b + 1);
+        /* (a − i) + (b − j) ≤ k, less the parts past a or past b */
+        k = a + b - n - 1;
+        over = (k + 1) * (k + 2) / 2;
+        if (k > a)
+                over -= (k - a) * (k - a + 1) / 2;
+        if (k > b)
+                over -= (k - b) * (k - b + 1) / 2;
+        return (a + 1) * (b + 1) - over;
+}
+
+/*
+ * What table_of_subtree(v) takes, the stacks holding `scores` scores and
+ * `sets` set entries when it starts (with sets): the peaks, the split entries
+ * and the operations (but for tie comparisons) go into *need. Returns the
+ * table's n and in *ret_sets its set entries. O(nodes below v).
+ */
+static size_t subtree_need(const pick *p, size_t v, size_t scores, size_t sets, tables_need *need, size_t *ret_sets) {
+        const pick_node *u = &p->nodes[v];
+        size_t t = min_size(p->m, u->n_own), t_sets = 0;
+
+        need->scores = max_size(need->scores, scores + t + 1);
+        need->operations += t + 1;
+        for (size_t c = u->first_child; c != NONE; c = p->nodes[c].next_sibling) {
+                size_t c_sets, ct = subtree_need(p, c, scores + t + 1, sets + t_sets, need, &c_sets), n;
+
+                if (t == 0) {
+                        t = ct;
+                        t_sets = c_sets;
+                        continue;
+                }
+                n = min_size(p->m, t + ct);
+                need->scores = max_size(need->scores, scores + (t + 1) + (ct + 1) + (n + 1));
+                need->sets = max_size(need->sets, sets + t_sets + c_sets + set_entries(n));
+                need->splits += n + 1;
+                need->operations += merge_sums(t, ct, n);
+                need->set_entries += set_entries(n);
+                t = n;
+                t_sets = set_entries(n);
+        }
+        need->operations += t + 1;
+        *ret_sets = t_sets;
+        return t;
 }
 
 /* The best score of m picks below kept node x, x included. */
@@ -572,6 +666,15 @@ static int compare_size(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* Sorts the picks ascending; they often come sorted (one bag's, or whole subtrees in order). */
+static void sort_picks(size_t *v, size_t n) {
+        for (size_t i = 1; i < n; i++)
+                if (v[i - 1] > v[i]) {
+                        qsort(v, n, sizeof(size_t), compare_size);
+                        return;
+                }
+}
+
 /* Appends every device of A below x to out (unsorted); returns the end. */
 static size_t *take_all(const pick *p, size_t x, size_t *out) {
         const pick_node *u = &p->nodes[x];
@@ -583,7 +686,7 @@ static size_t *take_all(const pick *p, size_t x, size_t *out) {
         return out;
 }
 
-/* The best m picks below candidate x, ascending, into out. */
+/* The best m picks below candidate x, ascending, into out: exact. */
 static bool candidate_set(pick *p, size_t x, size_t *out) {
         table t;
 
@@ -596,7 +699,7 @@ static bool candidate_set(pick *p, size_t x, size_t *out) {
         }
         if (p->nodes[x].n_free == p->m) {
                 (void) take_all(p, x, out);
-                qsort(out, p->m, sizeof(size_t), compare_size);
+                sort_picks(out, p->m);
                 return true;
         }
         p->with_sets = true;
@@ -628,7 +731,12 @@ static void pick_count(pick *p, const size_t *must, size_t n_must) {
         size_t offset = 0;
 
         for (size_t k = 0; k < idx->n_kept; k++)
-                p->nodes[k] = (pick_node){ .min_device = NONE, .first_child = NONE, .next_sibling = NONE };
+                p->nodes[k] = (pick_node){
+                        .min_device = NONE,
+                        .first_child = NONE,
+                        .next_sibling = NONE,
+                        .split = NONE,
+                };
         for (size_t i = 0; i < n_must; i++)
                 for (size_t k = idx->bag_of[must[i]]; k != NONE; k = idx->kept[k].parent)
                         p->nodes[k].n_must++;
@@ -757,28 +865,14 @@ static bool subtree_equal(const pick *p, size_t x, size_t y) {
 }
 
 /*
- * Criteria 2 to 4 over the candidates: the m devices to add, ascending, into
- * out. Candidates are scored, those with the highest bound first, while their
- * bound reaches the best score (a subtree like the last one scored takes its
- * score). Of the best, sets are built from the lowest free device up, and
- * then only for a candidate whose lowest free device is below the first
- * device of the set found.
+ * The candidates with what their ancestors add and the bound of their p,
+ * into c (room for n), and the highest bound.
  */
-static bool pick_best(pick *p, const size_t *nodes, size_t n, size_t *out) {
-        _cleanup_free_ candidate *c = NULL;
-        _cleanup_free_ size_t *set = NULL, *scratch = NULL;
-        size_t last = NONE, last_parent = NONE, first = NONE;
-        score last_score = { 0, 0 }, above = { 0, 0 }, best = { INT64_MIN, INT64_MIN };
+static int64_t candidates_bound(const pick *p, const size_t *nodes, size_t n, candidate *c, size_t *scratch) {
+        size_t last_parent = NONE;
+        score above = { 0, 0 };
         int64_t top = INT64_MIN;
 
-        if (n == 1)
-                return candidate_set(p, nodes[0], out);
-
-        c = malloc(n * sizeof(candidate));
-        set = malloc(p->m * sizeof(size_t));
-        scratch = malloc(p->idx->n_kept * sizeof(size_t));
-        if (!c || !set || !scratch)
-                return false;
         for (size_t i = 0; i < n; i++) {
                 if (p->idx->kept[nodes[i]].parent != last_parent) {
                         last_parent = p->idx->kept[nodes[i]].parent;
@@ -793,6 +887,18 @@ static bool pick_best(pick *p, const size_t *nodes, size_t n, size_t *out) {
                 if (c[i].bound > top)
                         top = c[i].bound;
         }
+        return top;
+}
+
+/*
+ * Scores the candidates without sets, those with the highest bound first,
+ * while their bound reaches the best score (a subtree like the last one
+ * scored takes its score). Returns the best one with the lowest free device,
+ * or NONE when the limit was reached.
+ */
+static size_t candidates_score(pick *p, candidate *c, size_t n, int64_t top, score *ret_best) {
+        size_t last = NONE, first = NONE;
+        score last_score = { 0, 0 }, best = { INT64_MIN, INT64_MIN };
 
         p->with_sets = false;
         for (unsigned round = 0; round < 2; round++)
@@ -801,7 +907,7 @@ static bool pick_best(pick *p, const size_t *nodes, size_t n, size_t *out) {
                                 continue;
                         if (last == NONE || !subtree_equal(p, last, c[i].node)) {
                                 if (!subtree_score(p, c[i].node, &last_score))
-                                        return false;
+                                        return NONE;
                                 last = c[i].node;
                         }
                         c[i].score = score_add(last_score, c[i].above);
@@ -809,12 +915,30 @@ static bool pick_best(pick *p, const size_t *nodes, size_t n, size_t *out) {
                         if (score_compare(c[i].score, best) > 0)
                                 best = c[i].score;
                 }
-
         for (size_t i = 0; i < n; i++)
                 if (c[i].scored && score_compare(c[i].score, best) == 0 &&
                     (first == NONE || c[i].min_device < c[first].min_device))
                         first = i;
-        if (!candidate_set(p, c[first].node, out))
+        *ret_best = best;
+        return first;
+}
+
+/*
+ * Exact: criteria 2 to 4 over the candidates, the m devices to add,
+ * ascending, into out; false when the limit was reached. Of the best
+ * candidates, sets are built from the lowest free device up, and then only
+ * for a candidate whose lowest free device is below the first device of the
+ * set found.
+ */
+static bool pick_exact(pick *p, const size_t *nodes, size_t n, candidate *c, size_t *set, size_t *scratch,
+                       size_t *out) {
+        size_t first;
+        score best;
+
+        if (n == 1)
+                return candidate_set(p, nodes[0], out);
+        first = candidates_score(p, c, n, candidates_bound(p, nodes, n, c, scratch), &best);
+        if (first == NONE || !candidate_set(p, c[first].node, out))
                 return false;
         for (size_t i = 0; i < n; i++) {
                 if (i == first || !c[i].scored || score_compare(c[i].score, best) != 0 ||
@@ -826,6 +950,309 @@ static bool pick_best(pick *p, const size_t *nodes, size_t n, size_t *out) {
                         memcpy(out, set, p->m * sizeof(size_t));
         }
         return true;
+}
+
+/*
+ * Appends the picks below x to out (unsorted): x takes pick_node.take, and
+ * each node's children what their splits say (traced: last child first) or
+ * their own take, and its bag the rest, lowest first. `stack` has room for
+ * the nodes below x.
+ */
+static void emit_takes(pick *p, size_t x, bool traced, size_t *stack, size_t *out) {
+        size_t top = 0;
+
+        stack[top++] = x;
+        while (top > 0) {
+                size_t v = stack[--top], left = p->nodes[v].take, base = top;
+
+                for (size_t c = p->nodes[v].first_child; c != NONE; c = p->nodes[c].next_sibling)
+                        stack[top++] = c;
+                for (size_t i = top; i-- > base;) {
+                        pick_node *u = &p->nodes[stack[i]];
+
+                        if (traced)
+                                u->take = u->split == NONE ? left : p->splits[u->split + left];
+                        left -= u->take;
+                }
+                assert(left <= p->nodes[v].n_own);
+                memcpy(out, p->bags + p->nodes[v].bag, left * sizeof(size_t));
+                out += left;
+                for (size_t i = base; i < top; i++)
+                        if (p->nodes[stack[i]].take > 0)
+                                stack[base++] = stack[i];
+                top = base;
+        }
+}
+
+/*
+ * Scored: criteria 1 to 3 exact, 4 by the tie rules of table_merge and the
+ * lowest free device among the best candidates; false when the limit was
+ * reached. The tables hold scores and, for the candidate taken, each merge's
+ * best split for each count, traced back from its table.
+ */
+static bool pick_scored(pick *p, const size_t *nodes, size_t n, candidate *c, size_t *scratch, size_t *out) {
+        size_t x = nodes[0];
+        uint32_t *splits = p->splits;
+        table t;
+
+        if (n > 1) {
+                size_t first;
+                score best;
+
+                p->splits = NULL;
+                first = candidates_score(p, c, n, candidates_bound(p, nodes, n, c, scratch), &best);
+                p->splits = splits;
+                if (first == NONE)
+                        return false;
+                x = c[first].node;
+        }
+        if (p->nodes[x].n_free == p->m) {
+                (void) take_all(p, x, out);
+                sort_picks(out, p->m);
+                return true;
+        }
+        p->with_sets = false;
+        p->n_scores = p->n_sets = p->n_splits = 0;
+        if (!table_of_subtree(p, x, &t))
+                return false;
+        p->nodes[x].take = p->m;
+        emit_takes(p, x, true, scratch, out);
+        sort_picks(out, p->m);
+        return true;
+}
+
+/* ---- greedy: no tables ---- */
+
+typedef struct greedy_child {
+        size_t node;
+        size_t n_free;
+        size_t n_must;
+        size_t min_device;
+} greedy_child;
+
+/* Most of M and A first, then the lowest free device. */
+static int greedy_child_compare(const void *a, const void *b) {
+        const greedy_child *x = a, *y = b;
+
+        if (x->n_free + x->n_must != y->n_free + y->n_must)
+                return x->n_free + x->n_must > y->n_free + y->n_must ? -1 : 1;
+        return x->min_device < y->min_device ? -1 : x->min_device > y->min_device;
+}
+
+/* Sets take to what it holds of A on every node below v, v included, and adds their score to *s. */
+static void greedy_whole(pick *p, size_t v, score *s) {
+        pick_node *u = &p->nodes[v];
+
+        u->take = u->n_free;
+        *s = score_add(*s, node_score(p->idx->kept[v].weight, u->n_must, u->n_free, u->n_free));
+        for (size_t c = u->first_child; c != NONE; c = p->nodes[c].next_sibling)
+                greedy_whole(p, c, s);
+}
+
+static void greedy_clear(pick *p, size_t v) {
+        p->nodes[v].take = 0;
+        for (size_t c = p->nodes[v].first_child; c != NONE; c = p->nodes[c].next_sibling)
+                greedy_clear(p, c);
+}
+
+/*
+ * A fill of m below candidate x (pick_node.take), and its score: at each
+ * node, children whole while they fit, those with most of M and A first; the
+ * rest into one more child (the one with most of M, then fewest free, then
+ * lowest device), followed down, or into the node's own bag when no child
+ * is left or when one device goes where no device of M is. O(nodes below x
+ * × log).
+ */
+static score greedy_fill(pick *p, size_t x, greedy_child *scratch) {
+        score s = { 0, 0 };
+        size_t v = x, left = p->m;
+
+        greedy_clear(p, x);
+        while (left > 0) {
+                pick_node *u = &p->nodes[v];
+                size_t n = 0, next = NONE;
+
+                if (left == u->n_free) {
+                        greedy_whole(p, v, &s);
+                        break;
+                }
+                u->take = left;
+                s = score_add(s, node_score(p->idx->kept[v].weight, u->n_must, u->n_free, left));
+                for (size_t c = u->first_child; c != NONE; c = p->nodes[c].next_sibling)
+                        scratch[n++] = (greedy_child){
+                                .node = c,
+                                .n_free = p->nodes[c].n_free,
+                                .n_must = p->nodes[c].n_must,
+                                .min_device = p->nodes[c].min_device,
+                        };
+                if (n > 1)
+                        qsort(scratch, n, sizeof(greedy_child), greedy_child_compare);
+                for (size_t i = 0; i < n; i++)
+                        if (scratch[i].n_free <= left) {
+                                greedy_whole(p, scratch[i].node, &s);
+                                left -= scratch[i].n_free;
+                        }
+                for (size_t i = 0; i < n && left > 0; i++) {
+                        const greedy_child *g = &scratch[i], *b = next == NONE ? NULL : &scratch[next];
+
+                        if (p->nodes[g->node].take > 0)
+                                continue;       /* taken whole */
+                        if (!b || g->n_must > b->n_must ||
+                            (g->n_must == b->n_must && (g->n_free < b->n_free ||
+                                                        (g->n_free == b->n_free && g->min_device < b->min_device))))
+                                next = i;
+                }
+                if (next == NONE || (left == 1 && u->n_own > 0 && scratch[next].n_must == 0))
+                        break;
+                v = scratch[next].node;
+        }
+        return s;
+}
+
+/*
+ * Greedy: criterion 1 only. Fills each candidate (greedy_fill) and takes
+ * the fill that scores best, then the one with the lowest free device.
+ */
+static void pick_greedy(pick *p, const size_t *nodes, size_t n, greedy_child *scratch, size_t *stack, size_t *out) {
+        size_t best_node = NONE, last_parent = NONE;
+        score best = { 0, 0 }, above = { 0, 0 };
+
+        for (size_t i = 0; i < n; i++) {
+                score s;
+
+                if (p->idx->kept[nodes[i]].parent != last_parent) {
+                        last_parent = p->idx->kept[nodes[i]].parent;
+                        above = ancestors_score(p, nodes[i]);
+                }
+                s = score_add(above, greedy_fill(p, nodes[i], scratch));
+                if (best_node == NONE || score_compare(s, best) > 0 ||
+                    (score_compare(s, best) == 0 && p->nodes[nodes[i]].min_device < p->nodes[best_node].min_device)) {
+                        best = s;
+                        best_node = nodes[i];
+                }
+        }
+        /* the candidates' subtrees are disjoint: the best one's takes are still there */
+        emit_takes(p, best_node, false, stack, out);
+        sort_picks(out, p->m);
+}
+
+/* ---- the methods in turn ---- */
+
+/* What the methods with tables need for the candidates, in bytes and score operations. */
+typedef struct tables_cost {
+        size_t scores, sets, splits;    /* the most any candidate needs */
+        size_t exact_bytes, scored_bytes;
+        uint64_t exact_operations, scored_operations;
+} tables_cost;
+
+/*
+ * The tables of each candidate, simulated (subtree_need): with several
+ * candidates, all are scored without sets (at most: the bounds prune some),
+ * then the exact method builds sets for one (and for more only when they
+ * tie, counted as they are built) and the scored one its splits. O(nodes
+ * below the candidates).
+ */
+static void tables_cost_of(const pick *p, const size_t *nodes, size_t n, tables_cost *ret) {
+        uint64_t scoring = 0, with_sets = 0, without = 0;
+        tables_cost cost = { 0 };
+
+        for (size_t i = 0; i < n; i++) {
+                tables_need need = { 0 };
+                size_t sets;
+
+                (void) subtree_need(p, nodes[i], 0, 0, &need, &sets);
+                cost.scores = max_size(cost.scores, need.scores);
+                cost.sets = max_size(cost.sets, need.sets);
+                cost.splits = max_size(cost.splits, need.splits);
+                scoring += n > 1 ? need.operations : 0;
+                with_sets = with_sets > need.operations + need.set_entries ? with_sets : need.operations + need.set_entries;
+                without = without > need.operations ? without : need.operations;
+        }
+        cost.exact_bytes = cost.scores * sizeof(score) + cost.sets * sizeof(size_t);
+        cost.scored_bytes = cost.scores * sizeof(score) + cost.splits * sizeof(uint32_t);
+        cost.exact_operations = scoring + with_sets;
+        cost.scored_operations = scoring + without;
+        *ret = cost;
+}
+
+static bool candidates_are_bags(const pick *p, const size_t *nodes, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (p->nodes[nodes[i]].first_child != NONE)
+                        return false;
+        return true;
+}
+
+/* The stacks for a method: scores, and sets or splits; false without memory. */
+static bool stacks_new(pick *p, size_t scores, size_t sets, size_t splits) {
+        p->scores = malloc(max_size(scores, 1) * sizeof(score));
+        p->sets = malloc(max_size(sets, 1) * sizeof(size_t));
+        p->splits = splits > 0 ? malloc(splits * sizeof(uint32_t)) : NULL;     /* NULL: no splits recorded */
+        p->scores_capacity = scores;
+        p->sets_capacity = sets;
+        p->splits_capacity = splits;
+        p->operations = 0;
+        return p->scores && p->sets && (splits == 0 || p->splits);
+}
+
+static void stacks_free(pick *p) {
+        free(p->scores);
+        free(p->sets);
+        free(p->splits);
+        p->scores = NULL;
+        p->sets = NULL;
+        p->splits = NULL;
+        p->scores_capacity = p->sets_capacity = p->splits_capacity = 0;
+}
+
+/*
+ * The m devices to add, ascending, into out, by the most exact method the
+ * limits allow; returns the method, or -ENOMEM without memory for the
+ * arrays over the candidates and kept nodes.
+ */
+static int pick_best(pick *p, const size_t *nodes, size_t n, const kdp_preferred_limits *limits, size_t *out) {
+        _cleanup_free_ candidate *c = NULL;
+        _cleanup_free_ size_t *set = NULL, *scratch = NULL;
+        _cleanup_free_ greedy_child *children = NULL;
+        tables_cost cost;
+        bool ok;
+
+        /* no tables */
+        if (p->m == 1 || (n == 1 && p->nodes[nodes[0]].n_free == p->m)) {
+                ok = candidate_set(p, nodes[0], out);
+                assert(ok);
+                return KDP_PREFERRED_EXACT;
+        }
+
+        c = malloc(n * sizeof(candidate));
+        set = malloc(p->m * sizeof(size_t));
+        scratch = malloc(p->idx->n_kept * sizeof(size_t));
+        children = malloc(p->idx->n_kept * sizeof(greedy_child));
+        if (!c || !set || !scratch || !children)
+                return -ENOMEM;
+        /* a bag is filled one way only: the greedy score is its score, and the set its lowest m */
+        if (candidates_are_bags(p, nodes, n)) {
+                pick_greedy(p, nodes, n, children, scratch, out);
+                return KDP_PREFERRED_EXACT;
+        }
+        tables_cost_of(p, nodes, n, &cost);
+        p->operations_max = limits->operations;
+
+        if (limits->method <= KDP_PREFERRED_EXACT &&
+            cost.exact_bytes <= limits->table_bytes && cost.exact_operations <= limits->operations) {
+                ok = stacks_new(p, cost.scores, cost.sets, 0) && pick_exact(p, nodes, n, c, set, scratch, out);
+                stacks_free(p);
+                if (ok)
+                        return KDP_PREFERRED_EXACT;
+        }
+        if (limits->method <= KDP_PREFERRED_SCORED && p->m <= UINT32_MAX &&
+            cost.scored_bytes <= limits->table_bytes && cost.scored_operations <= limits->operations) {
+                ok = stacks_new(p, cost.scores, 0, cost.splits) && pick_scored(p, nodes, n, c, scratch, out);
+                stacks_free(p);
+                if (ok)
+                        return KDP_PREFERRED_SCORED;
+        }
+        pick_greedy(p, nodes, n, children, scratch, out);
+        return KDP_PREFERRED_GREEDY;
 }
 
 static bool contains(const size_t *v, size_t n, size_t x) {
@@ -851,28 +1278,36 @@ static size_t pick_fallback(const kdp_preferred_index *idx,
         return n;
 }
 
-size_t kdp_preferred_pick(const kdp_preferred_index *idx,
-                          const size_t *available, size_t n_available,
-                          const size_t *must_include, size_t n_must_include,
-                          size_t size, size_t *ret_picked) {
+size_t kdp_preferred_pick_limited(const kdp_preferred_index *idx,
+                                  const size_t *available, size_t n_available,
+                                  const size_t *must_include, size_t n_must_include,
+                                  size_t size, const kdp_preferred_limits *limits,
+                                  size_t *ret_picked, kdp_preferred_method *ret_method) {
         _cleanup_free_ uint8_t *state = NULL;
         _cleanup_free_ pick_node *nodes = NULL;
         _cleanup_free_ size_t *bags = NULL, *candidates = NULL;
         size_t n_must = 0, n_free = 0, n_candidates;
+        kdp_preferred_method method = KDP_PREFERRED_EXACT;
         pick p;
-        bool ok;
+        int r;
 
         assert(idx);
         assert(available || n_available == 0);
         assert(must_include || n_must_include == 0);
+        assert(limits && limits->method >= 0 && limits->method < _KDP_PREFERRED_METHOD_MAX);
         assert(ret_picked || size == 0);
 
+        if (ret_method)
+                *ret_method = KDP_PREFERRED_EXACT;
         if (size == 0)
                 return 0;
         state = calloc(idx->n_devices + 1, sizeof(uint8_t));
-        if (!state)
+        if (!state) {
+                if (ret_method)
+                        *ret_method = KDP_PREFERRED_NO_MEMORY;
                 return pick_fallback(idx, available, n_available, must_include, n_must_include,
                                      size, ret_picked);
+        }
 
         for (size_t i = 0; i < n_must_include && n_must < size; i++) {
                 size_t d = must_include[i];
@@ -904,17 +1339,33 @@ size_t kdp_preferred_pick(const kdp_preferred_index *idx,
         nodes = malloc(idx->n_kept * sizeof(pick_node));
         bags = malloc((n_free + 1) * sizeof(size_t));
         candidates = malloc(idx->n_kept * sizeof(size_t));
-        if (!nodes || !bags || !candidates)
-                return pick_fallback(idx, available, n_available, must_include, n_must_include,
-                                     size, ret_picked);
-        p = (pick){ .idx = idx, .state = state, .nodes = nodes, .bags = bags, .m = size - n_must };
-        pick_count(&p, ret_picked, n_must);
-        n_candidates = pick_candidates(&p, ret_picked, n_must, candidates);
-        ok = pick_best(&p, candidates, n_candidates, ret_picked + n_must);
-        free(p.scores);
-        free(p.sets);
-        if (!ok)
-                return pick_fallback(idx, available, n_available, must_include, n_must_include,
-                                     size, ret_picked);
+        r = -ENOMEM;
+        if (nodes && bags && candidates) {
+                p = (pick){ .idx = idx, .state = state, .nodes = nodes, .bags = bags, .m = size - n_must };
+                pick_count(&p, ret_picked, n_must);
+                n_candidates = pick_candidates(&p, ret_picked, n_must, candidates);
+                r = pick_best(&p, candidates, n_candidates, limits, ret_picked + n_must);
+        }
+        if (r < 0) {
+                method = KDP_PREFERRED_NO_MEMORY;
+                size = pick_fallback(idx, available, n_available, must_include, n_must_include, size, ret_picked);
+        } else
+                method = (kdp_preferred_method) r;
+        if (ret_method)
+                *ret_method = method;
         return size;
+}
+
+size_t kdp_preferred_pick(const kdp_preferred_index *idx,
+                          const size_t *available, size_t n_available,
+                          const size_t *must_include, size_t n_must_include,
+                          size_t size, size_t *ret_picked) {
+        static const kdp_preferred_limits limits = {
+                .table_bytes = KDP_PREFERRED_TABLE_BYTES_MAX,
+                .operations = KDP_PREFERRED_OPERATIONS_MAX,
+                .method = KDP_PREFERRED_EXACT,
+        };
+
+        return kdp_preferred_pick_limited(idx, available, n_available, must_include, n_must_include, size,
+                                          &limits, ret_picked, NULL);
 }

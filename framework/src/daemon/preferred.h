@@ -65,20 +65,81 @@
  * tie compared. A candidate that is one bag (a switch's GPUs, one PF's VFs, a
  * resource without topology) costs O(m); one that holds exactly m is taken
  * whole. So up to a switch or a PF's worth a pick is O(n + candidates ×
- * depth); large m under a wide subtree costs up to O(n × m²) time and O(d ×
- * m²) words of scratch (bench/bench-preferred.c measures it). A pick
- * allocates its scratch per call and never writes to the index, so picks may
- * run concurrently on one index. It never fails: with fewer devices than
- * asked it returns all of them, and without memory for its scratch it
- * returns a valid set without locality.
+ * depth); large m under a wide subtree would cost up to O(n × m²) time and
+ * O(d × m²) words of tables, hence the limits below. A pick allocates its
+ * scratch per call and never writes to the index, so picks may run
+ * concurrently on one index. It never fails: with fewer devices than asked
+ * it returns all of them, and without memory for its scratch it returns a
+ * valid set without locality.
+ *
+ * Limits. kdpd answers GetPreferredAllocation on its completion queue
+ * thread, to any local client of the plugin socket, under a memory limit
+ * that the OOM killer enforces (64 MiB in deploy/): one pick may neither
+ * allocate nor compute without bound. Before allocating any table, a pick
+ * computes from the counts the bytes of tables and the score operations
+ * (score sums of merges, table rows and set entries written) each method
+ * needs below the candidates, and takes the first that fits both
+ * KDP_PREFERRED_TABLE_BYTES_MAX and KDP_PREFERRED_OPERATIONS_MAX:
+ *   exact   the tables with sets described above: criteria 1 to 4. The
+ *           steps of tie comparisons are counted as they are made too; a
+ *           pick whose count passes the limit drops its tables and goes on
+ *           to the scored method;
+ *   scored  tables of scores only, O(d × m), and for each merge below the
+ *           candidate taken the count its child gets for each count (4
+ *           bytes each), traced back from the candidate's table. Criteria 1
+ *           to 3 are exact. Criterion 4 only as far as two local rules go:
+ *           of the tied candidates the one with the lowest free device, and
+ *           of the tied splits of a merge the one giving more to the side
+ *           with the lowest free device; the answer is a best set by 1 to 3,
+ *           not always the lowest one;
+ *   greedy  no tables, O(n log n) time: for each candidate a fill that takes
+ *           children whole while they fit, those holding most of M and A
+ *           first, and puts the rest into one more child (most of M, then
+ *           fewest free, then lowest device), followed down, or into the
+ *           node's own bag when no child is left or when one device is left
+ *           and no child holds a device of M; of the candidates, the one
+ *           whose fill scores best by criteria 2 and 3, then the one with the
+ *           lowest free device. Criterion 1 is exact: the set lies below a
+ *           deepest candidate. Criteria 2 to 4 are not promised.
+ * Answered exactly without tables, whatever the limits: size 0, |M| = size,
+ * no more free devices than asked (all of them), m = 1 (one walk), a single
+ * candidate holding exactly m (taken whole), and candidates that are all
+ * single bags (the best one's lowest m: a bag is filled one way only).
+ * Measured at 4096 devices on bench-preferred's trees (GPUs 8 per switch,
+ * VFs 64 per PF), every m with every device available and with a random
+ * half: exact up to m = 512 (all available) and 474 (half), scored above,
+ * never greedy; one pick took at most 2.2 MB of heap and 19 ms of CPU here.
+ * unit/preferred asserts the exact method for GPUs 1 to 16 and VFs 1 to 64,
+ * with and without must_include, on every device and on random halves. At
+ * 32768 devices of the same shape, m = 1000 to 30000 went greedy, each in
+ * under 2 ms. Besides the tables a pick allocates arrays linear in the
+ * index: at most 17 bytes per device and 184 per kept node (about 180 KB at
+ * 4096 devices). kdp_preferred_pick_limited takes other limits and tells
+ * which method answered.
  */
 #pragma once
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "device.h"
 
 typedef struct kdp_preferred_index kdp_preferred_index;
+
+/*
+ * The most bytes of tables one pick allocates: a thirtieth of the 64 MiB
+ * the DaemonSet grants kdpd, whose peak RSS is about 12 MB at 4096 devices;
+ * enough for the exact method up to about 500 devices picked on such a node.
+ */
+#define KDP_PREFERRED_TABLE_BYTES_MAX ((size_t) 2 << 20)
+/*
+ * The most score operations one method of a pick makes (a pick tries at
+ * most two methods with tables): 16.8 million, 1.3 to 2 ns each here, so
+ * that the completion queue thread answers other calls within tens of ms;
+ * enough for the scored method on any request at 4096 devices measured.
+ */
+#define KDP_PREFERRED_OPERATIONS_MAX ((uint64_t) 1 << 24)
 
 /* Builds the locality tree of devs[0..n); keeps no pointer into devs. */
 int kdp_preferred_index_new(const kdp_device *devs, size_t n, kdp_preferred_index **ret);
@@ -95,6 +156,33 @@ size_t kdp_preferred_pick(const kdp_preferred_index *idx,
                           const size_t *available, size_t n_available,
                           const size_t *must_include, size_t n_must_include,
                           size_t size, size_t *ret_picked);
+
+/* How a pick found its answer (see the limits above). */
+typedef enum kdp_preferred_method {
+        KDP_PREFERRED_EXACT,            /* criteria 1 to 4 */
+        KDP_PREFERRED_SCORED,           /* criteria 1 to 3 */
+        KDP_PREFERRED_GREEDY,           /* criterion 1 */
+        KDP_PREFERRED_NO_MEMORY,        /* none: M, then A in the order given */
+        _KDP_PREFERRED_METHOD_MAX,
+        _KDP_PREFERRED_METHOD_INVALID = -EINVAL,
+} kdp_preferred_method;
+
+typedef struct kdp_preferred_limits {
+        size_t table_bytes;             /* the tables' memory */
+        uint64_t operations;            /* score operations */
+        kdp_preferred_method method;    /* the most exact method to try */
+} kdp_preferred_limits;
+
+/*
+ * kdp_preferred_pick under other limits than KDP_PREFERRED_TABLE_BYTES_MAX
+ * and KDP_PREFERRED_OPERATIONS_MAX (for tests and bench-preferred); the
+ * method taken goes into *ret_method (may be NULL).
+ */
+size_t kdp_preferred_pick_limited(const kdp_preferred_index *idx,
+                                  const size_t *available, size_t n_available,
+                                  const size_t *must_include, size_t n_must_include,
+                                  size_t size, const kdp_preferred_limits *limits,
+                                  size_t *ret_picked, kdp_preferred_method *ret_method);
 
 /*
  * Tree edges between the two devices' locations: 0 for the same location, 2

@@ -448,7 +448,7 @@ static int prefer_container(kdp_call *c, const kdp_snapshot *snap,
         _cleanup_free_ size_t *avail = calloc(na + 1, sizeof(size_t));
         _cleanup_free_ size_t *must = calloc(nm + 1, sizeof(size_t));
         _cleanup_free_ size_t *picked = NULL;
-        size_t size = cr->allocation_size > 0 ? (size_t) cr->allocation_size : 0;
+        size_t size = cr->allocation_size > 0 ? (size_t) cr->allocation_size : 0, pick_size = size;
         size_t n_avail, n_must, n_picked;
         int r;
 
@@ -465,10 +465,13 @@ static int prefer_container(kdp_call *c, const kdp_snapshot *snap,
         kdp_pref_response_init(resp, req);
         n_avail = known_indices(snap, cr->available_deviceids, na, avail);
         n_must = known_indices(snap, cr->must_include_deviceids, nm, must);
-        picked = calloc(size + 1, sizeof(size_t));
+        /* no more can be picked than are named: the same answer, without room for a size of 2^31 */
+        if (pick_size > n_avail + n_must)
+                pick_size = n_avail + n_must;
+        picked = calloc(pick_size + 1, sizeof(size_t));
         if (!picked)
                 return -ENOMEM;
-        n_picked = kdp_preferred_pick(snap->pref, avail, n_avail, must, n_must, size, picked);
+        n_picked = kdp_preferred_pick(snap->pref, avail, n_avail, must, n_must, pick_size, picked);
         r = kdp_registry_preferred(c->server->backend, req, resp);
         if (r >= 0 && pref_answer_valid(resp, req, n_picked))
                 return 0;
