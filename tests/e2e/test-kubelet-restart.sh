@@ -6,8 +6,9 @@
 # get the full device lists back; kdpd must never take the end of the old
 # kubelet's streams for a live kubelet dropping them. The old kubelet goes,
 # in turn:
-#   term    SIGTERM: it stops listening, removes kubelet.sock, then its
-#           connections end
+#   term    SIGTERM: the stand-in stops listening, removes kubelet.sock, then
+#           its connections end; kubelet-go (grpc-go) exits at once and
+#           leaves kubelet.sock behind, as the kubelet does
 #   kill    SIGKILL: everything ends at once and kubelet.sock stays behind,
 #           refusing connections
 #   frozen  SIGKILL while kdpd is stopped (SIGSTOP), and the new kubelet is
@@ -15,32 +16,43 @@
 #           only once the new kubelet.sock exists. On ext4 a file created
 #           right after one was deleted usually gets its inode number; the
 #           test reports how often kubelet.sock did.
-# 200 restarts (30 under valgrind). Then kdpd started before any kubelet
+# 200 restarts of the stand-in (30 under valgrind), then 30 of kubelet-go
+# (9 under valgrind) when it is built. Then kdpd started before any kubelet
 # registers once kubelet.sock appears.
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=200
-[ "${KDP_VALGRIND:-}" = 1 ] && ROUNDS=30
+GO_ROUNDS=30
+if [ "${KDP_VALGRIND:-}" = 1 ]; then
+        ROUNDS=30
+        GO_ROUNDS=9
+fi
+KUBELET_GO="$KDP_BUILD_DIR/tests/interop/kubelet-go"
 TWIN="$KDP_BUILD_DIR/tests/backends/kdp-backend-twin.so"
 WIDGETS='^devices resource=example.com/widget capacity=8 allocatable=8 '
 GADGETS='^devices resource=twin.example.com/gadget capacity=2 allocatable=2 '
 KPID=
+KIND=c
 
 # a stopped kdpd would ignore the SIGTERM of lib.sh's cleanup
 trap '[ -n "${KDPD_PID:-}" ] && kill -CONT "$KDPD_PID" 2>/dev/null; cleanup' EXIT
 
-# launch NAME: a stand-in kubelet, output in $T/NAME.{out,err}, once it listens
+# launch NAME: a kubelet of $KIND (c: the stand-in, go: kubelet-go), output in $T/NAME.{out,err}, once it listens
 launch() {
-        "$KDPCTL" kubelet --dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
+        if [ "$KIND" = go ]; then
+                "$KUBELET_GO" -dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
+        else
+                "$KDPCTL" kubelet --dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
+        fi
         KPID=$!
         PIDS+=("$KPID")
-        wait_line "$T/$1.err" '"Serving kubelet socket"' 20
+        wait_line "$T/$1.err" '"Serving kubelet socket"|^kubelet-go: serving ' 20
 }
 
-# reap: waits for the stand-in and forgets its pid (no later kill may reach a reused pid)
-reap() {
+# end SIGNAL: ends the kubelet and forgets its pid (no later kill may reach a reused pid)
+end() {
         local p keep=()
-        wait "$KPID" 2>/dev/null
+        { kill -"$1" "$KPID"; wait "$KPID"; } 2>/dev/null     # braces: bash reports a killed job on its stderr
         for p in "${PIDS[@]}"; do
                 [ "$p" = "$KPID" ] || keep+=("$p")
         done
@@ -55,7 +67,7 @@ endpoint() {
 
 # serving NAME: kubelet NAME has both device lists and both endpoints exist
 serving() {
-        local res
+        local res ep
         wait_line "$T/$1.out" "$WIDGETS" 20
         wait_line "$T/$1.out" "$GADGETS" 20
         for res in example.com/widget twin.example.com/gadget; do
@@ -73,58 +85,65 @@ settled() {
         assert_eq "$(count_lines "$T/$1.out" '^register-rejected ')" 0 "$1: rejected registrations"
 }
 
-launch k0
-start_kdpd kdpd --backend example --backend "$TWIN" --v 2
-serving k0
+# restarts PREFIX N: N restarts of the running kubelet $PREFIX-0, term, kill and frozen in turn
+restarts() {
+        local i mode old_ino new_ino prev reused=0 frozen=0
+        for i in $(seq 1 "$2"); do
+                prev=$1-$((i - 1))
+                old_ino=$(stat -c %i "$DIR/kubelet.sock")
+                case $((i % 3)) in
+                0) mode=term ;;
+                1) mode=kill ;;
+                2) mode=frozen ;;
+                esac
+                if [ "$mode" = frozen ]; then
+                        frozen=$((frozen + 1))
+                        kill -STOP "$KDPD_PID"
+                fi
+                if [ "$mode" = term ]; then
+                        end TERM
+                else
+                        end KILL
+                fi
+                settled "$prev"
+                launch "$1-$i"
+                new_ino=$(stat -c %i "$DIR/kubelet.sock")
+                if [ "$mode" = frozen ]; then
+                        [ "$new_ino" = "$old_ino" ] && reused=$((reused + 1))
+                        kill -CONT "$KDPD_PID"
+                fi
+                serving "$1-$i"
+        done
+        end TERM
+        settled "$1-$2"
+        echo "$KIND: kubelet.sock got the inode number of the one before in $reused of $frozen frozen restarts"
+}
 
-reused=0
-frozen=0
-for i in $(seq 1 "$ROUNDS"); do
-        prev=k$((i - 1))
-        old_ino=$(stat -c %i "$DIR/kubelet.sock")
-        case $((i % 3)) in
-        0)
-                mode=term
-                kill -TERM "$KPID"
-                reap
-                ;;
-        1)
-                mode=kill
-                kill -KILL "$KPID"
-                reap
-                ;;
-        2)
-                mode=frozen
-                frozen=$((frozen + 1))
-                kill -STOP "$KDPD_PID"
-                kill -KILL "$KPID"
-                reap
-                ;;
-        esac
-        settled "$prev"
-        launch "k$i"
-        new_ino=$(stat -c %i "$DIR/kubelet.sock")
-        [ "$mode" = frozen ] && [ "$new_ino" = "$old_ino" ] && reused=$((reused + 1))
-        [ "$mode" = frozen ] && kill -CONT "$KDPD_PID"
-        serving "k$i" || fail "round $i ($mode)"
-done
-kill -TERM "$KPID"
-reap
-settled "k$ROUNDS"
-echo "kubelet.sock got the inode number of the one before in $reused of $frozen frozen restarts"
+launch k-0
+start_kdpd kdpd --backend example --backend "$TWIN" --v 2
+serving k-0
+restarts k "$ROUNDS"
+if [ -x "$KUBELET_GO" ]; then
+        KIND=go
+        launch go-0
+        serving go-0
+        restarts go "$GO_ROUNDS"
+else
+        echo "skip: $KUBELET_GO not built (no Go toolchain)"
+fi
 assert_eq "$(count_lines "$T/kdpd.err" '"Re-registering after the kubelet dropped its stream"')" 0 \
         "re-registrations for a dropped stream"
-pass "$ROUNDS kubelet restarts (term, kill, frozen): one registration per resource and kubelet, endpoints served, full lists back"
+pass "kubelet restarts (term, kill, frozen; $ROUNDS of the stand-in, $GO_ROUNDS of kubelet-go if built): one registration per resource and kubelet, endpoints served, full lists back"
 stop_kdpd
 
 # kdpd started before the kubelet: it registers once kubelet.sock appears
+KIND=c
 rm -f "$DIR/kubelet.sock"
 start_kdpd kdpd-early --backend example --v 2
 wait_line "$T/kdpd-early.err" '"Waiting for kubelet.sock"' 20
 launch late
 wait_line "$T/late.out" "$WIDGETS" 20
-kill -TERM "$KPID"
-reap
+end TERM
 assert_eq "$(count_lines "$T/late.out" '^registered resource=example.com/widget ')" 1 "registrations of a late kubelet"
 pass "kdpd started before the kubelet registered once kubelet.sock appeared"
 stop_kdpd
