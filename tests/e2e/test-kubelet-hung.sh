@@ -20,9 +20,10 @@ start_kdpd kdpd --backend example --v 2
 wait_line "$T/hung.out" '^accepted$' 30        # kdpd's Register now waits on the hung kubelet
 start_kubelet kubelet                          # cleans the directory, serves a new kubelet.sock
 wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 allocatable=8 ' 30
+wait_line "$T/kdpd.err" '"Registered with kubelet"' 30
+stop_kdpd                                      # what both saw is final now
 assert_eq "$(count_lines "$T/kubelet.out" '^registered resource=example.com/widget ')" 1 "registrations"
 assert_eq "$(sed -n 's/^registered .* endpoint=\([^ ]*\) .*/\1/p' "$T/kubelet.out")" \
         "kdp-example-example.com_widget.$KDPD_PID.2.sock" "endpoint registered with the new kubelet"
 assert_eq "$(count_lines "$T/kdpd.err" '"Registered with kubelet"')" 1 "registrations logged by kdpd"
 pass "registered once with the kubelet that replaced a hung one"
-stop_kdpd

@@ -37,6 +37,44 @@ KIND=c
 # a stopped kdpd would ignore the SIGTERM of lib.sh's cleanup
 trap '[ -n "${KDPD_PID:-}" ] && kill -CONT "$KDPD_PID" 2>/dev/null; cleanup' EXIT
 
+# Line checks without a process per check: 200 rounds of grep, sed and date
+# add up to minutes on a busy machine.
+
+# await FILE ERE [TIMEOUT_S]: waits until a (whole) line of FILE matches
+await() {
+        local line end=$((${EPOCHREALTIME/./} + ${3:-20} * 1000000 * SLOW))
+        while :; do
+                if [ -f "$1" ]; then
+                        while IFS= read -r line; do
+                                [[ $line =~ $2 ]] && return 0
+                        done <"$1"
+                fi
+                [ "${EPOCHREALTIME/./}" -lt "$end" ] || fail "no line matching '$2' in $1 after ${3:-20}s"
+                sleep 0.02
+        done
+}
+
+# count FILE ERE: sets N to the number of lines of FILE that match
+count() {
+        local line
+        N=0
+        while IFS= read -r line; do
+                [[ $line =~ $2 ]] && N=$((N + 1))
+        done <"$1"
+}
+
+# endpoint NAME RESOURCE: sets EP to the endpoint of RESOURCE's first registration with kubelet NAME
+endpoint() {
+        local line re="^registered resource=$2 endpoint=([^ ]+) "
+        EP=
+        while IFS= read -r line; do
+                if [[ $line =~ $re ]]; then
+                        EP=${BASH_REMATCH[1]}
+                        return
+                fi
+        done <"$T/$1.out"
+}
+
 # launch NAME: a kubelet of $KIND (c: the stand-in, go: kubelet-go), output in $T/NAME.{out,err}, once it listens
 launch() {
         if [ "$KIND" = go ]; then
@@ -46,7 +84,7 @@ launch() {
         fi
         KPID=$!
         PIDS+=("$KPID")
-        wait_line "$T/$1.err" '"Serving kubelet socket"|^kubelet-go: serving ' 20
+        await "$T/$1.err" '"Serving kubelet socket"|^kubelet-go: serving '
 }
 
 # end SIGNAL: ends the kubelet and forgets its pid (no later kill may reach a reused pid)
@@ -60,19 +98,14 @@ end() {
         KPID=
 }
 
-# endpoint NAME RESOURCE: the endpoint of RESOURCE's first registration with kubelet NAME
-endpoint() {
-        sed -n "s|^registered resource=$2 endpoint=\([^ ]*\) .*|\1|p" "$T/$1.out" | head -n 1
-}
-
 # serving NAME: kubelet NAME has both device lists and both endpoints exist
 serving() {
-        local res ep
-        wait_line "$T/$1.out" "$WIDGETS" 20
-        wait_line "$T/$1.out" "$GADGETS" 20
+        local res
+        await "$T/$1.out" "$WIDGETS"
+        await "$T/$1.out" "$GADGETS"
         for res in example.com/widget twin.example.com/gadget; do
-                ep=$(endpoint "$1" "$res")
-                [ -n "$ep" ] && [ -S "$DIR/$ep" ] || fail "$1: endpoint '$ep' of $res is not a socket"
+                endpoint "$1" "$res"
+                [ -n "$EP" ] && [ -S "$DIR/$EP" ] || fail "$1: endpoint '$EP' of $res is not a socket"
         done
 }
 
@@ -80,9 +113,11 @@ serving() {
 settled() {
         local res
         for res in example.com/widget twin.example.com/gadget; do
-                assert_eq "$(count_lines "$T/$1.out" "^registered resource=$res ")" 1 "$1: registrations of $res"
+                count "$T/$1.out" "^registered resource=$res "
+                assert_eq "$N" 1 "$1: registrations of $res"
         done
-        assert_eq "$(count_lines "$T/$1.out" '^register-rejected ')" 0 "$1: rejected registrations"
+        count "$T/$1.out" '^register-rejected '
+        assert_eq "$N" 0 "$1: rejected registrations"
 }
 
 # restarts PREFIX N: N restarts of the running kubelet $PREFIX-0, term, kill and frozen in turn
@@ -90,7 +125,6 @@ restarts() {
         local i mode old_ino new_ino prev reused=0 frozen=0
         for i in $(seq 1 "$2"); do
                 prev=$1-$((i - 1))
-                old_ino=$(stat -c %i "$DIR/kubelet.sock")
                 case $((i % 3)) in
                 0) mode=term ;;
                 1) mode=kill ;;
@@ -98,6 +132,7 @@ restarts() {
                 esac
                 if [ "$mode" = frozen ]; then
                         frozen=$((frozen + 1))
+                        old_ino=$(stat -c %i "$DIR/kubelet.sock")
                         kill -STOP "$KDPD_PID"
                 fi
                 if [ "$mode" = term ]; then
@@ -107,8 +142,8 @@ restarts() {
                 fi
                 settled "$prev"
                 launch "$1-$i"
-                new_ino=$(stat -c %i "$DIR/kubelet.sock")
                 if [ "$mode" = frozen ]; then
+                        new_ino=$(stat -c %i "$DIR/kubelet.sock")
                         [ "$new_ino" = "$old_ino" ] && reused=$((reused + 1))
                         kill -CONT "$KDPD_PID"
                 fi
@@ -131,10 +166,10 @@ if [ -x "$KUBELET_GO" ]; then
 else
         echo "skip: $KUBELET_GO not built (no Go toolchain)"
 fi
+stop_kdpd                                      # its log is final now
 assert_eq "$(count_lines "$T/kdpd.err" '"Re-registering after the kubelet dropped its stream"')" 0 \
         "re-registrations for a dropped stream"
 pass "kubelet restarts (term, kill, frozen; $ROUNDS of the stand-in, $GO_ROUNDS of kubelet-go if built): one registration per resource and kubelet, endpoints served, full lists back"
-stop_kdpd
 
 # kdpd started before the kubelet: it registers once kubelet.sock appears
 KIND=c
@@ -142,8 +177,9 @@ rm -f "$DIR/kubelet.sock"
 start_kdpd kdpd-early --backend example --v 2
 wait_line "$T/kdpd-early.err" '"Waiting for kubelet.sock"' 20
 launch late
-wait_line "$T/late.out" "$WIDGETS" 20
+await "$T/late.out" "$WIDGETS"
 end TERM
-assert_eq "$(count_lines "$T/late.out" '^registered resource=example.com/widget ')" 1 "registrations of a late kubelet"
+count "$T/late.out" '^registered resource=example.com/widget '
+assert_eq "$N" 1 "registrations of a late kubelet"
 pass "kdpd started before the kubelet registered once kubelet.sock appeared"
 stop_kdpd
