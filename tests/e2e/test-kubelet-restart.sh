@@ -14,8 +14,10 @@
 #   frozen  SIGKILL while kdpd is stopped (SIGSTOP), and the new kubelet is
 #           up before kdpd runs again: kdpd reads the end of the old streams
 #           only once the new kubelet.sock exists. On ext4 a file created
-#           right after one was deleted usually gets its inode number; the
-#           test reports how often kubelet.sock did.
+#           right after one was deleted usually gets its inode number (a
+#           kdpd that compared inode numbers took the new kubelet for the old
+#           one); kdpd holds the file it registered with open, so the number
+#           stays taken. The test reports how often it was reused.
 # 200 restarts of the stand-in (30 under valgrind), then 30 of kubelet-go
 # (9 under valgrind) when it is built. Then kdpd started before any kubelet
 # registers once kubelet.sock appears.
