@@ -20,11 +20,11 @@
  * whose start-up cleanup has deleted the endpoint it names (KUBELET.md §3.1).
  * The registration keeps that fd while the attempt is in flight and after it
  * succeeded. Held open, the file cannot hand its inode number to a newer
- * kubelet.sock (ext4 and tmpfs reuse a freed number at once), so "kubelet.sock
- * is still the file we registered with" is an exact test, and fstat's
- * st_nlink == 0 says that file was deleted.
+ * kubelet.sock (ext4 gives a freed number to the next file at once), so
+ * "kubelet.sock is still the file we registered with" is an exact test, and
+ * fstat's st_nlink == 0 says that file was deleted.
  *
- * The rule, applied by daemon.c with the three questions below: exactly one
+ * The rule, applied by daemon.c with the functions below: exactly one
  * successful Register per resource per kubelet instance, on an endpoint that
  * exists when that kubelet dials back. So:
  *   - kubelet.sock appeared: a resource whose registration is already with
@@ -43,6 +43,10 @@
  *   - an attempt is not started while its endpoint is gone (the kubelet
  *     could only fail to dial it back); the event of the kubelet.sock whose
  *     cleanup deleted it re-serves.
+ *   - no kubelet.sock yet (kdpd started first), a stale one refusing, or a
+ *     kubelet that accepts and never answers: attempts go on with back-off,
+ *     and the next kubelet.sock's event replaces them at once (the attempt
+ *     in flight is cancelled with its registration).
  */
 #pragma once
 
