@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# A kubelet that hangs: its kubelet.sock accepts connections but never
+# A kubelet that hangs: its kubelet.sock accepts a connection but never
 # answers (a kubelet stuck or dying). kdpd's Register waits; when a new kubelet
 # replaces the socket, kdpd must register with it at once instead of queueing
-# behind the connection that will never complete.
+# behind the call that will never complete: exactly once, on the fresh socket
+# it serves after the new kubelet's cleanup deleted its first one.
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -10,16 +11,19 @@ PY=/usr/bin/python3
 
 "$PY" -c '
 import socket, sys, time
-s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(64); time.sleep(60)' "$DIR/kubelet.sock" &
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(64)
+c, _ = s.accept(); print("accepted", flush=True); time.sleep(120)' "$DIR/kubelet.sock" >"$T/hung.out" &
 PIDS+=($!)
 while [ ! -S "$DIR/kubelet.sock" ]; do sleep 0.01; done
 
 start_kdpd kdpd --backend example --v 2
-sleep 1                                        # its Register now waits on the hung kubelet
-t0=$(now_ms)
+wait_line "$T/hung.out" '^accepted$' 30        # kdpd's Register now waits on the hung kubelet
 start_kubelet kubelet                          # cleans the directory, serves a new kubelet.sock
-wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 allocatable=8 ' 10
-dt=$(($(now_ms) - t0))
-within_ms "$dt" 1000 "registration with the kubelet that replaced a hung one"
-pass "registered ${dt} ms after a hung kubelet was replaced"
-stop_kdpd
+wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 allocatable=8 ' 30
+wait_line "$T/kdpd.err" '"Registered with kubelet"' 30
+stop_kdpd                                      # what both saw is final now
+assert_eq "$(count_lines "$T/kubelet.out" '^registered resource=example.com/widget ')" 1 "registrations"
+assert_eq "$(sed -n 's/^registered .* endpoint=\([^ ]*\) .*/\1/p' "$T/kubelet.out")" \
+        "kdp-example-example.com_widget.$KDPD_PID.2.sock" "endpoint registered with the new kubelet"
+assert_eq "$(count_lines "$T/kdpd.err" '"Registered with kubelet"')" 1 "registrations logged by kdpd"
+pass "registered once with the kubelet that replaced a hung one"

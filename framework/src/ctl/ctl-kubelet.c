@@ -4,8 +4,9 @@
  *
  *   main thread   blocks SIGINT/SIGTERM before grpc_init, starts everything,
  *                 waits on a signalfd, an eventfd (admissions done) and
- *                 --duration, then stops: cancel registrations, join them,
- *                 shut the server down (STACK-NOTES §1 order)
+ *                 --duration, then stops: stop listening and remove
+ *                 kubelet.sock, cancel registrations, join them, finish the
+ *                 server shutdown (STACK-NOTES §1 order)
  *   cq thread     serves kubelet.sock and never blocks: a valid Register gets
  *                 a registration thread, anything else is answered at once
  *   reg threads   one per Register: dial back, GetDevicePluginOptions, answer
@@ -1266,10 +1267,23 @@ static int server_start(kubelet *k) {
         return 0;
 }
 
+/*
+ * Stops accepting on kubelet.sock and removes it, as grpc-go's Server.Stop
+ * closes its listeners (a Go unix listener removes its file) before any
+ * connection: a kubelet going down never drops a plugin while it still
+ * accepts registrations. (A killed kubelet drops everything at once and
+ * leaves kubelet.sock behind.)
+ */
+static void server_stop_listening(kubelet *k) {
+        if (unlink(k->socket_path) < 0 && errno != ENOENT)
+                (void) kdp_log_warning_errno(-errno, "Failed to remove socket", KDP_F_STR("socket", k->socket_path));
+        grpc_server_shutdown_and_notify(k->server, k->cq, &k->tag_shutdown);
+}
+
+/* Waits for the calls still running (cancelled after a grace period), then frees the server. */
 static void server_stop(kubelet *k) {
         struct timespec until;
 
-        grpc_server_shutdown_and_notify(k->server, k->cq, &k->tag_shutdown);
         (void) clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += SHUTDOWN_GRACE_MS / 1000;
         (void) pthread_mutex_lock(&k->lock);
@@ -1284,8 +1298,6 @@ static void server_stop(kubelet *k) {
         grpc_completion_queue_shutdown(k->cq);
         (void) pthread_join(k->cq_thread, NULL);
         grpc_completion_queue_destroy(k->cq);
-        if (unlink(k->socket_path) < 0 && errno != ENOENT)
-                (void) kdp_log_warning_errno(-errno, "Failed to remove socket", KDP_F_STR("socket", k->socket_path));
 }
 
 static void kubelet_stop(kubelet *k) {
@@ -1293,6 +1305,9 @@ static void kubelet_stop(kubelet *k) {
 
         (void) pthread_mutex_lock(&k->lock);
         k->stopping = true;
+        (void) pthread_mutex_unlock(&k->lock);
+        server_stop_listening(k);
+        (void) pthread_mutex_lock(&k->lock);
         for (reg *g = k->regs; g; g = g->next)
                 reg_cancel(g);
         list = KDP_TAKE_PTR(k->regs);

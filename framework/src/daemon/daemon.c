@@ -227,15 +227,30 @@ static server_note *server_note_new(kdp_daemon *d, const char *resource, unsigne
 
 static int serve_resource(kdp_resource *res);
 
+/* Re-serves `res` for the live kubelet that dropped its stream (KUBELET.md §1.6, k/k#121994). */
+static void reregister_dropped(kdp_resource *res) {
+        if (!res->server || kdp_server_n_streams(res->server) > 0)
+                return;                 /* a stream opened meanwhile: the kubelet has us */
+        kdp_log_info("Re-registering after the kubelet dropped its stream", KDP_F_STR("resource", res->name));
+        (void) serve_resource(res);
+}
+
+/* Only the kubelet registered with, still kubelet.sock and alive, makes us re-register (kubelet-client.h). */
 static void on_stream_lost_posted(kdp_loop *loop, void *userdata) {
         server_note *note = userdata;
         kdp_resource *res = find_resource(note->d, note->resource);
 
-        if (res && res->incarnation == note->incarnation && kdp_kubelet_client_still_registered(res->reg)) {
-                kdp_log_info("Re-registering after the kubelet dropped its stream", KDP_F_STR("resource", res->name));
-                (void) serve_resource(res);
-        }
+        if (res && res->incarnation == note->incarnation && kdp_kubelet_client_stream_lost(res->reg))
+                reregister_dropped(res);
         server_note_free(note);
+}
+
+/* The kubelet that dropped a stream of `reg` turned out alive (kdp_kubelet_client_stream_lost()). */
+static void on_kubelet_dropped(kdp_registration *reg, const char *resource, void *userdata) {
+        kdp_resource *res = find_resource(userdata, resource);
+
+        if (res && res->reg == reg)
+                reregister_dropped(res);
 }
 
 /* CQ thread: hands a copy of the note to the loop. */
@@ -730,11 +745,19 @@ static void on_runtime_busy(void *userdata) {
 
 /* ---- kubelet events ---- */
 
+/*
+ * kubelet.sock appeared. A resource registered (or registering) with that very
+ * file on a socket its start-up cleanup left intact keeps its registration;
+ * every other one is re-served on a fresh socket, as the cleanup deleted its
+ * socket, and registers once. A fresh socket even when ours survived: the old
+ * kubelet's streams on it could end late and look like the new one dropping us.
+ */
 static void on_kubelet_restarted(void *userdata) {
         kdp_daemon *d = userdata;
 
         for (kdp_resource *res = d->resources; res; res = res->next)
-                (void) serve_resource(res);
+                if (!kdp_kubelet_client_is_current(res->reg) || !kdp_kubelet_client_endpoint_intact(res->reg))
+                        (void) serve_resource(res);
 }
 
 /* ---- signals and reload ---- */
@@ -913,7 +936,10 @@ static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
 }
 
 int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
-        static const kdp_kubelet_client_events kubelet_events = { .restarted = on_kubelet_restarted };
+        static const kdp_kubelet_client_events kubelet_events = {
+                .restarted = on_kubelet_restarted,
+                .dropped = on_kubelet_dropped,
+        };
         _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
         int r;
 

@@ -7,8 +7,14 @@
  *   scan     (udev event of a declared subsystem, timer, probe, reload) →
  *            health hysteresis → diff per resource:
  *            new → serve + register; changed → publish; gone → empty list, stop
- *   kubelet.sock created   → every resource re-served on a fresh socket and re-registered
- *   stream lost, kubelet.sock unchanged → that resource re-served and re-registered
+ *   kubelet.sock created → exactly one successful Register per resource per
+ *            kubelet (kubelet-client.h): a resource already registering or
+ *            registered with that very file, on a socket the kubelet's cleanup
+ *            left intact, keeps it; every other one is re-served on a fresh
+ *            socket and registers
+ *   stream lost → re-served and re-registered only if the kubelet it
+ *            registered with still is kubelet.sock and alive (k/k#121994);
+ *            a stopped or killed kubelet's successor registers us instead
  *   SIGHUP   reload config; only backends whose section changed restart, and
  *            only their resources re-register
  *   SIGTERM/SIGINT  stop serving, remove our sockets and not-served lists, exit

@@ -6,14 +6,21 @@
  * its call arrives on the CQ thread. Its lock guards `cancelled` and `state`:
  * the CQ thread frees a cancelled registration itself; otherwise it posts the
  * result to the loop, which frees it if it was cancelled meanwhile.
+ * `kubelet_fd`, `lost_in_flight`, `probe_*` and `endpoint_*` belong to the
+ * loop thread.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <grpc/grpc_security.h>
@@ -36,7 +43,7 @@ struct kdp_kubelet_client {
         grpc_completion_queue *cq;
         char *dir;
         char *socket_path;
-        char *target;
+        bool dial_pinned;               /* /proc/self/fd works: dial the file an attempt opened */
         int inotify_fd;
         kdp_loop_source *inotify_source;
         kdp_kubelet_client_events ev;
@@ -57,7 +64,12 @@ struct kdp_registration {
         bool pre_start_required;
         unsigned attempts;
         bool registered;
-        ino_t kubelet_ino;
+        int kubelet_fd;                 /* O_PATH: the kubelet.sock of the attempt in flight or of the success */
+        bool lost_in_flight;            /* the endpoint's stream was lost while the attempt was in flight */
+        int probe_fd;                   /* a connection asking the kubelet registered with if it is alive */
+        kdp_loop_source *probe_source;
+        dev_t endpoint_dev;             /* the endpoint's socket file when the registration began */
+        ino_t endpoint_ino;
         kdp_loop_source *retry;
         /* the call in flight */
         grpc_channel *channel;
@@ -70,10 +82,62 @@ struct kdp_registration {
         kdp_registration *prev, *next;
 };
 
-static ino_t socket_ino(const kdp_kubelet_client *k) {
+/* An O_PATH fd on the socket file kubelet.sock names now: -ENOENT before a kubelet ever started. */
+static int kubelet_open(const kdp_kubelet_client *k, int *ret_fd) {
+        _cleanup_close_ int fd = open(k->socket_path, O_PATH | O_CLOEXEC);
         struct stat st;
 
-        return stat(k->socket_path, &st) == 0 ? st.st_ino : 0;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -ENOTSOCK;
+        *ret_fd = KDP_TAKE_FD(fd);
+        return 0;
+}
+
+/* True if kubelet.sock still names the file `fd` holds (held open, its inode number is not reused). */
+static bool kubelet_is_current(const kdp_kubelet_client *k, int fd) {
+        struct stat held, now;
+
+        if (fd < 0 || fstat(fd, &held) < 0 || held.st_nlink == 0)
+                return false;
+        return stat(k->socket_path, &now) == 0 && now.st_dev == held.st_dev && now.st_ino == held.st_ino;
+}
+
+/* Where to dial the kubelet.sock file `fd` holds: that very file, or by name without /proc. */
+static void kubelet_address(const kdp_kubelet_client *k, int fd, char *buf, size_t size, const char *scheme) {
+        if (k->dial_pinned)
+                (void) snprintf(buf, size, "%s/proc/self/fd/%d", scheme, fd);
+        else
+                (void) snprintf(buf, size, "%s%s", scheme, k->socket_path);
+}
+
+static void kubelet_release(kdp_registration *reg) {
+        if (reg->kubelet_fd >= 0)
+                (void) close(reg->kubelet_fd);
+        reg->kubelet_fd = -1;
+}
+
+/* True if the endpoint is still the socket file it was when the registration began. */
+static bool endpoint_intact(const kdp_registration *reg) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        if (reg->endpoint_ino == 0 || asprintf(&path, "%s/%s", reg->k->dir, reg->endpoint) < 0)
+                return false;
+        return lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == reg->endpoint_dev &&
+               st.st_ino == reg->endpoint_ino;
+}
+
+static void endpoint_note(kdp_registration *reg) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        if (asprintf(&path, "%s/%s", reg->k->dir, reg->endpoint) < 0 || lstat(path, &st) < 0 ||
+            !S_ISSOCK(st.st_mode))
+                return;
+        reg->endpoint_dev = st.st_dev;
+        reg->endpoint_ino = st.st_ino;
 }
 
 static void call_cleanup(kdp_registration *reg) {
@@ -96,8 +160,18 @@ static void call_cleanup(kdp_registration *reg) {
         reg->details = grpc_empty_slice();
 }
 
+static void probe_stop(kdp_registration *reg) {
+        kdp_loop_remove(reg->probe_source);
+        reg->probe_source = NULL;
+        if (reg->probe_fd >= 0)
+                (void) close(reg->probe_fd);
+        reg->probe_fd = -1;
+}
+
 static void reg_free(kdp_registration *reg) {
         call_cleanup(reg);
+        kubelet_release(reg);
+        probe_stop(reg);
         kdp_loop_remove(reg->retry);
         pthread_mutex_destroy(&reg->lock);
         free(reg->resource);
@@ -141,12 +215,12 @@ static void on_register_done(kdp_tag *tag, bool ok) {
 
 static int start_attempt(kdp_registration *reg) {
         kdp_kubelet_client *k = reg->k;
-        grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+        grpc_channel_credentials *creds;
+        char target[PATH_MAX + 8];
         grpc_slice method = grpc_slice_from_static_string(REGISTER_METHOD);
         gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                              gpr_time_from_millis(REGISTER_DEADLINE_MS, GPR_TIMESPAN));
         grpc_op ops[6] = { 0 };
-        int r;
 
         /*
          * The kubelet creates kubelet.sock a moment before it accepts on it
@@ -162,8 +236,18 @@ static int start_attempt(kdp_registration *reg) {
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, .value.integer = 200 },
         };
         grpc_channel_args cargs = { .num_args = KDP_ELEMENTSOF(args), .args = args };
+        int r;
 
-        reg->channel = grpc_channel_create(k->target, creds, &cargs);
+        /* a doomed Register only makes the kubelet log a failed dial: the next kubelet.sock re-serves */
+        if (!endpoint_intact(reg))
+                return -ESTALE;
+        r = kubelet_open(k, &reg->kubelet_fd);
+        if (r < 0)
+                return r;
+        reg->lost_in_flight = false;
+        kubelet_address(k, reg->kubelet_fd, target, sizeof(target), "unix:");
+        creds = grpc_insecure_credentials_create();
+        reg->channel = grpc_channel_create(target, creds, &cargs);
         grpc_channel_credentials_release(creds);
         reg->call = grpc_channel_create_call(reg->channel, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
                                              deadline, NULL);
@@ -210,7 +294,15 @@ static void attempt_or_retry(kdp_registration *reg) {
         if (r >= 0)
                 return;
         call_cleanup(reg);
-        kdp_log_warning_errno(r, "Failed to start registration", KDP_F_STR("resource", reg->resource));
+        kubelet_release(reg);
+        if (r == -ENOENT || r == -ENOTSOCK)
+                kdp_log_v(2, "Waiting for kubelet.sock", KDP_F_STR("resource", reg->resource),
+                          KDP_F_INT("attempts", reg->attempts + 1));
+        else if (r == -ESTALE)
+                kdp_log_v(2, "Skipped registering a deleted socket", KDP_F_STR("resource", reg->resource),
+                          KDP_F_STR("socket", reg->endpoint));
+        else
+                kdp_log_warning_errno(r, "Failed to start registration", KDP_F_STR("resource", reg->resource));
         (void) kdp_loop_timer_arm(reg->retry, backoff_ms(++reg->attempts), 0);
 }
 
@@ -221,17 +313,21 @@ static void on_retry(kdp_loop *loop, void *userdata) {
 static void register_finished(kdp_registration *reg) {
         _cleanup_free_ char *details = grpc_slice_to_c_string(reg->details);
         grpc_status_code status = reg->status;
+        kdp_kubelet_client *k = reg->k;
 
         call_cleanup(reg);
         if (status == GRPC_STATUS_OK) {
-                reg->registered = true;
-                reg->kubelet_ino = socket_ino(reg->k);
+                reg->registered = true;        /* kubelet_fd keeps that kubelet's file */
                 kdp_log_info("Registered with kubelet", KDP_F_STR("resource", reg->resource),
                              KDP_F_STR("socket", reg->endpoint), KDP_F_INT("attempts", reg->attempts));
-                if (reg->k->ev.registered)
-                        reg->k->ev.registered(reg->resource, reg->k->userdata);
+                if (k->ev.registered)
+                        k->ev.registered(reg->resource, k->userdata);
+                /* last: the callee may cancel reg */
+                if (reg->lost_in_flight && kdp_kubelet_client_stream_lost(reg) && k->ev.dropped)
+                        k->ev.dropped(reg, reg->resource, k->userdata);
                 return;
         }
+        kubelet_release(reg);
         /* quiet while retrying fast; then a warning now and then, not every 5 s */
         if (reg->attempts == 4 || reg->attempts % 60 == 0)
                 kdp_log_warning("Failed to register with kubelet", KDP_F_STR("resource", reg->resource),
@@ -274,6 +370,8 @@ int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, con
         reg->resource = strdup(resource);
         reg->endpoint = strdup(endpoint);
         reg->pre_start_required = pre_start_required;
+        reg->kubelet_fd = -1;
+        reg->probe_fd = -1;
         r = reg->resource && reg->endpoint ? kdp_loop_add_timer(k->loop, on_retry, reg, &reg->retry) : -ENOMEM;
         if (r < 0) {
                 reg_free(reg);
@@ -283,6 +381,7 @@ int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, con
         if (k->regs)
                 k->regs->prev = reg;
         k->regs = reg;
+        endpoint_note(reg);
         attempt_or_retry(reg);
         *ret = reg;
         return 0;
@@ -304,6 +403,7 @@ void kdp_kubelet_client_cancel(kdp_registration *reg) {
         reg_unlink(reg);
         kdp_loop_remove(reg->retry);
         reg->retry = NULL;
+        probe_stop(reg);
         state = reg->state;
         if (state == REG_IN_FLIGHT)
                 grpc_call_cancel(reg->call, NULL);
@@ -313,8 +413,84 @@ void kdp_kubelet_client_cancel(kdp_registration *reg) {
         /* IN_FLIGHT: the CQ thread frees it; POSTED: the posted function does */
 }
 
-bool kdp_kubelet_client_still_registered(const kdp_registration *reg) {
-        return reg && reg->k && reg->registered && reg->kubelet_ino != 0 && reg->kubelet_ino == socket_ino(reg->k);
+bool kdp_kubelet_client_is_current(const kdp_registration *reg) {
+        return reg && reg->k && kubelet_is_current(reg->k, reg->kubelet_fd);
+}
+
+bool kdp_kubelet_client_endpoint_intact(const kdp_registration *reg) {
+        return reg && reg->k && endpoint_intact(reg);
+}
+
+/*
+ * Loop thread: the kubelet answered the probe. A live one (grpc-go as much as
+ * grpc core) sends its HTTP/2 settings as soon as it accepts; one that is
+ * exiting closes its listener with our connection unaccepted: end of file.
+ */
+static void on_probe(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
+        kdp_registration *reg = userdata;
+        kdp_kubelet_client *k = reg->k;
+        char byte;
+        ssize_t n = recv(fd, &byte, sizeof(byte), MSG_DONTWAIT);
+
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        probe_stop(reg);
+        if (n <= 0 || !kubelet_is_current(k, reg->kubelet_fd)) {
+                kdp_log_v(2, "Kubelet that ended the stream is gone", KDP_F_STR("resource", reg->resource),
+                          KDP_F_STR("reason", n <= 0 ? "closed unanswered" : "kubelet.sock replaced"));
+                return;
+        }
+        if (k->ev.dropped)
+                k->ev.dropped(reg, reg->resource, k->userdata);        /* last: the callee may cancel reg */
+}
+
+/* Asks the kubelet reg registered with if it is alive; true if it must be taken for live now. */
+static bool probe_start(kdp_registration *reg) {
+        kdp_kubelet_client *k = reg->k;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (reg->probe_fd >= 0)
+                return false;           /* asked already */
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+                kdp_log_warning_errno(-errno, "Failed to ask the kubelet if it is alive; taken for alive",
+                                      KDP_F_STR("resource", reg->resource));
+                return true;            /* a needless registration costs less than a lost one */
+        }
+        kubelet_address(k, reg->kubelet_fd, sa.sun_path, sizeof(sa.sun_path), "");
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                /* a killed kubelet leaves kubelet.sock behind, refusing; a full backlog is a busy one */
+                if (errno == EAGAIN)
+                        return true;
+                kdp_log_v(2, "Kubelet that ended the stream is gone", KDP_F_STR("resource", reg->resource),
+                          KDP_F_STR("reason", strerror(errno)));
+                return false;
+        }
+        r = kdp_loop_add_fd(k->loop, fd, EPOLLIN | EPOLLRDHUP, on_probe, reg, &reg->probe_source);
+        if (r < 0) {
+                kdp_log_warning_errno(r, "Failed to ask the kubelet if it is alive; taken for alive",
+                                      KDP_F_STR("resource", reg->resource));
+                return true;
+        }
+        reg->probe_fd = KDP_TAKE_FD(fd);
+        return false;
+}
+
+bool kdp_kubelet_client_stream_lost(kdp_registration *reg) {
+        if (!reg || !reg->k || reg->kubelet_fd < 0)
+                return false;           /* between attempts: no kubelet has us */
+        if (!reg->registered) {
+                reg->lost_in_flight = true;
+                return false;
+        }
+        if (!kubelet_is_current(reg->k, reg->kubelet_fd)) {
+                kdp_log_v(2, "Kubelet that ended the stream is gone", KDP_F_STR("resource", reg->resource),
+                          KDP_F_STR("reason", "kubelet.sock replaced"));
+                return false;
+        }
+        return probe_start(reg);
 }
 
 const char *kdp_kubelet_client_dir(const kdp_kubelet_client *k) {
@@ -363,11 +539,14 @@ int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char
         if (ev)
                 k->ev = *ev;
         k->userdata = userdata;
-        if (!(k->dir = strdup(dir)) || asprintf(&k->socket_path, "%s/" KDP_KUBELET_SOCKET, dir) < 0 ||
-            asprintf(&k->target, "unix:%s", k->socket_path) < 0) {
+        if (!(k->dir = strdup(dir)) || asprintf(&k->socket_path, "%s/" KDP_KUBELET_SOCKET, dir) < 0) {
                 kdp_kubelet_client_free(k);
                 return -ENOMEM;
         }
+        k->dial_pinned = access("/proc/self/fd", X_OK) == 0;
+        if (!k->dial_pinned)
+                kdp_log_warning("Dialing kubelet.sock by name: /proc is not mounted",
+                                KDP_F_STR("socket", k->socket_path));
         r = make_dir(dir);
         if (r < 0) {
                 kdp_kubelet_client_free(k);
@@ -394,7 +573,6 @@ kdp_kubelet_client *kdp_kubelet_client_free(kdp_kubelet_client *k) {
                 (void) close(k->inotify_fd);
         free(k->dir);
         free(k->socket_path);
-        free(k->target);
         free(k);
         return NULL;
 }
