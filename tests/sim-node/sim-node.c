@@ -20,6 +20,9 @@
  *   6. while the child runs, applies the commands of --script FILE and of lines written to
  *      --control FIFO (the two run independently; each runs its own lines in order),
  *   7. exits with the child's status (128+N if a signal N killed it).
+ * SIGTERM, SIGINT and SIGHUP to sim-node go on to the child; a child told to stop (SIGTERM,
+ * SIGINT) that has not exited 30 s later, or on a second such signal, gets SIGKILL. The child
+ * gets SIGKILL when sim-node dies in any way (PR_SET_PDEATHSIG), so it never outlives its node.
  * Its own errors (bad arguments, a bad fixture, a command that names no device, ...) print
  * "sim-node: ..." on stderr, stop the child (SIGTERM) and exit 2. Without the preload it exits 77.
  *
@@ -142,6 +145,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -159,6 +163,7 @@
 #define LINE_MAX_LEN 4096
 #define WAIT_DEFAULT_MS 5000
 #define WAIT_FALLBACK_MS 100
+#define CHILD_GRACE_MS 30000          /* after a SIGTERM or SIGINT passed on, then SIGKILL */
 
 typedef struct simdev {
         char *devpath;                  /* "/devices/..." as in the record's P: line */
@@ -234,6 +239,7 @@ typedef struct sim_node {
         int signal_fd;
         int kmsg_fd;                    /* read-write on the testbed's dev/kmsg FIFO, or -1 */
         pid_t child;
+        int64_t child_kill_at;          /* when to SIGKILL a child told to stop; -1: not told */
         bool verbose;
         bool diag_unavailable_told;
         char **orphans_told;            /* event socket names already reported as shadowed */
@@ -2339,6 +2345,7 @@ static void fds_cloexec_new(const fd_set_snapshot *snap) {
 }
 
 static int spawn_child(sim_node *s, char **argv, const sigset_t *old_mask) {
+        pid_t parent = getpid();
         int pipefd[2], err = 0;
         ssize_t n;
 
@@ -2356,6 +2363,9 @@ static int spawn_child(sim_node *s, char **argv, const sigset_t *old_mask) {
         }
         if (s->child == 0) {
                 (void) close(pipefd[0]);
+                /* the child dies with us, even when we are SIGKILLed: it runs on our testbed */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                        _exit(EXIT_SIM_ERROR);
                 (void) signal(SIGPIPE, SIG_DFL);
                 (void) pthread_sigmask(SIG_SETMASK, old_mask, NULL);
                 execvp(argv[0], argv);
@@ -2386,6 +2396,24 @@ static void usage(FILE *f) {
               f);
 }
 
+/*
+ * SIGTERM, SIGINT and SIGHUP go on to the child. A child told to stop (SIGTERM, SIGINT) gets
+ * CHILD_GRACE_MS to exit, a second such signal or the end of the grace gets it SIGKILL: we end
+ * only with the child, and it must not outlive us.
+ */
+static void pass_signal(sim_node *s, int sig) {
+        if (sig != SIGTERM && sig != SIGINT) {
+                (void) kill(s->child, sig);
+                return;
+        }
+        if (s->child_kill_at >= 0) {
+                (void) kill(s->child, SIGKILL);
+                return;
+        }
+        (void) kill(s->child, sig);
+        s->child_kill_at = now_ms() + CHILD_GRACE_MS;
+}
+
 /* The main loop: commands, the control FIFO and signals until the child exits. */
 static int run(sim_node *s) {
         int r;
@@ -2410,6 +2438,15 @@ static int run(sim_node *s) {
                 t = stream_next_deadline(&s->control);
                 if (t >= 0 && (deadline < 0 || t < deadline))
                         deadline = t;
+                if (s->child_kill_at >= 0) {
+                        if (now_ms() >= s->child_kill_at) {
+                                sim_log("the child did not exit %d s after it was told to stop: SIGKILL",
+                                        CHILD_GRACE_MS / 1000);
+                                (void) kill(s->child, SIGKILL);
+                                s->child_kill_at = INT64_MAX;
+                        } else if (deadline < 0 || s->child_kill_at < deadline)
+                                deadline = s->child_kill_at;
+                }
                 if (deadline >= 0) {
                         int64_t left = deadline - now_ms();
 
@@ -2433,7 +2470,7 @@ static int run(sim_node *s) {
                                                 return exit_status(status);
                                         }
                                 } else
-                                        (void) kill(s->child, (int) si.ssi_signo);
+                                        pass_signal(s, (int) si.ssi_signo);
                         }
                 }
                 if (s->control_fd >= 0 && (pfd[1].revents & POLLIN)) {
@@ -2460,7 +2497,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *short
 
 int main(int argc, char **argv) {
         sim_node s = { .control_fd = -1, .control_keep_fd = -1, .signal_fd = -1, .kmsg_fd = -1,
-                       .script.name = "script", .control.name = "control" };
+                       .child_kill_at = -1, .script.name = "script", .control.name = "control" };
         fd_set_snapshot inherited;
         const char *fixtures[64], *script = NULL, *control = NULL, *v;
         size_t n_fixtures = 0;
