@@ -19,6 +19,7 @@ KDPCTL="$KDP_BUILD_DIR/kdpctl"
 T=$(mktemp -d /tmp/kdp-e2e.XXXXXX)
 DIR="$T/device-plugins"
 mkdir -p "$DIR"
+export TMPDIR="$T"              # sim-node's testbed too: gone with $T even when sim-node was SIGKILLed
 PIDS=()
 FAILED=0
 VALGRIND_LOG="$T/valgrind.log"

@@ -24,6 +24,7 @@ for f in "$check" "$build/tests/sim-node/sim-node" "$@"; do
         fi
 done
 tmp=$(mktemp -d /tmp/kdp-sim-node.XXXXXX)
+export TMPDIR=$tmp              # sim-node's testbeds too: gone with $tmp even when sim-node was SIGKILLed
 sim_pid=
 cleanup() {
         local rest

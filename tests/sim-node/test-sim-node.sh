@@ -380,6 +380,34 @@ rc=$?
 rc=$?
 [ $rc = 143 ] && ok "a child killed by SIGTERM gives 143" || fail "SIGTERM child gave $rc"
 
+# SIGTERM to sim-node goes on to the child; a child that ignores it is SIGKILLed (at a second
+# SIGTERM, or 30 s after the first if the two arrive as one): sim-node then exits 137
+"${DIE_WITH_US[@]}" "$simnode" "$flap" -- bash -c 'trap "" TERM; echo "$$"; exec sleep 600' \
+        > "$tmp/out" 2> "$tmp/err" &
+sim_pid=$!
+wait_for "$tmp/out" '^[0-9]+$'
+child=$(cat "$tmp/out")
+kill -TERM "$sim_pid"
+sleep 0.2
+kill -TERM "$sim_pid"
+wait_gone 60 "$sim_pid"
+wait "$sim_pid"
+rc=$?
+sim_pid=
+[ $rc = 137 ] && ! proc_alive "$child" && ok "a child that ignores SIGTERM is SIGKILLed: 137" ||
+        fail "child ignoring SIGTERM: rc=$rc, child $(proc_alive "$child" && echo alive || echo gone)"
+
+# the child dies with sim-node, even when sim-node is SIGKILLed
+"${DIE_WITH_US[@]}" "$simnode" "$flap" -- bash -c 'echo "$$"; exec sleep 600' > "$tmp/out" 2> "$tmp/err" &
+sim_pid=$!
+wait_for "$tmp/out" '^[0-9]+$'
+child=$(cat "$tmp/out")
+kill -KILL "$sim_pid"
+{ wait "$sim_pid"; } 2>/dev/null
+sim_pid=
+wait_gone 30 "$child"
+proc_alive "$child" && fail "the child outlived a SIGKILLed sim-node" || ok "the child dies with a SIGKILLed sim-node"
+
 printf 'unplug 0000:01:00.0\nfrobnicate 0000:01:00.0\n' > "$tmp/bad.script"
 "${DIE_WITH_US[@]}" "$simnode" "$flap" --script "$tmp/bad.script" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
 rc=$?
