@@ -111,7 +111,9 @@
  * the child receives what this process sends. The message carries ACTION, DEVPATH, SUBSYSTEM,
  * SEQNUM, DEVNAME/DEVTYPE and the device's uevent file, read at sending time (so DRIVER= is
  * whatever the uevent file says then). The send is synchronous: when a command returns, its events
- * are queued in the listeners' sockets. "wait" then polls those sockets' receive queues through
+ * are queued in the listeners' sockets. It does not block: a listener whose queue is full
+ * (net.unix.max_dgram_qlen datagrams, 10 by default) makes umockdev exit this process, so after
+ * 8 events that may be unread sim-node waits until every listener has read them (sim_pace()). "wait" then polls those sockets' receive queues through
  * NETLINK_SOCK_DIAG until they are empty, i.e. until the listener has read them. Two processes
  * that both have a monitor on the same fd number share the name event<fd>: only the one that bound
  * last receives anything ("wait" reports it on stderr), and when both bind at the same moment one
@@ -164,6 +166,8 @@
 #define WAIT_DEFAULT_MS 5000
 #define WAIT_FALLBACK_MS 100
 #define CHILD_GRACE_MS 30000          /* after a SIGTERM or SIGINT passed on, then SIGKILL */
+#define PACE_UNREAD 8                   /* uevents a listener may have unread, below the kernel's 10 */
+#define PACE_TIMEOUT_MS 120000
 
 typedef struct simdev {
         char *devpath;                  /* "/devices/..." as in the record's P: line */
@@ -240,6 +244,7 @@ typedef struct sim_node {
         int kmsg_fd;                    /* read-write on the testbed's dev/kmsg FIFO, or -1 */
         pid_t child;
         int64_t child_kill_at;          /* when to SIGKILL a child told to stop; -1: not told */
+        unsigned sent_unread;           /* uevents sent since the listeners were last seen drained */
         bool verbose;
         bool diag_unavailable_told;
         char **orphans_told;            /* event socket names already reported as shadowed */
@@ -605,10 +610,14 @@ static int sim_resolve(sim_node *s, const char *addr, simdev **ret) {
 /* -------------------------------------------------------------------------------------------- */
 /* Testbed edits */
 
+static void sim_pace(sim_node *s);
+
 static void sim_send(sim_node *s, simdev *d, const char *action) {
         if (s->verbose)
                 sim_log("uevent %s %s (%s)", action, d->devpath, d->subsystem);
+        sim_pace(s);
         umockdev_testbed_uevent(s->tb, d->syspath, action);
+        s->sent_unread++;
 }
 
 static int sim_symlink(const char *target, const char *path) {
@@ -880,11 +889,13 @@ static int sim_add_record(sim_node *s, simdev *d, const char *record) {
                         return -ENOMEM;
                 record = stripped;
         }
+        sim_pace(s);                    /* umockdev sends "add" */
         if (!umockdev_testbed_add_from_string(s->tb, record, &error)) {
                 sim_log("umockdev rejected the record of %s: %s", d->devpath, error->message);
                 g_error_free(error);
                 return -EINVAL;
         }
+        s->sent_unread++;
         d->present = true;
         if (path) {
                 (void) unlink(path);
@@ -1314,6 +1325,7 @@ static void sim_wait(sim_node *s, long timeout_ms) {
                 if (st.n_pending == 0) {
                         if (s->verbose)
                                 sim_log("wait: %u listener(s), all drained", st.n_live);
+                        s->sent_unread = 0;
                         return;
                 }
                 if (now_ms() >= deadline) {
@@ -1323,6 +1335,34 @@ static void sim_wait(sim_node *s, long timeout_ms) {
                 }
                 sleep_ms(2);
         }
+}
+
+/*
+ * Keeps every listener's queue below the kernel's limit on queued datagrams
+ * (net.unix.max_dgram_qlen, 10 by default): umockdev sends without blocking and exits the whole
+ * process when a listener's queue is full, which a listener busy scanning on a loaded machine
+ * reaches within one switch unplug. After PACE_UNREAD sends that may be unread, this waits until
+ * every listener has read them all (PACE_TIMEOUT_MS at most, then says so and sends anyway).
+ */
+static void sim_pace(sim_node *s) {
+        int64_t deadline;
+
+        if (s->sent_unread < PACE_UNREAD)
+                return;
+        deadline = now_ms() + PACE_TIMEOUT_MS;
+        for (;;) {
+                listener_state st;
+
+                if (sim_query_listeners(s, &st) < 0 || st.n_pending == 0)
+                        break;
+                if (now_ms() >= deadline) {
+                        sim_log("warning: %u listener(s) left uevents unread for %d ms; sending more",
+                                st.n_pending, PACE_TIMEOUT_MS);
+                        break;
+                }
+                sleep_ms(2);
+        }
+        s->sent_unread = 0;
 }
 
 static int sim_wait_listeners(sim_node *s, long count, long timeout_ms) {

@@ -459,6 +459,33 @@ rc=$?
 grep -q '^counts udev-pci=39 libpci=39 net=6 node=2 nvme=1 block=1$' "$tmp/out" &&
         ok "-f twice: both fixtures in one testbed" || fail "two fixtures: $(tail -1 "$tmp/out") $(cat "$tmp/err")"
 
+# a listener that reads nothing for a while: umockdev would exit sim-node at the 11th unread uevent
+# (the kernel's datagram queue is full); sim-node holds the rest back until the listener has read
+mkfifo "$tmp/req5" "$tmp/ctl5"
+exec 3<>"$tmp/ctl5" 4<>"$tmp/req5"
+"${DIE_WITH_US[@]}" "$simnode" "$two" --control "$tmp/ctl5" -- \
+        bash -c 'echo "$$" > "$3"; exec "$0" monitor udev < "$1" > "$2"' "$check" "$tmp/req5" "$tmp/events5" \
+        "$tmp/pid5" > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
+sim_pid=$!
+wait_for "$tmp/events5" '^ready udev$'
+listener=$(cat "$tmp/pid5")
+kill -STOP "$listener"
+printf 'unplug 0000:16:00.0\nreplug 0000:16:00.0\necho stormed\n' >&3
+sleep 1                                         # sim-node sends up to the limit meanwhile
+kill -CONT "$listener"
+wait_for "$tmp/simout" '^stormed$'
+printf 'wait 60000\necho drained\n' >&3
+wait_for "$tmp/simout" '^drained$'
+n=$(grep -c '^event ' "$tmp/events5")
+exec 4>&-
+wait "$sim_pid"
+rc=$?
+sim_pid=
+exec 3>&-
+[ $rc = 0 ] && [ "$n" = 42 ] && ! grep -q sendmsg "$tmp/simerr" &&
+        ok "a listener that stops reading gets all 42 events of a switch unplug and replug, late" ||
+        fail "a listener that stops reading: rc=$rc, $n events, $(cat "$tmp/simerr")"
+
 # ---------------------------------------------------------------------------------------------
 # (d) the umockdev limit "wait" reports: monitors on the same fd number in two processes
 
