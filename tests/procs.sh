@@ -6,6 +6,7 @@
 #   SLOW               how many times the deadlines are stretched: 3 in a sanitized build
 #                      (KDP_SANITIZED=1, which CMake sets), times 4 under valgrind (KDP_VALGRIND=1)
 #   deadline_ms S      now_ms + S seconds, stretched by SLOW
+#   wait_s [S]         S, but at least 30: what a wait for an event gets before it fails
 #   DIE_WITH_US        a command prefix: what it starts gets SIGKILL when this shell dies, even when
 #                      the shell itself is SIGKILLed (a ctest timeout); empty without setpriv
 #   kill_tree PID...   SIGTERM to each PID, SIGTERM then SIGKILL to everything still below it and
@@ -27,6 +28,14 @@ SLOW=1
 
 deadline_ms() {
         echo $(($(now_ms) + $1 * 1000 * SLOW))
+}
+
+# wait_s [S]: the seconds a wait for an event may take before it fails: S, at least 30 (the
+# default), as no event is expected to take that long; deadline_ms stretches it further
+wait_s() {
+        local s=${1:-30}
+        [ "$s" -ge 30 ] || s=30
+        echo "$s"
 }
 
 DIE_WITH_US=()

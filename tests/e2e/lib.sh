@@ -54,9 +54,11 @@ pass() {
         echo "ok: $*"
 }
 
-# wait_line FILE REGEX [TIMEOUT_S]: waits until a line of FILE matches (deadline 30 s, stretched by SLOW).
+# wait_line FILE REGEX [TIMEOUT_S]: waits until a line of FILE matches (deadline TIMEOUT_S, at least
+# and by default 30 s, stretched by SLOW; the same for every wait below).
 wait_line() {
-        local file=$1 re=$2 timeout=${3:-30} end
+        local file=$1 re=$2 timeout end
+        timeout=$(wait_s "${3:-}")
         end=$(deadline_ms "$timeout")
         while [ "$(now_ms)" -lt "$end" ]; do
                 if grep -Eq -- "$re" "$file" 2>/dev/null; then
@@ -77,10 +79,10 @@ assert_eq() {
 }
 
 # devices_match RESOURCE REGEX [TIMEOUT_S]: waits until the stand-in kubelet's newest `devices`
-# line of RESOURCE (in $T/kubelet.out) matches REGEX (deadline 30 s, stretched by SLOW)
+# line of RESOURCE (in $T/kubelet.out) matches REGEX
 devices_match() {
         local res=$1 re=$2 end
-        end=$(deadline_ms "${3:-30}")
+        end=$(deadline_ms "$(wait_s "${3:-}")")
         while [ "$(now_ms)" -lt "$end" ]; do
                 grep "^devices resource=$res " "$T/kubelet.out" | tail -n 1 | grep -Eq -- "$re" && return 0
                 sleep 0.02
@@ -89,10 +91,10 @@ devices_match() {
 }
 
 # devices_seen RESOURCE REGEX [TIMEOUT_S]: waits until any `devices` line of RESOURCE matches REGEX,
-# for a state that lasts only a while (deadline 30 s, stretched by SLOW)
+# for a state that lasts only a while
 devices_seen() {
         local res=$1 re=$2 end
-        end=$(deadline_ms "${3:-30}")
+        end=$(deadline_ms "$(wait_s "${3:-}")")
         while [ "$(now_ms)" -lt "$end" ]; do
                 grep "^devices resource=$res " "$T/kubelet.out" | grep -Eq -- "$re" && return 0
                 sleep 0.02
@@ -100,14 +102,15 @@ devices_seen() {
         fail "no devices line of $res matches '$re'"
 }
 
-# wait_socket PATH [TIMEOUT_S]: waits until PATH is a socket (deadline 30 s, stretched by SLOW)
+# wait_socket PATH [TIMEOUT_S]: waits until PATH is a socket
 wait_socket() {
-        local end
-        end=$(deadline_ms "${2:-30}")
+        local timeout end
+        timeout=$(wait_s "${2:-}")
+        end=$(deadline_ms "$timeout")
         while [ ! -S "$1" ] && [ "$(now_ms)" -lt "$end" ]; do
                 sleep 0.01
         done
-        [ -S "$1" ] || fail "no socket $1 after $((${2:-30} * SLOW))s"
+        [ -S "$1" ] || fail "no socket $1 after $((timeout * SLOW))s"
 }
 
 # start_kubelet NAME [ARGS...]: a stand-in kubelet on $DIR, output in $T/NAME.out
