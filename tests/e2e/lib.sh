@@ -27,6 +27,7 @@ VALGRIND_LOG="$T/valgrind.log"
 cleanup() {
         local rest
 
+        [ -n "${KDPD_HELD:-}" ] && kill -CONT "$KDPD_HELD" 2>/dev/null
         kill_tree "${PIDS[@]}"
         rest=$(proc_descendants $$)
         # shellcheck disable=SC2086
@@ -176,6 +177,19 @@ stop_kdpd() {
         rc=$?
         assert_eq "$rc" 0 "kdpd exit code after SIGTERM"
         check_valgrind
+}
+
+# hold_kdpd / release_kdpd: SIGSTOP and SIGCONT the kdpd that sim-node ($KDPD_PID) runs, so that
+# changes made meanwhile reach it together, in one scan (its periodic rescan cannot fall between)
+hold_kdpd() {
+        KDPD_HELD=$(pgrep -P "$KDPD_PID")
+        [ -n "$KDPD_HELD" ] || fail "no kdpd under sim-node $KDPD_PID to hold"
+        kill -STOP "$KDPD_HELD"
+}
+
+release_kdpd() {
+        kill -CONT "$KDPD_HELD"
+        KDPD_HELD=
 }
 
 # plugin_socket RESOURCE_PART: the newest socket kdpd serves for a resource
