@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
@@ -74,16 +73,13 @@ typedef struct gpu_state {
         int kfd_error;                          /* reading the KFD topology failed so at the last scan */
 } gpu_state;
 
-/* CLOCK_MONOTONIC in µs: the clock printk stamps kernel log records with. */
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+/* The framework's clock (CLOCK_MONOTONIC, which printk stamps kernel log records with) in µs. */
+static uint64_t now_usec(const gpu_state *s) {
+        return kdp_backend_now_usec(s->ctx);
 }
 
-static uint64_t now_ms(void) {
-        return now_usec() / 1000;
+static uint64_t now_ms(const gpu_state *s) {
+        return now_usec(s) / 1000;
 }
 
 /* ---- the kernel log ---- */
@@ -104,7 +100,7 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
         xid_batch *b = userdata;
         gpu_state *s = b->s;
         gpu *g = find_gpu(s, x->bdf);
-        uint64_t now_us = now_usec(), age_ms;
+        uint64_t now_us = now_usec(s), age_ms;
 
         if (!g || g->vendor != GPU_NVIDIA)
                 return;
@@ -564,7 +560,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         _cleanup_free_ bool *present = NULL;
         gpu_state *s = state;
         amd_kfd kfd = { 0 };
-        uint64_t now = now_ms(), next_expiry = 0;
+        uint64_t now = now_ms(s), next_expiry = 0;
         kdp_pci_list *l;
         int r;
 

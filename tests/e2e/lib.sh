@@ -1,38 +1,44 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Shared helpers of the e2e scenarios: each scenario sources this file, starts
 # a stand-in kubelet (`kdpctl kubelet`) and kdpd in a private temp dir, and
-# asserts exact lines of their output. Everything is killed on exit.
+# asserts exact lines of their output. On every exit path (exit, SIGINT,
+# SIGTERM, SIGHUP) everything the scenario started is stopped; what it
+# starts through start_kubelet/start_kdpd or with "${DIE_WITH_US[@]}" in
+# front dies with it even when the scenario is SIGKILLed (a ctest timeout).
 #
 # KDP_VALGRIND=1 runs kdpd under valgrind and fails the scenario on any
-# definite or indirect leak or memory error.
+# definite or indirect leak or memory error. Deadlines are stretched under
+# valgrind and in sanitized builds (SLOW, see tests/procs.sh).
 
 set -u
 
 : "${KDP_BUILD_DIR:?}" "${KDP_SOURCE_DIR:?}"
+. "$KDP_SOURCE_DIR/tests/procs.sh"
 KDPD="$KDP_BUILD_DIR/kdpd"
 KDPCTL="$KDP_BUILD_DIR/kdpctl"
 T=$(mktemp -d /tmp/kdp-e2e.XXXXXX)
 DIR="$T/device-plugins"
 mkdir -p "$DIR"
+export TMPDIR="$T"              # sim-node's testbed too: gone with $T even when sim-node was SIGKILLed
 PIDS=()
 FAILED=0
 VALGRIND_LOG="$T/valgrind.log"
 
 cleanup() {
-        local p
-        for p in "${PIDS[@]}"; do
-                kill -TERM "$p" 2>/dev/null
-        done
-        for p in "${PIDS[@]}"; do
-                wait "$p" 2>/dev/null
-        done
+        local rest
+
+        [ -n "${KDPD_HELD:-}" ] && kill -CONT "$KDPD_HELD" 2>/dev/null
+        kill_tree "${PIDS[@]}"
+        rest=$(proc_descendants $$)
+        # shellcheck disable=SC2086
+        kill_tree $rest
         if [ "$FAILED" = 0 ]; then
                 rm -rf "$T"
         else
                 echo "kept $T for inspection"
         fi
 }
-trap cleanup EXIT
+on_exit cleanup
 
 fail() {
         FAILED=1
@@ -49,36 +55,24 @@ pass() {
         echo "ok: $*"
 }
 
-now_ms() {
-        date +%s%3N
-}
-
-# waits last SLOW times longer under valgrind
-SLOW=1
-[ "${KDP_VALGRIND:-}" = 1 ] && SLOW=4
-
-# wait_line FILE REGEX [TIMEOUT_S]: waits until a line of FILE matches.
+# wait_line FILE REGEX [TIMEOUT_S]: waits until a line of FILE matches (deadline TIMEOUT_S, at least
+# and by default 30 s, stretched by SLOW; the same for every wait below).
 wait_line() {
-        local file=$1 re=$2 timeout=${3:-10} end
-        end=$(($(now_ms) + timeout * 1000 * SLOW))
+        local file=$1 re=$2 timeout end
+        timeout=$(wait_s "${3:-}")
+        end=$(deadline_ms "$timeout")
         while [ "$(now_ms)" -lt "$end" ]; do
                 if grep -Eq -- "$re" "$file" 2>/dev/null; then
                         return 0
                 fi
                 sleep 0.02
         done
-        fail "no line matching '$re' in $file after ${timeout}s"
+        fail "no line matching '$re' in $file after $((timeout * SLOW))s"
 }
 
 # count_lines FILE REGEX
 count_lines() {
         grep -Ec -- "$2" "$1" 2>/dev/null || true
-}
-
-# within_ms DT LIMIT WHAT: a functional bound (not a benchmark); not enforced under valgrind
-within_ms() {
-        [ "${KDP_VALGRIND:-}" = 1 ] && return 0
-        [ "$1" -lt "$2" ] || fail "$3 took $1 ms (limit $2 ms)"
 }
 
 assert_eq() {
@@ -88,7 +82,8 @@ assert_eq() {
 # devices_match RESOURCE REGEX [TIMEOUT_S]: waits until the stand-in kubelet's newest `devices`
 # line of RESOURCE (in $T/kubelet.out) matches REGEX
 devices_match() {
-        local res=$1 re=$2 end=$(($(now_ms) + ${3:-5} * 1000 * SLOW))
+        local res=$1 re=$2 end
+        end=$(deadline_ms "$(wait_s "${3:-}")")
         while [ "$(now_ms)" -lt "$end" ]; do
                 grep "^devices resource=$res " "$T/kubelet.out" | tail -n 1 | grep -Eq -- "$re" && return 0
                 sleep 0.02
@@ -96,28 +91,48 @@ devices_match() {
         fail "last devices line of $res does not match '$re': $(grep "^devices resource=$res " "$T/kubelet.out" | tail -n 1)"
 }
 
+# devices_seen RESOURCE REGEX [TIMEOUT_S]: waits until any `devices` line of RESOURCE matches REGEX,
+# for a state that lasts only a while
+devices_seen() {
+        local res=$1 re=$2 end
+        end=$(deadline_ms "$(wait_s "${3:-}")")
+        while [ "$(now_ms)" -lt "$end" ]; do
+                grep "^devices resource=$res " "$T/kubelet.out" | grep -Eq -- "$re" && return 0
+                sleep 0.02
+        done
+        fail "no devices line of $res matches '$re'"
+}
+
+# wait_socket PATH [TIMEOUT_S]: waits until PATH is a socket
+wait_socket() {
+        local timeout end
+        timeout=$(wait_s "${2:-}")
+        end=$(deadline_ms "$timeout")
+        while [ ! -S "$1" ] && [ "$(now_ms)" -lt "$end" ]; do
+                sleep 0.01
+        done
+        [ -S "$1" ] || fail "no socket $1 after $((timeout * SLOW))s"
+}
+
 # start_kubelet NAME [ARGS...]: a stand-in kubelet on $DIR, output in $T/NAME.out
 start_kubelet() {
         local name=$1
         shift
-        "$KDPCTL" kubelet --dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+        "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err" &
         PIDS+=($!)
         KUBELET_PID=$!
-        wait_line "$T/$name.err" "Serving Registration|listening|kubelet.sock" 5 2>/dev/null || true
-        local end=$(($(now_ms) + 5000))
-        while [ ! -S "$DIR/kubelet.sock" ] && [ "$(now_ms)" -lt "$end" ]; do
-                sleep 0.01
-        done
-        [ -S "$DIR/kubelet.sock" ] || fail "stand-in kubelet did not create kubelet.sock"
+        wait_line "$T/$name.err" '"Serving kubelet socket"'
+        wait_socket "$DIR/kubelet.sock"
 }
 
+# stop_kubelet: SIGTERM to the stand-in kubelet (SIGKILL if it does not exit), reaped
 stop_kubelet() {
-        kill -TERM "$KUBELET_PID" 2>/dev/null
-        wait "$KUBELET_PID" 2>/dev/null
+        kill_tree "$KUBELET_PID"
 }
 
 # kdpd_command: sets KDPD_RUN to the command that runs $KDPD, under valgrind when KDP_VALGRIND=1
-# (one log per process); scenarios that start kdpd themselves (inside sim-node) use it as is
+# (one log per process); scenarios that start kdpd themselves (inside sim-node) use it as is,
+# and check_valgrind after kdpd ended
 kdpd_command() {
         KDPD_RUN=("$KDPD")
         [ "${KDP_VALGRIND:-}" = 1 ] || return 0
@@ -133,26 +148,48 @@ start_kdpd() {
         local name=$1
         shift
         kdpd_command
-        "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+        "${DIE_WITH_US[@]}" "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" \
+                >"$T/$name.out" 2>"$T/$name.err" &
         KDPD_PID=$!
         PIDS+=($KDPD_PID)
 }
 
-# stop_kdpd: SIGTERM and expect exit 0 (and a clean valgrind run)
+# check_valgrind: fails on any valgrind report of the kdpd processes that ended so far
+check_valgrind() {
+        local f
+        [ "${KDP_VALGRIND:-}" = 1 ] || return 0
+        for f in "$VALGRIND_LOG".*; do
+                if [ -s "$f" ]; then
+                        fail "valgrind reported errors: $(head -c 3000 "$f")"
+                fi
+        done
+        return 0
+}
+
+# stop_kdpd: SIGTERM to $KDPD_PID (kdpd, or the sim-node it runs in) and expect exit 0 within
+# 30 s (stretched by SLOW), and a clean valgrind run
 stop_kdpd() {
         local rc
         kill -TERM "$KDPD_PID"
+        wait_gone 30 "$KDPD_PID"
+        proc_alive "$KDPD_PID" && fail "kdpd did not exit within $((30 * SLOW))s of SIGTERM"
         wait "$KDPD_PID"
         rc=$?
         assert_eq "$rc" 0 "kdpd exit code after SIGTERM"
-        if [ "${KDP_VALGRIND:-}" = 1 ]; then
-                for f in "$VALGRIND_LOG".*; do
-                        if [ -s "$f" ]; then
-                                fail "valgrind reported errors: $(head -c 3000 "$f")"
-                        fi
-                done
-        fi
-        return 0
+        check_valgrind
+}
+
+# hold_kdpd / release_kdpd: SIGSTOP and SIGCONT the kdpd that sim-node ($KDPD_PID) runs, so that
+# changes made meanwhile reach it together, in one scan (its periodic rescan cannot fall between)
+hold_kdpd() {
+        KDPD_HELD=$(pgrep -P "$KDPD_PID")
+        [ -n "$KDPD_HELD" ] || fail "no kdpd under sim-node $KDPD_PID to hold"
+        kill -STOP "$KDPD_HELD"
+}
+
+release_kdpd() {
+        kill -CONT "$KDPD_HELD"
+        KDPD_HELD=
 }
 
 # plugin_socket RESOURCE_PART: the newest socket kdpd serves for a resource

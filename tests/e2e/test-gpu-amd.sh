@@ -11,12 +11,12 @@ ALL=0000:05:00.0,0000:27:00.0,0000:85:00.0,0000:a7:00.0
 mkfifo "$T/ctl"
 exec 9<>"$T/ctl"
 start_kubelet kubelet
-"$SIM" "$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4.umockdev" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
+"${DIE_WITH_US[@]}" "$SIM" "$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4.umockdev" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
         --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 --backend gpu \
         >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
-wait_line "$T/kubelet.out" "^devices resource=$RES " 10
+wait_line "$T/kubelet.out" "^devices resource=$RES "
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 
 devices_match $RES "^devices resource=$RES capacity=4 allocatable=4 healthy=$ALL unhealthy= numa=0000:05:00.0:0;0000:27:00.0:0;0000:85:00.0:1;0000:a7:00.0:1$"

@@ -8,11 +8,11 @@ SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 NODES="$KDP_SOURCE_DIR/tests/fixtures/nodes"
 
 start_kubelet kubelet
-"$SIM" "$NODES/gpu-flex170x2.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 \
+"${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-flex170x2.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 \
         --backend gpu >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
-wait_line "$T/kubelet.out" "^devices resource=gpu.intel.com/i915 " 10
+wait_line "$T/kubelet.out" "^devices resource=gpu.intel.com/i915 "
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 devices_match gpu.intel.com/i915 "^devices resource=gpu.intel.com/i915 capacity=2 allocatable=2 healthy=0000:4d:00.0,0000:ca:00.0 unhealthy= numa=0000:4d:00.0:0;0000:ca:00.0:1$"
 S=$(plugin_socket gpu.intel.com_i915)
@@ -22,12 +22,12 @@ assert_eq "$("$KDPCTL" allocate --socket "$S" 0000:ca:00.0 | tr '\n' '|')" \
 pass "2 Flex 170 on i915 as gpu.intel.com/i915; Allocate gives the card and render node of the GPU's own drm/"
 stop_kdpd
 
-"$SIM" "$NODES/gpu-mixed.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --backend gpu \
+"${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-mixed.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --backend gpu \
         -o gpu.model_resources=10de:26b9=nvidia.com/l40s >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
-wait_line "$T/kubelet.out" "^devices resource=gpu.intel.com/xe " 10
-wait_line "$T/kubelet.out" "^devices resource=nvidia.com/l40s " 10
+wait_line "$T/kubelet.out" "^devices resource=gpu.intel.com/xe "
+wait_line "$T/kubelet.out" "^devices resource=nvidia.com/l40s "
 L0=GPU-134811c1-9005-63ee-e786-a6fccf6a22c3
 L1=GPU-eb9ce7b3-4dbb-4e96-c041-bdad68aecd01
 devices_match gpu.intel.com/xe "^devices resource=gpu.intel.com/xe capacity=1 allocatable=1 healthy=0000:da:00.0 unhealthy= numa=0000:da:00.0:1$"

@@ -30,11 +30,11 @@ mkfifo "$T/ctl"
 exec 9<>"$T/ctl"
 printf 'gpu:\n  replicas: "nvidia.com/gpu=2"\n  cdi: true\n  nvidia_device_specs: true\n' >"$T/config.yaml"
 start_kubelet kubelet
-"$SIM" "$FIX" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
+"${DIE_WITH_US[@]}" "$SIM" "$FIX" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
         --backend gpu --config "$T/config.yaml" >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
-wait_line "$T/kubelet.out" "^devices resource=$RES " 10
+wait_line "$T/kubelet.out" "^devices resource=$RES "
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 
 ids=""
@@ -86,7 +86,7 @@ echo "write dev/nvidia9 " >&9
 printf 'write proc/driver/nvidia/gpus/0000:bb:00.0/information Model: \\t\\t NVIDIA H100 80GB HBM3\\nGPU UUID: \\t %s\\nBus Location: \\t 0000:bb:00.0\\nDevice Minor: \\t 9\\nGPU Excluded:\\t No\n' "$G7" >&9
 echo "replug 0000:bb:00.0" >&9
 devices_match $RES "capacity=16 allocatable=16 "
-end=$(($(now_ms) + 5000))
+end=$(deadline_ms 30)
 until python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(n["path"]=="/dev/nvidia9" for x in d["devices"] for n in x["containerEdits"]["deviceNodes"]) else 1)' "$spec"; do
         [ "$(now_ms)" -lt "$end" ] || fail "the CDI spec did not follow GPU 7 to /dev/nvidia9"
         sleep 0.05

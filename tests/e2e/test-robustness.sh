@@ -12,7 +12,7 @@ wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 '
 S=$(plugin_socket widget)
 
 # garbage bytes, a half-open connection held open, an HTTP/2 preface followed by junk
-"$PY" - "$S" <<'PY' &
+"${DIE_WITH_US[@]}" "$PY" - "$S" <<'PY' &
 import os, socket, sys, time
 path = sys.argv[1]
 held = []
@@ -32,6 +32,7 @@ held.append(s)
 time.sleep(3)
 PY
 GARBAGE=$!
+PIDS+=($GARBAGE)
 sleep 0.5
 assert_eq "$("$KDPCTL" list --socket "$S" | tail -n 1)" "total=8 healthy=8 unhealthy=0" "list during garbage"
 assert_eq "$("$KDPCTL" allocate --socket "$S" widget-3 | grep EXAMPLE)" "env EXAMPLE_WIDGETS=widget-3" \
@@ -50,7 +51,7 @@ for c in $(seq 1 20); do
                 "$KDPCTL" allocate --socket "$S" "widget-$((i % 8))" | grep -c '^device ' || echo fail
         done >"$T/conc.$c") &
 done
-wait_for=$(($(now_ms) + 60000))
+wait_for=$(deadline_ms 60)
 while [ "$(cat "$T"/conc.* 2>/dev/null | wc -l)" -lt 200 ] && [ "$(now_ms)" -lt "$wait_for" ]; do
         sleep 0.1
 done

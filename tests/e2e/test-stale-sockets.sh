@@ -14,12 +14,12 @@ foreign="$DIR/other-plugin.sock"
 import socket, sys
 for p in sys.argv[1:]:
     socket.socket(socket.AF_UNIX).bind(p)   # bound, never served: stale' "$stale" "$foreign"
-"$PY" -c '
+"${DIE_WITH_US[@]}" "$PY" -c '
 import socket, sys, time
-s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(20)' "$live" &
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(600)' "$live" &
 PIDS+=($!)
 touch "$DIR/kdp-example-notes.txt"
-while [ ! -S "$live" ]; do sleep 0.02; done
+wait_socket "$live"
 
 start_kdpd kdpd --backend example
 wait_line "$T/kubelet.out" '^devices resource=example.com/widget '

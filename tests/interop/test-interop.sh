@@ -9,14 +9,17 @@
 #   3. one admission of 2 widgets: GetPreferredAllocation keeps them on one
 #      NUMA node, Allocate returns the example env, PreStartContainer runs;
 #   4. a kubelet restart (SIGKILL, then a new kubelet that deletes every socket
-#      and creates kubelet.sock): kdpd must be registered again within 1 s;
+#      and creates kubelet.sock): kdpd must register again;
 #   5. SIGTERM to kdpd: it exits 0 and leaves no socket behind.
 #
 # Needs KDP_BUILD_DIR. Exit 77 (skipped) when kubelet-go was not built, i.e. no
 # Go toolchain. KDP_INTEROP_PLUGIN replaces the plugin command (the directory
 # is appended), e.g. "$KDP_BUILD_DIR/bench/go-plugin -dir" to check the test
-# itself against the Go baseline plugin.
+# itself against the Go baseline plugin. Waits are for events, with deadlines of
+# 30 s stretched in sanitized builds (tests/procs.sh); whatever the script
+# started is stopped on every exit path and dies with it even on SIGKILL.
 set -u
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/procs.sh"
 
 build=${KDP_BUILD_DIR:?KDP_BUILD_DIR must name the build tree}
 kubelet=$build/tests/interop/kubelet-go
@@ -41,24 +44,17 @@ mkdir "$dir"
 kubelet_pid=
 plugin_pid=
 
-# stop PID: SIGTERM, SIGKILL after 5 s (only processes this script started)
-stop() {
-        kill -TERM "$1" 2>/dev/null
-        for _ in $(seq 500); do
-                kill -0 "$1" 2>/dev/null || break
-                sleep 0.01
-        done
-        kill -KILL "$1" 2>/dev/null
-        wait "$1" 2>/dev/null
-}
-
 cleanup() {
-        for pid in $plugin_pid $kubelet_pid; do
-                stop "$pid"
-        done
+        local rest
+
+        # shellcheck disable=SC2086
+        kill_tree $plugin_pid $kubelet_pid
+        rest=$(proc_descendants $$)
+        # shellcheck disable=SC2086
+        kill_tree $rest
         rm -rf "$work"
 }
-trap cleanup EXIT
+on_exit cleanup
 
 fail() {
         echo "FAIL: $*"
@@ -70,11 +66,12 @@ fail() {
         exit 1
 }
 
-# wait_for FILE ERE SECONDS: until a line of FILE matches ERE.
+# wait_for FILE ERE: until a line of FILE matches ERE (deadline 30 s, stretched by SLOW).
 wait_for() {
-        local deadline=$(( ${EPOCHREALTIME/./} + ${3%.*} * 1000000 ))
+        local deadline
+        deadline=$(deadline_ms 30)
         until grep -qE -- "$2" "$1" 2>/dev/null; do
-                [ "${EPOCHREALTIME/./}" -lt "$deadline" ] || return 1
+                [ "$(now_ms)" -lt "$deadline" ] || return 1
                 sleep 0.01
         done
 }
@@ -89,17 +86,12 @@ expect() {
 start_kubelet() {
         local name=$1
         shift
-        "$kubelet" -dir "$dir" -timestamps "$@" > "$work/$name.out" 2> "$work/$name.err" &
+        "${DIE_WITH_US[@]}" "$kubelet" -dir "$dir" -timestamps "$@" > "$work/$name.out" 2> "$work/$name.err" &
         kubelet_pid=$!
 }
 
 events() {
         sed -E 's/^[0-9]+\.[0-9]+ //' "$work/$1.out" > "$work/$1.events"
-}
-
-# epoch µs of the first event matching ERE in $work/NAME.out
-event_time() {
-        grep -m1 -E -- "^[0-9]+\.[0-9]+ $2" "$work/$1.out" | cut -d' ' -f1 | tr -d .
 }
 
 devices_line="devices resource=$res capacity=8 allocatable=8"
@@ -109,11 +101,11 @@ registered_re="^registered resource=$res endpoint=[^ /]+ pre_start_required=true
 
 # ---- 1-3: registration, devices, one admission ----
 start_kubelet k1 -admit "$res=2"
-wait_for "$work/k1.err" "serving" 5 || fail "kubelet-go did not start"
-"${plugin[@]}" "$dir" > "$work/plugin.log" 2>&1 &
+wait_for "$work/k1.err" "serving" || fail "kubelet-go did not start"
+"${DIE_WITH_US[@]}" "${plugin[@]}" "$dir" > "$work/plugin.log" 2>&1 &
 plugin_pid=$!
 
-wait_for "$work/k1.out" " (prestart|admit-failed) resource=$res " 10 || fail "no admission within 10 s"
+wait_for "$work/k1.out" " (prestart|admit-failed) resource=$res " || fail "no admission"
 events k1
 if grep -qE '^(admit-failed|register-rejected) ' "$work/k1.events"; then
         fail "unexpected event: $(grep -m1 -E '^(admit-failed|register-rejected) ' "$work/k1.events")"
@@ -146,9 +138,8 @@ fi
 kubelet_pid=
 # a real restart takes a while; the plugin may be backing off meanwhile
 sleep 1
-t0=${EPOCHREALTIME/./}
 start_kubelet k2
-wait_for "$work/k2.out" " devices resource=$res " 10 || fail "no re-registration within 10 s"
+wait_for "$work/k2.out" " devices resource=$res " || fail "no re-registration"
 events k2
 grep -qE -- "$registered_re" "$work/k2.events" || fail "no registered line of the expected shape after the restart"
 expect "$work/k2.events" "$devices_line"
@@ -157,26 +148,19 @@ endpoint2=$(grep -m1 '^registered ' "$work/k2.events" | sed -E 's/.* endpoint=([
 if [ "$endpoint2" != "$endpoint1" ] && [ -e "$dir/$endpoint1" ]; then
         fail "the old socket $endpoint1 survived the kubelet's cleanup"
 fi
-t1=$(event_time k2 registered)
-reregister_us=$(( t1 - t0 ))
-echo "reregister_ms=$(( reregister_us / 1000 )).$(( reregister_us % 1000 / 100 ))"
-[ "$reregister_us" -lt 1000000 ] || fail "re-registration took ${reregister_us} µs (limit 1 s)"
 
 # ---- 5: SIGTERM ----
 kill -TERM "$plugin_pid"
-deadline=$(( ${EPOCHREALTIME/./} + 10000000 ))
-while kill -0 "$plugin_pid" 2>/dev/null; do
-        [ "${EPOCHREALTIME/./}" -lt "$deadline" ] || fail "the plugin did not exit within 10 s of SIGTERM"
-        sleep 0.01
-done
+wait_gone 30 "$plugin_pid"
+proc_alive "$plugin_pid" && fail "the plugin did not exit within $((30 * SLOW)) s of SIGTERM"
 { wait "$plugin_pid"; } 2>/dev/null
 rc=$?
 plugin_pid=
 [ "$rc" -eq 0 ] || fail "the plugin exited with status $rc after SIGTERM"
 left=$(find "$dir" -type s ! -name kubelet.sock)
 [ -z "$left" ] || fail "sockets left after SIGTERM: $left"
-wait_for "$work/k2.out" " stream-ended resource=$res " 5 || fail "the kubelet saw no end of the stream"
-wait_for "$work/k2.out" " devices resource=$res capacity=8 allocatable=0 " 5 ||
+wait_for "$work/k2.out" " stream-ended resource=$res " || fail "the kubelet saw no end of the stream"
+wait_for "$work/k2.out" " devices resource=$res capacity=8 allocatable=0 " ||
         fail "the devices did not turn unhealthy at the end of the stream"
 events k2
 grep -m1 "^stream-ended " "$work/k2.events"

@@ -4,6 +4,10 @@
 # with fds 3 and 4 closed and $sim_pid killed), skips (exit 77) when sim-node is not built or
 # umockdev's preload does not run here, and defines ok, fail (counted in $failures) and expect.
 # ok() never fails, so "[ ... ] && ok ... || fail ..." is an if-then-else.
+# On every exit path (exit, SIGINT, SIGTERM, SIGHUP) $sim_pid and everything else the script
+# started is stopped; start sim-node in the background with "${DIE_WITH_US[@]}" in front so that
+# it dies with the script even when the script is SIGKILLed. tests/procs.sh gives now_ms,
+# deadline_ms and SLOW (deadlines stretched in sanitized builds).
 # shellcheck disable=SC2034
 src=${KDP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 build=${KDP_BUILD_DIR:-$src/build}
@@ -11,6 +15,7 @@ export KDP_BUILD_DIR=$build
 simnode=$src/tests/sim-node/sim-node
 check=$build/tests/sim-node/sim-check
 nodes=$src/tests/fixtures/nodes
+. "$src/tests/procs.sh"
 
 for f in "$check" "$build/tests/sim-node/sim-node" "$@"; do
         if [ ! -x "$f" ]; then
@@ -19,13 +24,20 @@ for f in "$check" "$build/tests/sim-node/sim-node" "$@"; do
         fi
 done
 tmp=$(mktemp -d /tmp/kdp-sim-node.XXXXXX)
+export TMPDIR=$tmp              # sim-node's testbeds too: gone with $tmp even when sim-node was SIGKILLed
 sim_pid=
 cleanup() {
+        local rest
+
         exec 3>&- 4>&- 2>/dev/null
-        [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null
+        # shellcheck disable=SC2086
+        kill_tree $sim_pid
+        rest=$(proc_descendants $$)
+        # shellcheck disable=SC2086
+        kill_tree $rest
         rm -rf "$tmp"
 }
-trap cleanup EXIT
+on_exit cleanup
 
 # does this machine run umockdev's preload at all?
 "$simnode" "$nodes/flapping-device.umockdev" -- true

@@ -20,6 +20,9 @@
  *   6. while the child runs, applies the commands of --script FILE and of lines written to
  *      --control FIFO (the two run independently; each runs its own lines in order),
  *   7. exits with the child's status (128+N if a signal N killed it).
+ * SIGTERM, SIGINT and SIGHUP to sim-node go on to the child; a child told to stop (SIGTERM,
+ * SIGINT) that has not exited 30 s later, or on a second such signal, gets SIGKILL. The child
+ * gets SIGKILL when sim-node dies in any way (PR_SET_PDEATHSIG), so it never outlives its node.
  * Its own errors (bad arguments, a bad fixture, a command that names no device, ...) print
  * "sim-node: ..." on stderr, stop the child (SIGTERM) and exit 2. Without the preload it exits 77.
  *
@@ -108,7 +111,9 @@
  * the child receives what this process sends. The message carries ACTION, DEVPATH, SUBSYSTEM,
  * SEQNUM, DEVNAME/DEVTYPE and the device's uevent file, read at sending time (so DRIVER= is
  * whatever the uevent file says then). The send is synchronous: when a command returns, its events
- * are queued in the listeners' sockets. "wait" then polls those sockets' receive queues through
+ * are queued in the listeners' sockets. It does not block: a listener whose queue is full
+ * (net.unix.max_dgram_qlen datagrams, 10 by default) makes umockdev exit this process, so after
+ * 8 events that may be unread sim-node waits until every listener has read them (sim_pace()). "wait" then polls those sockets' receive queues through
  * NETLINK_SOCK_DIAG until they are empty, i.e. until the listener has read them. Two processes
  * that both have a monitor on the same fd number share the name event<fd>: only the one that bound
  * last receives anything ("wait" reports it on stderr), and when both bind at the same moment one
@@ -142,6 +147,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -159,6 +165,9 @@
 #define LINE_MAX_LEN 4096
 #define WAIT_DEFAULT_MS 5000
 #define WAIT_FALLBACK_MS 100
+#define CHILD_GRACE_MS 30000          /* after a SIGTERM or SIGINT passed on, then SIGKILL */
+#define PACE_UNREAD 8                   /* uevents a listener may have unread, below the kernel's 10 */
+#define PACE_TIMEOUT_MS 120000
 
 typedef struct simdev {
         char *devpath;                  /* "/devices/..." as in the record's P: line */
@@ -234,6 +243,8 @@ typedef struct sim_node {
         int signal_fd;
         int kmsg_fd;                    /* read-write on the testbed's dev/kmsg FIFO, or -1 */
         pid_t child;
+        int64_t child_kill_at;          /* when to SIGKILL a child told to stop; -1: not told */
+        unsigned sent_unread;           /* uevents sent since the listeners were last seen drained */
         bool verbose;
         bool diag_unavailable_told;
         char **orphans_told;            /* event socket names already reported as shadowed */
@@ -599,10 +610,14 @@ static int sim_resolve(sim_node *s, const char *addr, simdev **ret) {
 /* -------------------------------------------------------------------------------------------- */
 /* Testbed edits */
 
+static void sim_pace(sim_node *s);
+
 static void sim_send(sim_node *s, simdev *d, const char *action) {
         if (s->verbose)
                 sim_log("uevent %s %s (%s)", action, d->devpath, d->subsystem);
+        sim_pace(s);
         umockdev_testbed_uevent(s->tb, d->syspath, action);
+        s->sent_unread++;
 }
 
 static int sim_symlink(const char *target, const char *path) {
@@ -874,11 +889,13 @@ static int sim_add_record(sim_node *s, simdev *d, const char *record) {
                         return -ENOMEM;
                 record = stripped;
         }
+        sim_pace(s);                    /* umockdev sends "add" */
         if (!umockdev_testbed_add_from_string(s->tb, record, &error)) {
                 sim_log("umockdev rejected the record of %s: %s", d->devpath, error->message);
                 g_error_free(error);
                 return -EINVAL;
         }
+        s->sent_unread++;
         d->present = true;
         if (path) {
                 (void) unlink(path);
@@ -1308,6 +1325,7 @@ static void sim_wait(sim_node *s, long timeout_ms) {
                 if (st.n_pending == 0) {
                         if (s->verbose)
                                 sim_log("wait: %u listener(s), all drained", st.n_live);
+                        s->sent_unread = 0;
                         return;
                 }
                 if (now_ms() >= deadline) {
@@ -1317,6 +1335,34 @@ static void sim_wait(sim_node *s, long timeout_ms) {
                 }
                 sleep_ms(2);
         }
+}
+
+/*
+ * Keeps every listener's queue below the kernel's limit on queued datagrams
+ * (net.unix.max_dgram_qlen, 10 by default): umockdev sends without blocking and exits the whole
+ * process when a listener's queue is full, which a listener busy scanning on a loaded machine
+ * reaches within one switch unplug. After PACE_UNREAD sends that may be unread, this waits until
+ * every listener has read them all (PACE_TIMEOUT_MS at most, then says so and sends anyway).
+ */
+static void sim_pace(sim_node *s) {
+        int64_t deadline;
+
+        if (s->sent_unread < PACE_UNREAD)
+                return;
+        deadline = now_ms() + PACE_TIMEOUT_MS;
+        for (;;) {
+                listener_state st;
+
+                if (sim_query_listeners(s, &st) < 0 || st.n_pending == 0)
+                        break;
+                if (now_ms() >= deadline) {
+                        sim_log("warning: %u listener(s) left uevents unread for %d ms; sending more",
+                                st.n_pending, PACE_TIMEOUT_MS);
+                        break;
+                }
+                sleep_ms(2);
+        }
+        s->sent_unread = 0;
 }
 
 static int sim_wait_listeners(sim_node *s, long count, long timeout_ms) {
@@ -2339,6 +2385,7 @@ static void fds_cloexec_new(const fd_set_snapshot *snap) {
 }
 
 static int spawn_child(sim_node *s, char **argv, const sigset_t *old_mask) {
+        pid_t parent = getpid();
         int pipefd[2], err = 0;
         ssize_t n;
 
@@ -2356,6 +2403,9 @@ static int spawn_child(sim_node *s, char **argv, const sigset_t *old_mask) {
         }
         if (s->child == 0) {
                 (void) close(pipefd[0]);
+                /* the child dies with us, even when we are SIGKILLed: it runs on our testbed */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                        _exit(EXIT_SIM_ERROR);
                 (void) signal(SIGPIPE, SIG_DFL);
                 (void) pthread_sigmask(SIG_SETMASK, old_mask, NULL);
                 execvp(argv[0], argv);
@@ -2386,6 +2436,24 @@ static void usage(FILE *f) {
               f);
 }
 
+/*
+ * SIGTERM, SIGINT and SIGHUP go on to the child. A child told to stop (SIGTERM, SIGINT) gets
+ * CHILD_GRACE_MS to exit, a second such signal or the end of the grace gets it SIGKILL: we end
+ * only with the child, and it must not outlive us.
+ */
+static void pass_signal(sim_node *s, int sig) {
+        if (sig != SIGTERM && sig != SIGINT) {
+                (void) kill(s->child, sig);
+                return;
+        }
+        if (s->child_kill_at >= 0) {
+                (void) kill(s->child, SIGKILL);
+                return;
+        }
+        (void) kill(s->child, sig);
+        s->child_kill_at = now_ms() + CHILD_GRACE_MS;
+}
+
 /* The main loop: commands, the control FIFO and signals until the child exits. */
 static int run(sim_node *s) {
         int r;
@@ -2410,6 +2478,15 @@ static int run(sim_node *s) {
                 t = stream_next_deadline(&s->control);
                 if (t >= 0 && (deadline < 0 || t < deadline))
                         deadline = t;
+                if (s->child_kill_at >= 0) {
+                        if (now_ms() >= s->child_kill_at) {
+                                sim_log("the child did not exit %d s after it was told to stop: SIGKILL",
+                                        CHILD_GRACE_MS / 1000);
+                                (void) kill(s->child, SIGKILL);
+                                s->child_kill_at = INT64_MAX;
+                        } else if (deadline < 0 || s->child_kill_at < deadline)
+                                deadline = s->child_kill_at;
+                }
                 if (deadline >= 0) {
                         int64_t left = deadline - now_ms();
 
@@ -2433,7 +2510,7 @@ static int run(sim_node *s) {
                                                 return exit_status(status);
                                         }
                                 } else
-                                        (void) kill(s->child, (int) si.ssi_signo);
+                                        pass_signal(s, (int) si.ssi_signo);
                         }
                 }
                 if (s->control_fd >= 0 && (pfd[1].revents & POLLIN)) {
@@ -2460,7 +2537,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *short
 
 int main(int argc, char **argv) {
         sim_node s = { .control_fd = -1, .control_keep_fd = -1, .signal_fd = -1, .kmsg_fd = -1,
-                       .script.name = "script", .control.name = "control" };
+                       .child_kill_at = -1, .script.name = "script", .control.name = "control" };
         fd_set_snapshot inherited;
         const char *fixtures[64], *script = NULL, *control = NULL, *v;
         size_t n_fixtures = 0;

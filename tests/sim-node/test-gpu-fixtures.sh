@@ -18,13 +18,15 @@ kdpctl=$build/kdpctl
 run() {
         local name=$1 fixture=$2 rc
         shift 2
-        "$simnode" "$nodes/$fixture.umockdev" -- "$@" > "$tmp/out" 2> "$tmp/err"
+        "${DIE_WITH_US[@]}" "$simnode" "$nodes/$fixture.umockdev" -- "$@" > "$tmp/out" 2> "$tmp/err"
         rc=$?
         [ $rc = 0 ] && [ ! -s "$tmp/err" ] || fail "$name: exit $rc: $(cat "$tmp/err")"
 }
+# wait_for FILE REGEX: deadline 30 s, stretched by SLOW
 wait_for() {
-        local file=$1 re=$2 i
-        for ((i = 0; i < 500; i++)); do
+        local file=$1 re=$2 end
+        end=$(deadline_ms 30)
+        while [ "$(now_ms)" -lt "$end" ]; do
                 grep -qE -- "$re" "$file" 2>/dev/null && return 0
                 sleep 0.02
         done
@@ -262,22 +264,27 @@ EOF
 
 # ---------------------------------------------------------------------------------------------
 # gpu-h100x8-fall-off-bus.script: its uevents, kernel log and procfs changes, in order. The
-# pause between "gone" and "back" is made 5 s here so that the checks of the gone state fit.
+# script goes to sim-node's control FIFO in two halves split at its pause, the second half only
+# once the gone state is checked; its waits get a deadline of 60 s.
 
-sed 's/^sleep [0-9]*$/sleep 5000/' "$nodes/gpu-h100x8-fall-off-bus.script" > "$tmp/fall.script"
-grep -q '^sleep 5000$' "$tmp/fall.script" || fail "the script has no pause to widen"
+script=$nodes/gpu-h100x8-fall-off-bus.script
+[ "$(grep -c '^sleep [0-9]*$' "$script")" = 1 ] || fail "the script has no single pause to split at"
+long_waits='s/^wait$/wait 60000/; s/^wait-listeners$/wait-listeners 1 60000/'
+sed -n '/^sleep [0-9]*$/q; p' "$script" | sed "$long_waits" > "$tmp/fall.1"
+sed '1,/^sleep [0-9]*$/d' "$script" | sed "$long_waits" > "$tmp/fall.2"
 info=$nodes/gpu-h100x8.files/proc/driver/nvidia/gpus/0000:3a:00.0/information
 uuid=$(sed -n 's/^GPU UUID: \t //p' "$info")
 printf '%s\n' "4,8811,91234567890,c;NVRM: GPU at PCI:0000:3a:00: $uuid" \
         '4,8812,91234570700,c;NVRM: Xid (PCI:0000:3a:00): 79, pid=0, GPU has fallen off the bus.' \
         '4,8813,91234570701,c;NVRM: GPU 0000:3a:00.0: GPU has fallen off the bus.' > "$tmp/kmsg.want"
-mkfifo "$tmp/req"
-exec 4<>"$tmp/req"
-"$simnode" "$nodes/gpu-h100x8.umockdev" --script "$tmp/fall.script" -- \
+mkfifo "$tmp/req" "$tmp/ctl"
+exec 3<>"$tmp/ctl" 4<>"$tmp/req"
+"${DIE_WITH_US[@]}" "$simnode" "$nodes/gpu-h100x8.umockdev" --control "$tmp/ctl" -- \
         bash -c '"$0" kmsg "$1" > "$2" & exec "$0" monitor udev < "$3" > "$4"' \
         "$check" "$(wc -c < "$tmp/kmsg.want")" "$tmp/kmsg" "$tmp/req" "$tmp/events" \
-        > "$tmp/simout" 2> "$tmp/simerr" 4>&- &
+        > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
 sim_pid=$!
+cat "$tmp/fall.1" >&3
 G2=/devices/pci0000:37/0000:37:01.0/0000:38:00.0/0000:39:00.0/0000:3a:00.0
 requests="file $P/gpus
 file $P/gpus/0000:3a:00.0/information
@@ -287,6 +294,7 @@ count"
 wait_for "$tmp/simout" '^gone$'
 printf '%s\nmark gone\n' "$requests" >&4
 wait_for "$tmp/events" '^mark gone$'
+cat "$tmp/fall.2" >&3
 wait_for "$tmp/simout" '^back$'
 printf '%s\nmark back\n' "$requests" >&4
 wait_for "$tmp/events" '^mark back$'
@@ -294,6 +302,7 @@ exec 4>&-
 wait "$sim_pid"
 rc=$?
 sim_pid=
+exec 3>&-
 back=$(sed 's/\\/\\\\/g; s/\t/\\t/g' "$info" | tr '\n' '\001' | sed 's/\x01/\\n/g')
 expect "fall-off-bus: unbind+remove, proc entry gone, /dev/nvidia2 stays; then add+bind, entry back" "$tmp/events" <<EOF
 ready udev

@@ -18,10 +18,11 @@ fixtures=$nodes
 two=$fixtures/two-socket-switches.umockdev
 flap=$fixtures/flapping-device.umockdev
 
-# wait_for FILE REGEX [SECONDS]
+# wait_for FILE REGEX [SECONDS]: deadline 30 s, stretched by SLOW
 wait_for() {
-        local file=$1 re=$2 i
-        for ((i = 0; i < ${3:-10} * 50; i++)); do
+        local file=$1 re=$2 end
+        end=$(deadline_ms "${3:-30}")
+        while [ "$(now_ms)" -lt "$end" ]; do
                 grep -qE -- "$re" "$file" 2>/dev/null && return 0
                 sleep 0.02
         done
@@ -34,7 +35,7 @@ wait_for() {
 # ---------------------------------------------------------------------------------------------
 # (a) enumeration
 
-"$simnode" "$two" -- "$check" enum > "$tmp/enum-two" 2> "$tmp/enum-two.err"
+"${DIE_WITH_US[@]}" "$simnode" "$two" -- "$check" enum > "$tmp/enum-two" 2> "$tmp/enum-two.err"
 rc=$?
 [ $rc = 0 ] || fail "sim-check enum on two-socket-switches exited $rc: $(cat "$tmp/enum-two.err")"
 
@@ -103,7 +104,7 @@ block nvme0n1 parent=nvme0 devnode=/dev/nvme0n1 type=block
 counts udev-pci=34 libpci=34 net=6 node=2 nvme=1 block=1
 EOF
 
-"$simnode" "$flap" -- "$check" enum > "$tmp/enum-flap" 2> "$tmp/enum-flap.err"
+"${DIE_WITH_US[@]}" "$simnode" "$flap" -- "$check" enum > "$tmp/enum-flap" 2> "$tmp/enum-flap.err"
 rc=$?
 [ $rc = 0 ] || fail "sim-check enum on flapping-device exited $rc: $(cat "$tmp/enum-flap.err")"
 expect "flapping-device: libudev and libpci see the VM's 5 functions" "$tmp/enum-flap" <<'EOF'
@@ -130,7 +131,7 @@ PF=$USP/0000:17:02.0/0000:1a:00.0
 
 mkfifo "$tmp/ctl" "$tmp/req"
 exec 3<>"$tmp/ctl" 4<>"$tmp/req"       # read-write opens never block
-"$simnode" "$two" --control "$tmp/ctl" -- \
+"${DIE_WITH_US[@]}" "$simnode" "$two" --control "$tmp/ctl" -- \
         bash -c 'exec "$0" monitor udev < "$1" > "$2"' "$check" "$tmp/req" "$tmp/events" \
         > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
 sim_pid=$!
@@ -150,7 +151,7 @@ step() {
         done
         [ $# -gt 0 ] && shift
         mark=$((mark + 1))
-        printf 'wait\necho done %s\n' $mark >&3
+        printf 'wait 60000\necho done %s\n' $mark >&3
         wait_for "$tmp/simout" "^done $mark\$"
         while [ $# -gt 0 ]; do
                 printf '%s\n' "$1" >&4
@@ -321,7 +322,7 @@ exec 3>&-
 
 cat > "$tmp/flap.script" <<'EOF'
 # flap the GPU at 0000:01:00.0 three times; 0000:02:00.0 stays
-wait-listeners
+wait-listeners 1 60000
 unplug 0000:01:00.0
 sleep 30
 replug 0000:01:00.0
@@ -331,12 +332,12 @@ replug 01:00.0
 unplug /sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0
 sleep 10
 replug /devices/pci0000:00/0000:00:01.0/0000:01:00.0
-wait
+wait 60000
 echo flapped
 EOF
 mkfifo "$tmp/req2"
 exec 4<>"$tmp/req2"
-"$simnode" "$flap" --script "$tmp/flap.script" -- \
+"${DIE_WITH_US[@]}" "$simnode" "$flap" --script "$tmp/flap.script" -- \
         bash -c 'exec "$0" monitor kernel < "$1" > "$2"' "$check" "$tmp/req2" "$tmp/events2" \
         > "$tmp/simout" 2> "$tmp/simerr" 4>&- &
 sim_pid=$!
@@ -371,51 +372,79 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # (c) sim-node's own contract: exit codes and messages
 
-"$simnode" "$flap" -- sh -c 'exit 7'
+"${DIE_WITH_US[@]}" "$simnode" "$flap" -- sh -c 'exit 7'
 rc=$?
 [ $rc = 7 ] && ok "the child's exit code comes back" || fail "child exit 7 came back as $rc"
 
-"$simnode" "$flap" -- sh -c 'kill -TERM $$'
+"${DIE_WITH_US[@]}" "$simnode" "$flap" -- sh -c 'kill -TERM $$'
 rc=$?
 [ $rc = 143 ] && ok "a child killed by SIGTERM gives 143" || fail "SIGTERM child gave $rc"
 
+# SIGTERM to sim-node goes on to the child; a child that ignores it is SIGKILLed (at a second
+# SIGTERM, or 30 s after the first if the two arrive as one): sim-node then exits 137
+"${DIE_WITH_US[@]}" "$simnode" "$flap" -- bash -c 'trap "" TERM; echo "$$"; exec sleep 600' \
+        > "$tmp/out" 2> "$tmp/err" &
+sim_pid=$!
+wait_for "$tmp/out" '^[0-9]+$'
+child=$(cat "$tmp/out")
+kill -TERM "$sim_pid"
+sleep 0.2
+kill -TERM "$sim_pid"
+wait_gone 60 "$sim_pid"
+wait "$sim_pid"
+rc=$?
+sim_pid=
+[ $rc = 137 ] && ! proc_alive "$child" && ok "a child that ignores SIGTERM is SIGKILLed: 137" ||
+        fail "child ignoring SIGTERM: rc=$rc, child $(proc_alive "$child" && echo alive || echo gone)"
+
+# the child dies with sim-node, even when sim-node is SIGKILLed
+"${DIE_WITH_US[@]}" "$simnode" "$flap" -- bash -c 'echo "$$"; exec sleep 600' > "$tmp/out" 2> "$tmp/err" &
+sim_pid=$!
+wait_for "$tmp/out" '^[0-9]+$'
+child=$(cat "$tmp/out")
+kill -KILL "$sim_pid"
+{ wait "$sim_pid"; } 2>/dev/null
+sim_pid=
+wait_gone 30 "$child"
+proc_alive "$child" && fail "the child outlived a SIGKILLed sim-node" || ok "the child dies with a SIGKILLed sim-node"
+
 printf 'unplug 0000:01:00.0\nfrobnicate 0000:01:00.0\n' > "$tmp/bad.script"
-"$simnode" "$flap" --script "$tmp/bad.script" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$flap" --script "$tmp/bad.script" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && [ ! -s "$tmp/out" ] && grep -q "line 2: unknown command 'frobnicate'" "$tmp/err" &&
         ok "a bad script line fails before the child starts (exit 2)" ||
         fail "bad script: rc=$rc out=$(cat "$tmp/out") err=$(cat "$tmp/err")"
 
 printf 'unplug 0000:05:00.0\n' > "$tmp/bad.script"
-"$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "no device '0000:05:00.0'" "$tmp/err" &&
         ok "an unknown address stops the child and exits 2" || fail "unknown address: rc=$rc $(cat "$tmp/err")"
 
 printf 'unbind 0000:00:00.0\n' > "$tmp/bad.script"
-"$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "unbind: /devices/pci0000:00/0000:00:00.0 has no driver" "$tmp/err" &&
         ok "unbinding a device without a driver exits 2" || fail "unbind unbound: rc=$rc $(cat "$tmp/err")"
 
 printf 'wait-listeners 1 200\n' > "$tmp/bad.script"
-"$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "wait-listeners: 0 of 1 listener(s) after 200 ms" "$tmp/err" &&
         ok "wait-listeners times out with exit 2" || fail "wait-listeners: rc=$rc $(cat "$tmp/err")"
 
 { echo '# a comment'; cat "$flap"; } > "$tmp/commented.umockdev"
-"$simnode" "$tmp/commented.umockdev" -- true 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$tmp/commented.umockdev" -- true 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "comments are not part of the umockdev 0.17 record format" "$tmp/err" &&
         ok "a '#' line in a fixture is refused with exit 2" || fail "comment: rc=$rc $(cat "$tmp/err")"
 
-"$simnode" "$tmp/missing.umockdev" -- true 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$tmp/missing.umockdev" -- true 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "cannot read fixture" "$tmp/err" && ok "a missing fixture exits 2" ||
         fail "missing fixture: rc=$rc $(cat "$tmp/err")"
 
-"$simnode" "$flap" -- /nonexistent/program 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$flap" -- /nonexistent/program 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "cannot run '/nonexistent/program'" "$tmp/err" && ok "a command that cannot run exits 2" ||
         fail "exec failure: rc=$rc $(cat "$tmp/err")"
@@ -426,9 +455,36 @@ rc=$?
         fail "no preload: rc=$rc $(cat "$tmp/err")"
 
 # two fixtures load side by side into one testbed
-"$simnode" -f "$flap" -f "$two" -- "$check" enum > "$tmp/out" 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" -f "$flap" -f "$two" -- "$check" enum > "$tmp/out" 2> "$tmp/err"
 grep -q '^counts udev-pci=39 libpci=39 net=6 node=2 nvme=1 block=1$' "$tmp/out" &&
         ok "-f twice: both fixtures in one testbed" || fail "two fixtures: $(tail -1 "$tmp/out") $(cat "$tmp/err")"
+
+# a listener that reads nothing for a while: umockdev would exit sim-node at the 11th unread uevent
+# (the kernel's datagram queue is full); sim-node holds the rest back until the listener has read
+mkfifo "$tmp/req5" "$tmp/ctl5"
+exec 3<>"$tmp/ctl5" 4<>"$tmp/req5"
+"${DIE_WITH_US[@]}" "$simnode" "$two" --control "$tmp/ctl5" -- \
+        bash -c 'echo "$$" > "$3"; exec "$0" monitor udev < "$1" > "$2"' "$check" "$tmp/req5" "$tmp/events5" \
+        "$tmp/pid5" > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
+sim_pid=$!
+wait_for "$tmp/events5" '^ready udev$'
+listener=$(cat "$tmp/pid5")
+kill -STOP "$listener"
+printf 'unplug 0000:16:00.0\nreplug 0000:16:00.0\necho stormed\n' >&3
+sleep 1                                         # sim-node sends up to the limit meanwhile
+kill -CONT "$listener"
+wait_for "$tmp/simout" '^stormed$'
+printf 'wait 60000\necho drained\n' >&3
+wait_for "$tmp/simout" '^drained$'
+n=$(grep -c '^event ' "$tmp/events5")
+exec 4>&-
+wait "$sim_pid"
+rc=$?
+sim_pid=
+exec 3>&-
+[ $rc = 0 ] && [ "$n" = 42 ] && ! grep -q sendmsg "$tmp/simerr" &&
+        ok "a listener that stops reading gets all 42 events of a switch unplug and replug, late" ||
+        fail "a listener that stops reading: rc=$rc, $n events, $(cat "$tmp/simerr")"
 
 # ---------------------------------------------------------------------------------------------
 # (d) the umockdev limit "wait" reports: monitors on the same fd number in two processes
@@ -436,7 +492,7 @@ grep -q '^counts udev-pci=39 libpci=39 net=6 node=2 nvme=1 block=1$' "$tmp/out" 
 mkfifo "$tmp/ra" "$tmp/rb" "$tmp/ctl2"
 exec 3<>"$tmp/ctl2" 4<>"$tmp/ra" 5<>"$tmp/rb"
 # one after the other: opened at the same moment, the second bind() can even fail (EADDRINUSE)
-"$simnode" "$flap" --control "$tmp/ctl2" -- bash -c '
+"${DIE_WITH_US[@]}" "$simnode" "$flap" --control "$tmp/ctl2" -- bash -c '
         "$0" monitor udev < "$1" > "$2" &
         until grep -q "^ready" "$2" 2>/dev/null; do sleep 0.01; done
         "$0" monitor udev < "$3" > "$4" &
@@ -444,7 +500,7 @@ exec 3<>"$tmp/ctl2" 4<>"$tmp/ra" 5<>"$tmp/rb"
 sim_pid=$!
 wait_for "$tmp/ea" '^ready udev$'
 wait_for "$tmp/eb" '^ready udev$'
-printf 'uevent 0000:02:00.0 change\nwait\necho sent\n' >&3
+printf 'uevent 0000:02:00.0 change\nwait 60000\necho sent\n' >&3
 wait_for "$tmp/simout" '^sent$'
 printf 'mark x\n' >&4
 printf 'mark x\n' >&5
@@ -488,7 +544,7 @@ P=/proc/driver/nvidia
 INFO0='Model: \t\t NVIDIA A100-PCIE-40GB\nBus Location: \t 0000:01:00.0\nDevice Minor: \t 0\nGPU Excluded:\t No'
 INFO1='Model: \t\t NVIDIA A100-PCIE-40GB\nBus Location: \t 0000:02:00.0\nDevice Minor: \t 1\nGPU Excluded:\t No'
 
-"$simnode" "$node" -- bash -c '"$0" files "$@"; [ -e "$UMOCKDEV_DIR/SOURCE.md" ] && echo SOURCE.md copied
+"${DIE_WITH_US[@]}" "$simnode" "$node" -- bash -c '"$0" files "$@"; [ -e "$UMOCKDEV_DIR/SOURCE.md" ] && echo SOURCE.md copied
         [ -r /proc/self/status ] || echo "/proc/self/status hidden"' "$check" $P/gpus \
         $P/gpus/0000:01:00.0/information $P/gpus/0000:02:00.0/information $P/latest \
         $P/capabilities/gpu0/mig /dev/nvidia0 /dev/nvidiactl /dev/kmsg /sys/module/nvidia/version \
@@ -506,13 +562,13 @@ file /sys/module/nvidia/version text=595.45.04\\n
 EOF
 [ -s "$tmp/err" ] && fail "files: stderr: $(cat "$tmp/err")"
 
-"$simnode" "$two" -- "$check" files /dev/nvme0 /dev/nvme0n1 > "$tmp/out" 2>&1
+"${DIE_WITH_US[@]}" "$simnode" "$two" -- "$check" files /dev/nvme0 /dev/nvme0n1 > "$tmp/out" 2>&1
 expect "records: a /dev node made from an N: line has the record's device number" "$tmp/out" <<'EOF'
 file /dev/nvme0 char 240:0
 file /dev/nvme0n1 block 259:0
 EOF
 
-"$simnode" "$node" -- "$check" kmsg 0 > "$tmp/out" 2>&1
+"${DIE_WITH_US[@]}" "$simnode" "$node" -- "$check" kmsg 0 > "$tmp/out" 2>&1
 expect "kmsg: a reader of the empty log gets EAGAIN, never EOF" "$tmp/out" <<'EOF'
 kmsg empty
 EOF
@@ -528,7 +584,7 @@ printf '%s\n' '4,8820,91234570700,c;NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU h
         '4,2105,88123456,-;pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0' \
         ' SUBSYSTEM=pci' ' DEVICE=+pci:0000:00:01.0' \
         '6,2106,88123457,-;a \t and a \\ and \x0a stay, so do trailing blanks  ' > "$tmp/kmsg.want"
-"$simnode" "$node" --script "$tmp/kmsg.script" -- "$check" kmsg "$(wc -c < "$tmp/kmsg.want")" \
+"${DIE_WITH_US[@]}" "$simnode" "$node" --script "$tmp/kmsg.script" -- "$check" kmsg "$(wc -c < "$tmp/kmsg.want")" \
         > "$tmp/out" 2> "$tmp/err"
 rc=$?
 # sim-check prints the bytes with \n \t \\ escapes
@@ -542,7 +598,7 @@ expect "kmsg: records arrive through the FIFO as exact bytes; only \\n becomes a
 mkfifo "$tmp/ctl3" "$tmp/req3"
 exec 3<>"$tmp/ctl3" 4<>"$tmp/req3"
 events=$tmp/events3
-"$simnode" "$node" --control "$tmp/ctl3" -- \
+"${DIE_WITH_US[@]}" "$simnode" "$node" --control "$tmp/ctl3" -- \
         bash -c 'exec "$0" monitor udev < "$1" > "$2"' "$check" "$tmp/req3" "$events" \
         > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
 sim_pid=$!
@@ -599,7 +655,7 @@ exec 3>&-
 # bad paths fail before the child starts; a missing one when the command runs
 for cmd in "rm /etc/hostname" "write proc/../../x y" "mkdir ../x" "rm ." "rm"; do
         printf '%s\n' "$cmd" > "$tmp/bad.script"
-        "$simnode" "$node" --script "$tmp/bad.script" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
+        "${DIE_WITH_US[@]}" "$simnode" "$node" --script "$tmp/bad.script" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
         rc=$?
         [ $rc = 2 ] && [ ! -s "$tmp/out" ] &&
                 grep -qE "is not a path below the testbed root|usage: rm PATH" "$tmp/err" &&
@@ -607,24 +663,24 @@ for cmd in "rm /etc/hostname" "write proc/../../x y" "mkdir ../x" "rm ." "rm"; d
                 fail "'$cmd': rc=$rc out=$(cat "$tmp/out") err=$(cat "$tmp/err")"
 done
 printf 'rm proc/driver/nvidia/nothing\n' > "$tmp/bad.script"
-"$simnode" "$node" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$node" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "rm: proc/driver/nvidia/nothing: No such file or directory" "$tmp/err" &&
         ok "rm of a missing path exits 2" || fail "rm missing: rc=$rc $(cat "$tmp/err")"
 printf 'kmsg 4,1,1,-;x\n' > "$tmp/bad.script"
-"$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "kmsg: the testbed has no dev/kmsg FIFO" "$tmp/err" &&
         ok "kmsg without a dev/kmsg placeholder exits 2" || fail "kmsg without FIFO: rc=$rc $(cat "$tmp/err")"
 ln -s /etc/hostname "$fdir/node.files/proc/abs"
-"$simnode" "$node" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$node" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && [ ! -s "$tmp/out" ] && grep -q "absolute link target '/etc/hostname'" "$tmp/err" &&
         ok "an absolute link in a files tree is refused (exit 2)" || fail "absolute link: rc=$rc $(cat "$tmp/err")"
 rm "$fdir/node.files/proc/abs"
 mkdir -p "$fdir/node.files/sys/bus/pci/devices"
 : > "$fdir/node.files/sys/bus/pci/devices/0000:01:00.0"
-"$simnode" "$node" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
+"${DIE_WITH_US[@]}" "$simnode" "$node" -- sh -c 'echo child-ran' > "$tmp/out" 2> "$tmp/err"
 rc=$?
 [ $rc = 2 ] && [ ! -s "$tmp/out" ] && grep -q "sys/bus/pci/devices/0000:01:00.0 is already in the testbed" "$tmp/err" &&
         ok "a files tree never overwrites what the records made (exit 2)" || fail "collision: rc=$rc $(cat "$tmp/err")"

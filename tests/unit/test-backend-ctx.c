@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <kdp/backend.h>
@@ -460,6 +461,42 @@ START_TEST(test_backend_param_origin_names_file_flag_or_default) {
 }
 END_TEST
 
+static uint64_t fake_clock(void *data) {
+        return *(const uint64_t *) data;
+}
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+
+        ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* A backend's clock is CLOCK_MONOTONIC unless a test sets its own; either way, whatever the uptime. */
+START_TEST(test_backend_now_usec_reads_the_clock_a_test_sets) {
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
+        uint64_t fake = 42, before, now, after;
+
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, NULL, &ctx), 0);
+        before = monotonic_usec();
+        now = kdp_backend_now_usec(ctx);
+        after = monotonic_usec();
+        ck_assert_uint_le(before, now);
+        ck_assert_uint_le(now, after);
+
+        kdp_backend_ctx_set_clock(ctx, fake_clock, &fake);
+        ck_assert_uint_eq(kdp_backend_now_usec(ctx), 42);
+        fake = 7;
+        ck_assert_uint_eq(kdp_backend_now_usec(ctx), 7);
+
+        kdp_backend_ctx_set_clock(ctx, NULL, NULL);
+        before = monotonic_usec();
+        now = kdp_backend_now_usec(ctx);
+        ck_assert_uint_le(before, now);
+        ck_assert_uint_le(now, monotonic_usec());
+}
+END_TEST
+
 static Suite *backend_ctx_suite(void) {
         Suite *s = suite_create("backend-ctx");
         TCase *tc;
@@ -493,6 +530,7 @@ static Suite *backend_ctx_suite(void) {
         tcase_add_test(tc, test_backend_path_rejects_bad_kind_and_arguments);
         tcase_add_test(tc, test_backend_host_requests_reach_the_host);
         tcase_add_test(tc, test_backend_param_origin_names_file_flag_or_default);
+        tcase_add_test(tc, test_backend_now_usec_reads_the_clock_a_test_sets);
         suite_add_tcase(s, tc);
 
         return s;

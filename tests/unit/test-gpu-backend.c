@@ -11,7 +11,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include <kdp/backend.h>
 
@@ -31,7 +30,16 @@ typedef struct gpu_run {
         void *state;
         kdp_device_tree *tree;
         int watched_fd;
+        uint64_t now_usec;              /* the fake clock the backend reads */
+        int64_t rescan_ms;              /* the last kdp_backend_rescan_after(), -1: none */
 } gpu_run;
+
+/* Any "now": the backend sees only this clock, never the machine's uptime. */
+#define FAKE_NOW_USEC UINT64_C(1234000000)
+
+static uint64_t fake_clock(void *data) {
+        return ((gpu_run *) data)->now_usec;
+}
 
 static int host_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
         (void) fn;
@@ -45,8 +53,7 @@ static void host_unwatch_fd(void *data, int fd) {
 }
 
 static int host_rescan_after(void *data, uint32_t ms) {
-        (void) data;
-        (void) ms;
+        ((gpu_run *) data)->rescan_ms = ms;
         return 0;
 }
 
@@ -63,7 +70,7 @@ static int gpu_open(gpu_run *run, const char *root, const char *const *overrides
         };
         kdp_backend_entry_fn entry;
 
-        *run = (gpu_run){ .watched_fd = -1 };
+        *run = (gpu_run){ .watched_fd = -1, .now_usec = FAKE_NOW_USEC, .rescan_ms = -1 };
         run->handle = dlopen(GPU_SO, RTLD_NOW | RTLD_LOCAL);
         ck_assert_msg(run->handle, "dlopen %s: %s", GPU_SO, dlerror());
         entry = (kdp_backend_entry_fn) dlsym(run->handle, KDP_BACKEND_ENTRY_SYMBOL);
@@ -74,6 +81,7 @@ static int gpu_open(gpu_run *run, const char *root, const char *const *overrides
                 ck_assert_int_eq(kdp_config_add_override(run->config, overrides[i]), 0);
         ck_assert_int_eq(kdp_backend_ctx_new("gpu", roots, run->ops->params, run->config, &run->ctx), 0);
         kdp_backend_ctx_set_host(run->ctx, &host, run);
+        kdp_backend_ctx_set_clock(run->ctx, fake_clock, run);
         return run->ops->init(run->ctx, &run->state);
 }
 
@@ -203,28 +211,22 @@ START_TEST(test_gpu_excluded_and_unknown_uuid_are_not_served) {
 }
 END_TEST
 
-/* The monotonic clock in µs, which printk's timestamps follow. */
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
+/* Xids the log held before the start count while younger than xid_recovery_s, by the backend's clock. */
 START_TEST(test_gpu_replays_recent_xids_only) {
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
         _cleanup_free_ char *log = NULL;
-        uint64_t now = now_usec();
+        const uint64_t now = FAKE_NOW_USEC;
         const kdp_device_list *l;
         gpu_run run;
 
-        ck_assert_uint_gt(now, 2000ULL * 1000000);      /* the machine is up long enough for an "old" Xid */
-        /* GPU A: Xid 79 ten seconds ago (counts); GPU B: Xid 48 1000 s ago (over) and Xid 13 now (ignored) */
+        /* GPU A: Xid 79 ten seconds ago (counts); GPU B: Xid 48 1000 s ago (over), Xid 13 now
+         * (ignored) and Xid 79 stamped after "now" (no age to judge by: skipped) */
         ck_assert_int_ge(asprintf(&log,
                                   "4,100,%" PRIu64 ",c;NVRM: Xid (PCI:0000:19:00): 48, pid=1, An uncorrectable double bit error\n"
                                   "4,101,%" PRIu64 ",c;NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.\n"
-                                  "4,102,%" PRIu64 ",c;NVRM: Xid (PCI:0000:19:00): 13, pid=2, name=python3, Graphics SM\n",
-                                  (uint64_t) (now - 1000 * 1000000ULL), (uint64_t) (now - 10 * 1000000ULL), now), 0);
+                                  "4,102,%" PRIu64 ",c;NVRM: Xid (PCI:0000:19:00): 13, pid=2, name=python3, Graphics SM\n"
+                                  "4,103,%" PRIu64 ",c;NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus.\n",
+                                  now - UINT64_C(1000000000), now - UINT64_C(10000000), now, now + UINT64_C(1000000)), 0);
         kdp_test_tree_write(root, "dev/kmsg", log);
         ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
         gpu_scan(&run, root);
@@ -233,6 +235,19 @@ START_TEST(test_gpu_replays_recent_xids_only) {
         ck_assert_str_eq(l->devices[1].id, UUID_A);
         ck_assert_str_eq(l->devices[1].health_reason, "Xid 79 (RESTART_BM)");
         ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        ck_assert_int_eq(run.rescan_ms, 290000);        /* when it is 300 s old (the default) */
+
+        /* 1 ms before that nothing changes; at 300 s the Xid is over */
+        run.now_usec = now + UINT64_C(289999000);
+        gpu_scan(&run, root);
+        ck_assert_int_eq(resource(&run, "nvidia.com/gpu")->devices[1].health, KDP_UNHEALTHY);
+        ck_assert_int_eq(run.rescan_ms, 1);
+        run.now_usec = now + UINT64_C(290000000);
+        run.rescan_ms = -1;
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
+        ck_assert_int_eq(run.rescan_ms, -1);            /* nothing left to expire */
         gpu_done(&run);
 
         /* with xid_recovery_s 0 (only a reset clears an Xid) nothing from before the start counts */
@@ -240,6 +255,22 @@ START_TEST(test_gpu_replays_recent_xids_only) {
         gpu_scan(&run, root);
         l = resource(&run, "nvidia.com/gpu");
         ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
+        gpu_done(&run);
+}
+END_TEST
+
+/* Right after boot the clock is small: an Xid 5 s after boot, 3 s ago, still counts. */
+START_TEST(test_gpu_replays_xids_right_after_boot) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        gpu_run run;
+
+        kdp_test_tree_write(root, "dev/kmsg", "4,7,5000000,c;NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus.\n");
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.xid_recovery_s=4", NULL }), 0);
+        run.now_usec = 8000000;
+        gpu_scan(&run, root);
+        ck_assert_int_eq(resource(&run, "nvidia.com/gpu")->devices[0].health, KDP_UNHEALTHY);
+        ck_assert_str_eq(resource(&run, "nvidia.com/gpu")->devices[0].health_reason, "Xid 79 (RESTART_BM)");
+        ck_assert_int_eq(run.rescan_ms, 1000);
         gpu_done(&run);
 }
 END_TEST
@@ -454,6 +485,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_discovers_only_gpus_of_its_drivers);
         tcase_add_test(tc, test_gpu_excluded_and_unknown_uuid_are_not_served);
         tcase_add_test(tc, test_gpu_replays_recent_xids_only);
+        tcase_add_test(tc, test_gpu_replays_xids_right_after_boot);
         tcase_add_test(tc, test_gpu_modes_shape_the_records);
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);

@@ -196,6 +196,14 @@ void kdp_backend_unwatch_fd(kdp_backend_ctx *ctx, int fd);
 /* Asks for one scan `ms` from now, for state that expires; a later call replaces the request. */
 int kdp_backend_rescan_after(kdp_backend_ctx *ctx, uint32_t ms);
 
+/*
+ * The time a backend goes by, in µs of CLOCK_MONOTONIC: the clock the kernel stamps
+ * its log records with (µs since boot), so a record's age is now minus its stamp.
+ * A backend reads time only through this call, never clock_gettime(), so that its
+ * unit tests can run it against a fake clock (timestamps relative to a fake "now").
+ */
+uint64_t kdp_backend_now_usec(const kdp_backend_ctx *ctx);
+
 /* The backend="<name>" field that the backend log macros prefix. */
 const kdp_log_field *kdp_backend_log_field(const kdp_backend_ctx *ctx);
 

@@ -204,6 +204,19 @@ static int ptrv_add(ptrv *p, char *s) {
         return 0;
 }
 
+/* Room for one more ID in c: the array doubles (its size is c->n rounded up to a power of two). */
+static int ids_reserve(kdp_ctl_client_ids *c) {
+        char **ids;
+
+        if (c->n & (c->n - 1))
+                return 0;
+        ids = reallocarray(c->v, c->n ? c->n * 2 : 1, sizeof(*ids));
+        if (!ids)
+                return -ENOMEM;
+        c->v = ids;
+        return 0;
+}
+
 /* "a,b,c" -> one container asking a, b and c (empty pieces are skipped). */
 static int add_container(args *a, const char *list) {
         _cleanup_free_ char *copy = strdup(list);
@@ -221,11 +234,8 @@ static int add_container(args *a, const char *list) {
         c = &v[a->n_containers++];
         *c = (kdp_ctl_client_ids){ 0 };
         for (char *id = strtok_r(copy, ",", &state); id; id = strtok_r(NULL, ",", &state)) {
-                char **ids = reallocarray(c->v, c->n + 1, sizeof(*ids));
-
-                if (!ids)
+                if (ids_reserve(c) < 0)
                         return -ENOMEM;
-                c->v = ids;
                 c->v[c->n] = strdup(id);
                 if (!c->v[c->n])
                         return -ENOMEM;

@@ -9,6 +9,9 @@
  * has no value: kdp_backend_param() returns NULL and the typed getters return
  * -EINVAL (an argument error of the backend, not logged).
  *
+ * Time: kdp_backend_now_usec() reads CLOCK_MONOTONIC, or the clock a unit
+ * test set with kdp_backend_ctx_set_clock().
+ *
  * Typed getters log a malformed value at error level with the backend's
  * field, key="<backend>.<param>" (as written in -o), the value, its origin
  * and, for integers, min and max.
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "backend-ctx.h"
 
@@ -267,6 +271,20 @@ const kdp_log_field *kdp_backend_log_field(const kdp_backend_ctx *ctx) {
 void kdp_backend_ctx_set_host(kdp_backend_ctx *ctx, const kdp_backend_host *host, void *data) {
         ctx->host = host;
         ctx->host_data = data;
+}
+
+void kdp_backend_ctx_set_clock(kdp_backend_ctx *ctx, kdp_backend_clock_fn fn, void *data) {
+        ctx->clock = fn;
+        ctx->clock_data = data;
+}
+
+uint64_t kdp_backend_now_usec(const kdp_backend_ctx *ctx) {
+        struct timespec ts;
+
+        if (ctx && ctx->clock)
+                return ctx->clock(ctx->clock_data);
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
 int kdp_backend_watch_fd(kdp_backend_ctx *ctx, int fd, kdp_backend_fd_fn fn) {

@@ -32,6 +32,9 @@ typedef struct kdp_backend_host {
         int (*rescan_after)(void *data, uint32_t ms);
 } kdp_backend_host;
 
+/* A clock in µs of CLOCK_MONOTONIC (tests: a fake one); see kdp_backend_now_usec(). */
+typedef uint64_t (*kdp_backend_clock_fn)(void *data);
+
 struct kdp_backend_ctx {
         char *name;
         kdp_log_field log_field;        /* backend="<name>" */
@@ -41,6 +44,8 @@ struct kdp_backend_ctx {
         const kdp_backend_host *host;   /* NULL outside kdpd */
         void *host_data;
         kdp_skip_log *skips;            /* owned; what kdp_pci_list_scan() & co. have warned about */
+        kdp_backend_clock_fn clock;     /* NULL: CLOCK_MONOTONIC */
+        void *clock_data;
 };
 
 /*
@@ -55,4 +60,6 @@ kdp_backend_ctx *kdp_backend_ctx_free(kdp_backend_ctx *ctx);
 /* "/sys", "/dev", "/proc", "/var/run/cdi": the root of a kind when none is configured. */
 const char *kdp_backend_default_root(kdp_path_kind kind);
 void kdp_backend_ctx_set_host(kdp_backend_ctx *ctx, const kdp_backend_host *host, void *data);
+/* Points kdp_backend_now_usec() of `ctx` at `fn` (unit tests' fake clock); NULL: CLOCK_MONOTONIC. */
+void kdp_backend_ctx_set_clock(kdp_backend_ctx *ctx, kdp_backend_clock_fn fn, void *data);
 KDP_DEFINE_CLEANUP_FUNC(kdp_backend_ctx, kdp_backend_ctx_free)

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# What every test script that starts processes shares (tests/e2e/lib.sh, tests/sim-node/lib.sh
+# and tests/interop/test-interop.sh source it):
+#
+#   now_ms             a monotonic clock in ms (only differences between two reads mean anything)
+#   SLOW               how many times the deadlines are stretched: 3 in a sanitized build
+#                      (KDP_SANITIZED=1, which CMake sets), times 4 under valgrind (KDP_VALGRIND=1)
+#   deadline_ms S      now_ms + S seconds, stretched by SLOW
+#   wait_s [S]         S, but at least 30: what a wait for an event gets before it fails
+#   DIE_WITH_US        a command prefix: what it starts gets SIGKILL when this shell dies, even when
+#                      the shell itself is SIGKILLed (a ctest timeout); empty without setpriv
+#   kill_tree PID...   SIGTERM to each PID, SIGTERM then SIGKILL to everything still below it and
+#                      to the PIDs themselves after a grace; reaps what is this shell's child
+#   on_exit FN         runs FN once when the shell ends: exit, or SIGINT/SIGTERM/SIGHUP
+#
+# Waits in the tests are for events, with deadlines meant to be reached only when something is
+# broken: a loaded machine, a sanitizer or valgrind makes a step slower, never wrong.
+
+now_ms() {
+        local up
+        read -r up _ </proc/uptime
+        echo $((10#${up/./} * 10))
+}
+
+SLOW=1
+[ "${KDP_SANITIZED:-0}" = 1 ] && SLOW=3
+[ "${KDP_VALGRIND:-0}" = 1 ] && SLOW=$((SLOW * 4))
+
+deadline_ms() {
+        echo $(($(now_ms) + $1 * 1000 * SLOW))
+}
+
+# wait_s [S]: the seconds a wait for an event may take before it fails: S, at least 30 (the
+# default), as no event is expected to take that long; deadline_ms stretches it further
+wait_s() {
+        local s=${1:-30}
+        [ "$s" -ge 30 ] || s=30
+        echo "$s"
+}
+
+DIE_WITH_US=()
+if setpriv --pdeathsig KILL true 2>/dev/null; then
+        DIE_WITH_US=(setpriv --pdeathsig KILL)
+fi
+
+# proc_alive PID: PID exists and is no zombie
+proc_alive() {
+        local line
+        { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
+        line=${line##*) }
+        [ "${line%% *}" != Z ]
+}
+
+# proc_descendants PID...: every process below the PIDs, parents before their children
+proc_descendants() {
+        local -A kids=()
+        local f line pid ppid queue=("$@") out=()
+
+        for f in /proc/[0-9]*/stat; do
+                { read -r line <"$f"; } 2>/dev/null || continue
+                pid=${line%% *}
+                ppid=${line##*) }
+                ppid=${ppid#* }
+                kids[${ppid%% *}]+=" $pid"
+        done
+        while [ ${#queue[@]} -gt 0 ]; do
+                pid=${queue[0]}
+                queue=("${queue[@]:1}")
+                for f in ${kids[$pid]:-}; do
+                        out+=("$f")
+                        queue+=("$f")
+                done
+        done
+        echo "${out[@]}"
+}
+
+# any_alive PID...: true while one of the PIDs is alive
+any_alive() {
+        local p
+        for p in "$@"; do
+                proc_alive "$p" && return 0
+        done
+        return 1
+}
+
+# wait_gone S PID...: until none of the PIDs is alive, S seconds (stretched by SLOW) at most
+wait_gone() {
+        local end
+        end=$(deadline_ms "$1")
+        shift
+        while any_alive "$@" && [ "$(now_ms)" -lt "$end" ]; do
+                sleep 0.05
+        done
+}
+
+# kill_tree PID...: see above
+kill_tree() {
+        local p
+        local -a below more
+
+        [ $# -gt 0 ] || return 0
+        read -r -a below <<<"$(proc_descendants "$@")"
+        kill -TERM "$@" 2>/dev/null
+        wait_gone 10 "$@"
+        read -r -a more <<<"$(proc_descendants "$@")"
+        below+=("${more[@]}")
+        if [ ${#below[@]} -gt 0 ] && any_alive "${below[@]}"; then
+                kill -TERM "${below[@]}" 2>/dev/null
+                wait_gone 1 "${below[@]}"
+        fi
+        for p in "${below[@]}" "$@"; do
+                proc_alive "$p" && kill -KILL "$p" 2>/dev/null
+        done
+        for p in "$@"; do
+                wait "$p" 2>/dev/null
+        done
+        return 0
+}
+
+on_exit() {
+        ON_EXIT_FN=$1
+        trap 'on_exit_run' EXIT
+        trap 'exit 129' HUP
+        trap 'exit 130' INT
+        trap 'exit 143' TERM
+}
+
+on_exit_run() {
+        local rc=$? fn=${ON_EXIT_FN:-}
+
+        ON_EXIT_FN=
+        [ -n "$fn" ] && "$fn"
+        return $rc
+}
