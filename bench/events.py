@@ -141,7 +141,7 @@ try:
     sim = subprocess.Popen([os.path.join(src, "tests/sim-node/sim-node"),
                             os.path.join(src, "tests/fixtures/nodes", FIXTURE),
                             "--control", ctl, "--",
-                            os.path.join(build, "kdpd"), *BACKEND, "--kubelet-dir", kdir,
+                            os.path.join(build, "kdpd"), *BACKEND, "--kubelet-dir", kdir, "--state-dir", os.path.join(os.path.dirname(kdir), "state"),
                             "--cdi-dir", os.path.join(work, "cdi"), "--health-hold-ms", "0"],
                            env=env, stdout=open(os.path.join(work, "kdpd.out"), "wb"),
                            stderr=open(os.path.join(work, "kdpd.err"), "wb"))

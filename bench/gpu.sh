@@ -124,7 +124,7 @@ session() {
                 [ -S "$dir/device-plugins/kubelet.sock" ] && break
                 sleep 0.01
         done
-        set -- "$build/kdpd" --kubelet-dir "$dir/device-plugins" --cdi-dir "$dir/cdi" "$@"
+        set -- "$build/kdpd" --kubelet-dir "$dir/device-plugins" --cdi-dir "$dir/cdi" --state-dir "$dir/state" "$@"
         if [ "$mode" = sim ]; then
                 "$src/tests/sim-node/sim-node" "$fixture" -- "$@" > "$dir/kdpd.out" 2> "$dir/kdpd.err" &
                 sim_pid=$!

@@ -124,7 +124,7 @@ run_one() {
         out=$work/$p/kubelet.out
         mkdir -p "$dir"
         case $impl in
-        kdpd)   cmd=("$build/kdpd" --backend example -o "example.devices=$n" --cdi-dir "$work/$p/cdi" --kubelet-dir "$dir") ;;
+        kdpd)   cmd=("$build/kdpd" --backend example -o "example.devices=$n" --cdi-dir "$work/$p/cdi" --state-dir "$work/$p/state" --kubelet-dir "$dir") ;;
         go)     cmd=("$build/bench/go-plugin" -devices "$n" -dir "$dir") ;;
         esac
         if [ ! -x "${cmd[0]}" ]; then

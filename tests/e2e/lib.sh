@@ -148,7 +148,7 @@ start_kdpd() {
         local name=$1
         shift
         kdpd_command
-        "${DIE_WITH_US[@]}" "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" "$@" \
+        "${DIE_WITH_US[@]}" "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --state-dir "$T/state" "$@" \
                 >"$T/$name.out" 2>"$T/$name.err" &
         KDPD_PID=$!
         PIDS+=($KDPD_PID)

@@ -12,7 +12,7 @@ mkfifo "$T/ctl"
 exec 9<>"$T/ctl"
 start_kubelet kubelet
 "${DIE_WITH_US[@]}" "$SIM" "$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4.umockdev" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
-        --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 --backend gpu \
+        --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 --backend gpu \
         >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)

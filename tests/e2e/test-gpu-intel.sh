@@ -8,7 +8,7 @@ SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 NODES="$KDP_SOURCE_DIR/tests/fixtures/nodes"
 
 start_kubelet kubelet
-"${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-flex170x2.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 \
+"${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-flex170x2.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 \
         --backend gpu >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
@@ -22,7 +22,7 @@ assert_eq "$("$KDPCTL" allocate --socket "$S" 0000:ca:00.0 | tr '\n' '|')" \
 pass "2 Flex 170 on i915 as gpu.intel.com/i915; Allocate gives the card and render node of the GPU's own drm/"
 stop_kdpd
 
-"${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-mixed.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --backend gpu \
+"${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-mixed.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --backend gpu \
         -o gpu.model_resources=10de:26b9=nvidia.com/l40s >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)

@@ -19,10 +19,10 @@ G7=GPU-2f9885ef-6659-ebc4-1750-e75cdbc10a17     # 0000:bb:00.0, /dev/nvidia7
 
 # config errors stop the start and name the file, line and key
 printf 'gpu:\n  vendors: nvidia\n  replica_policy: sideways\n' >"$T/bad.yaml"
-"$KDPD" --kubelet-dir "$DIR" --backend gpu --config "$T/bad.yaml" 2>"$T/bad.err" && fail "a bad replica_policy was accepted"
+"$KDPD" --kubelet-dir "$DIR" --state-dir "$T/state" --backend gpu --config "$T/bad.yaml" 2>"$T/bad.err" && fail "a bad replica_policy was accepted"
 grep -q "\"Rejected config value\" backend=\"gpu\" key=\"gpu.replica_policy\" value=\"sideways\" origin=\"$T/bad.yaml:3\" reason=\"not spread or pack\"" "$T/bad.err" ||
         fail "bad value not reported with file and line: $(cat "$T/bad.err")"
-"$KDPD" --kubelet-dir "$DIR" --backend gpu -o gpu.xid_ignor=13 2>"$T/bad.err" && fail "an unknown key was accepted"
+"$KDPD" --kubelet-dir "$DIR" --state-dir "$T/state" --backend gpu -o gpu.xid_ignor=13 2>"$T/bad.err" && fail "an unknown key was accepted"
 grep -q '"Unknown config key" key="gpu.xid_ignor" origin="-o gpu.xid_ignor=13"' "$T/bad.err" || fail "unknown key not reported"
 pass "a bad value and an unknown key are refused, naming where they were set"
 
@@ -30,7 +30,7 @@ mkfifo "$T/ctl"
 exec 9<>"$T/ctl"
 printf 'gpu:\n  replicas: "nvidia.com/gpu=2"\n  cdi: true\n  nvidia_device_specs: true\n' >"$T/config.yaml"
 start_kubelet kubelet
-"${DIE_WITH_US[@]}" "$SIM" "$FIX" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
+"${DIE_WITH_US[@]}" "$SIM" "$FIX" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
         --backend gpu --config "$T/config.yaml" >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)

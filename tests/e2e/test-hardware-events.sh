@@ -20,7 +20,7 @@ HOLD_MS=$((2000 * SLOW))
 mkfifo "$T/ctl"
 exec 9<>"$T/ctl"                                  # keep the FIFO open between commands
 start_kubelet kubelet
-"${DIE_WITH_US[@]}" "$SIM" "$FIX" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --v 2 --health-hold-ms "$HOLD_MS" \
+"${DIE_WITH_US[@]}" "$SIM" "$FIX" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --state-dir "$T/state" --v 2 --health-hold-ms "$HOLD_MS" \
         --backend "$KDP_BUILD_DIR/tests/backends/kdp-backend-pcitest.so" \
         -o pcitest.vendor=10de -o pcitest.device=2330 -o pcitest.driver=nvidia \
         >"$T/kdpd.out" 2>"$T/kdpd.err" &

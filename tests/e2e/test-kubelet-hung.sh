@@ -9,12 +9,12 @@
 PY=/usr/bin/python3
 [ -x "$PY" ] || { echo "skip: $PY missing"; exit 77; }
 
-"$PY" -c '
+"${DIE_WITH_US[@]}" "$PY" -c '
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(64)
 c, _ = s.accept(); print("accepted", flush=True); time.sleep(120)' "$DIR/kubelet.sock" >"$T/hung.out" &
 PIDS+=($!)
-while [ ! -S "$DIR/kubelet.sock" ]; do sleep 0.01; done
+wait_socket "$DIR/kubelet.sock"
 
 start_kdpd kdpd --backend example --v 2
 wait_line "$T/hung.out" '^accepted$' 30        # kdpd's Register now waits on the hung kubelet

@@ -80,9 +80,9 @@ endpoint() {
 # launch NAME: a kubelet of $KIND (c: the stand-in, go: kubelet-go), output in $T/NAME.{out,err}, once it listens
 launch() {
         if [ "$KIND" = go ]; then
-                "$KUBELET_GO" -dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
+                "${DIE_WITH_US[@]}" "$KUBELET_GO" -dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
         else
-                "$KDPCTL" kubelet --dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
+                "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
         fi
         KPID=$!
         PIDS+=("$KPID")

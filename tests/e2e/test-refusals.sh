@@ -9,7 +9,7 @@ B="$KDP_BUILD_DIR/tests/backends"
 refuse() {
         local name=$1 re=$2 rc
         shift 2
-        "$KDPD" --kubelet-dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err"
+        "$KDPD" --kubelet-dir "$DIR" --state-dir "$T/state" "$@" >"$T/$name.out" 2>"$T/$name.err"
         rc=$?
         assert_eq "$rc" 1 "$name: exit code"
         grep -Eq -- "$re" "$T/$name.err" || fail "$name: no log line matching '$re'"

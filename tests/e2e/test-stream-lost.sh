@@ -14,7 +14,7 @@ for round in 1 2 3; do
         kill -USR1 "$KUBELET_PID"
         wait_line "$T/kubelet.out" "^dropped resource=example.com/widget"
         wait_line "$T/kubelet.out" "^registered resource=example.com/widget .*" 30
-        end=$(($(now_ms) + 30000 * SLOW))
+        end=$(deadline_ms "$(wait_s)")
         while [ "$(count_lines "$T/kubelet.out" '^registered ')" -lt $((round + 1)) ] && [ "$(now_ms)" -lt "$end" ]; do
                 sleep 0.02
         done

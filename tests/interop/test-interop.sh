@@ -36,7 +36,7 @@ else
         for f in "$build/kdpd" "$build/plugins/kdp-backend-example.so"; do
                 [ -e "$f" ] || { echo "FAIL: $f is missing"; exit 1; }
         done
-        plugin=("$build/kdpd" --backend example --cdi-dir "$work/cdi" --kubelet-dir)
+        plugin=("$build/kdpd" --backend example --cdi-dir "$work/cdi" --state-dir "$work/state" --kubelet-dir)
 fi
 
 dir=$work/device-plugins

@@ -439,8 +439,7 @@ START_TEST(test_backend_example_pre_start_sleeps_the_configured_delay) {
         example_start(&run, OVERRIDES("example.prestart_delay_ms=150"));
         ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &start), 0);
         ck_assert_int_eq(run.ops->pre_start(run.state, &req), 0);
-        ck_assert_int_ge(elapsed_ms(&start), 150);
-        ck_assert_int_lt(elapsed_ms(&start), 5000);
+        ck_assert_int_ge(elapsed_ms(&start), 150);      /* a lower bound only: a busy machine is slower */
 }
 END_TEST
 
@@ -448,12 +447,15 @@ START_TEST(test_backend_example_pre_start_returns_at_once_by_default) {
         _cleanup_(example_run_done) example_run run = { 0 };
         const char *const ids[] = { "widget-0", "widget-1" };
         const kdp_prestart_request req = { "example.com/widget", ids, 2 };
-        struct timespec start;
+        const kdp_param_spec *p;
 
         example_start(&run, NULL);
-        ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &start), 0);
+        for (p = run.ops->params; p && p->name && strcmp(p->name, "prestart_delay_ms") != 0; p++)
+                ;
+        ck_assert_ptr_nonnull(p);
+        ck_assert_ptr_nonnull(p->name);
+        ck_assert_str_eq(p->default_value, "0");        /* no delay unless configured */
         ck_assert_int_eq(run.ops->pre_start(run.state, &req), 0);
-        ck_assert_int_lt(elapsed_ms(&start), 100);
 }
 END_TEST
 
