@@ -32,7 +32,7 @@
  *                         and it gets "unbind"; then every device of the subtree, in the same
  *                         order, gets "remove" and leaves the testbed. VFs are functions of their
  *                         own bus: unplugging a PF leaves them (a PF driver's remove() would
- *                         disable SR-IOV first; unplug the VFs before the PF to model that)
+ *                         disable SR-IOV first; "sriov ADDR 0" before the unplug models that)
  *   replug ADDR           re-adds the subtree from the saved records in the kernel's rescan order:
  *                         "add" for every PCI function, with no driver yet, bus by bus (all
  *                         functions of a bus, then the buses behind its bridges); then, bus by bus
@@ -62,9 +62,12 @@
  *                         "4,8820,91234570700,c;NVRM: Xid (PCI:0000:3a:00): 79, pid=0, GPU has
  *                         fallen off the bus."), except that the two characters \n become a
  *                         newline, for continuation lines (" SUBSYSTEM=pci"). The kernel prints a
- *                         backslash in a record as \x5c, so a real record never holds \n. At most
- *                         PIPE_BUF (4096) bytes with the newline. An error if the fixture has no
- *                         dev/kmsg, or if the FIFO is full (1 MiB unread)
+ *                         backslash in a record as \x5c, so a real record never holds \n. A
+ *                         timestamp field "@" (4,8812,@,c;...) becomes CLOCK_MONOTONIC in µs at
+ *                         the write, the clock printk uses, for readers that check a record's age.
+ *                         At most PIPE_BUF (4096) bytes with the newline. An error if the fixture
+ *                         has no dev/kmsg, or if the FIFO is full (1 MiB unread). Each record is
+ *                         also appended to $UMOCKDEV_DIR/kmsg.log (see the FIFO's limits below)
  *   rm PATH               removes PATH (below the testbed root: proc/driver/nvidia/gpus/<bdf>,
  *                         dev/nvidia2), a directory with everything in it, a link and not its
  *                         target; an error if PATH does not exist
@@ -72,6 +75,14 @@
  *                         "set", "\n" appended), creating missing directories; the new file is
  *                         renamed over the old one, so a reader sees one text or the other
  *   mkdir PATH            mkdir -p
+ *   sriov ADDR N          `echo N > sriov_numvfs` on the PF ADDR: its first N VFs appear (or, for
+ *                         0, all of them go) with the kernel's uevents, see sim_sriov(). The VFs
+ *                         are the records whose "L: physfn=../<ADDR>" names the PF, VF i being
+ *                         the i-th in address order; those the PF's record does not enable (i >=
+ *                         its sriov_numvfs) are held back at load and come only with this
+ *                         command, and a replug brings back only those the record enables. As
+ *                         in the kernel: the same N again does nothing, another N>0 while VFs are
+ *                         enabled is an error (EBUSY), and so is a PF without a driver
  *   PATH is relative to the testbed root ("proc/...", "dev/...", "sys/..."); an absolute PATH, a
  *   ".." component or the root itself is refused like any bad command (exit 2; in a script,
  *   before the child starts). These three edit plain files only: no uevent, and sim-node's device
@@ -99,7 +110,8 @@
  * (dev/.node/nvidia0 -> 195:0), else it is 0:0.
  * /dev/kmsg as a FIFO differs from the kernel's in three ways a reader may notice: records that
  * wait together can come in one read() (split them at each "\n" that no " " follows); each
- * record goes to one reader only, where the kernel gives every opener the whole log; lseek()
+ * record goes to one reader only, where the kernel gives every opener the whole log (a second
+ * reader can be fed $UMOCKDEV_DIR/kmsg.log, every record written so far); lseek()
  * fails with ESPIPE (no SEEK_END, no SEEK_DATA), and there is no EPIPE for lost records.
  *
  * Delivery (umockdev 0.17.16, checked): the preload turns a process's uevent netlink socket into
@@ -137,6 +149,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -172,6 +185,7 @@ typedef struct simdev {
         char *driver;                   /* the driver bound now, NULL when unbound */
         char *node;                     /* the record's N: name ("dri/renderD128"), NULL if none */
         char *node_target;              /* what umockdev linked <testbed>/dev/<node> to at the first add */
+        char *physfn;                   /* a VF: its PF's address (L: physfn=../<bdf>), else NULL */
         bool present;
 } simdev;
 
@@ -190,6 +204,7 @@ typedef enum sim_verb {
         VERB_RM,
         VERB_WRITE,
         VERB_MKDIR,
+        VERB_SRIOV,
         _VERB_MAX,
         _VERB_INVALID = -EINVAL,
 } sim_verb;
@@ -200,18 +215,19 @@ static const char *const verb_names[_VERB_MAX] = {
         [VERB_WAIT] = "wait",     [VERB_WAIT_LISTENERS] = "wait-listeners",
         [VERB_SLEEP] = "sleep",   [VERB_ECHO] = "echo",       [VERB_KMSG] = "kmsg",
         [VERB_RM] = "rm",         [VERB_WRITE] = "write",     [VERB_MKDIR] = "mkdir",
+        [VERB_SRIOV] = "sriov",
 };
 
 typedef struct sim_cmd {
         sim_verb verb;
-        char *addr;                     /* unplug replug unbind bind set uevent */
+        char *addr;                     /* unplug replug unbind bind set uevent sriov */
         char *arg;                      /* bind: driver; set: attribute; uevent: action;
                                          * rm write mkdir: the path below the testbed root */
         char *value;                    /* set, write: value (escapes expanded, "\n" appended);
                                          * echo: text; kmsg: the record, "\n"-terminated;
                                          * uevent: extra KEY=VALUE lines, "\n"-terminated */
         long ms;                        /* wait, wait-listeners, sleep */
-        long count;                     /* wait-listeners */
+        long count;                     /* wait-listeners; sriov: the number of VFs */
 } sim_cmd;
 
 /* One command stream: the script, or the lines read from the control FIFO. */
@@ -256,6 +272,13 @@ static int64_t now_ms(void) {
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
         return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void sleep_ms(long ms) {
@@ -402,6 +425,7 @@ static simdev *simdev_free(simdev *d) {
         free(d->driver);
         free(d->node);
         free(d->node_target);
+        free(d->physfn);
         free(d);
         return NULL;
 }
@@ -446,6 +470,8 @@ static int simdev_new_from_record(const char *record, const char *where, simdev 
                         d->driver_link = strdup_or_die(line + 10);
                 else if (strncmp(line, "L: iommu_group=", 15) == 0)
                         d->iommu_group = strdup_or_die(basename_of(line + 15));
+                else if (strncmp(line, "L: physfn=", 10) == 0)
+                        d->physfn = strdup_or_die(basename_of(line + 10));
         }
         if (!d->devpath || strncmp(d->devpath, "/devices/", 9) != 0) {
                 sim_log("%s: a record must start with a \"P: /devices/...\" line", where);
@@ -1079,9 +1105,75 @@ static int sim_unplug(sim_node *s, simdev *d) {
         return 0;
 }
 
-/* c is a function on the bus behind bridge p */
+/* -------------------------------------------------------------------------------------------- */
+/* SR-IOV: VFs are the records with an L: physfn= link; the PF's sriov_numvfs says which exist */
+
+/* The value of a record's "A: attr=<number>" line, or -1. */
+static long record_number(const char *record, const char *attr) {
+        size_t len = strlen(attr);
+
+        for (const char *p = record; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, "A: ", 3) == 0 && strncmp(p + 3, attr, len) == 0 && p[3 + len] == '=')
+                        return strtol(p + 4 + len, NULL, 10);
+        return -1;
+}
+
+static simdev *sim_find_slot(sim_node *s, const char *slot) {
+        for (size_t i = 0; i < s->n_devs; i++)
+                if (s->devs[i]->slot && strcmp(s->devs[i]->slot, slot) == 0)
+                        return s->devs[i];
+        return NULL;
+}
+
+/* The VFs the records declare for pf, in address order: VF i is the i-th (sriov_offset and
+ * sriov_stride are the fixture's business). Returns their number; at most max go to ret. */
+static size_t sim_vfs_of(sim_node *s, const simdev *pf, simdev **ret, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *d = s->devs[i];
+
+                if (d->physfn && pf->slot && strcmp(d->physfn, pf->slot) == 0) {
+                        if (n < max)
+                                ret[n] = d;
+                        n++;
+                }
+        }
+        return n;
+}
+
+/* d is a VF that its PF's record does not enable (its number is not below the record's
+ * sriov_numvfs): it exists only while an "sriov" command has it enabled. */
+static bool sim_vf_held_back(sim_node *s, const simdev *d) {
+        simdev *pf, *vfs[256];
+        size_t n;
+        long enabled;
+
+        if (!d->physfn || !(pf = sim_find_slot(s, d->physfn)))
+                return false;
+        enabled = record_number(pf->record, "sriov_numvfs");
+        n = sim_vfs_of(s, pf, vfs, KDP_ELEMENTSOF(vfs));
+        for (size_t i = 0; i < n && i < KDP_ELEMENTSOF(vfs); i++)
+                if (vfs[i] == d)
+                        return (long) i >= enabled;
+        return false;
+}
+
+/* At load: the held-back VFs and their class devices leave the testbed before the child starts
+ * (no listener yet, so no uevent); they stay in the table, as unplugged devices do. */
+static void sim_hold_back_vfs(sim_node *s) {
+        for (size_t i = s->n_devs; i-- > 0;) {
+                simdev *d = s->devs[i], *owner = simdev_is_pci(d) ? d : sim_owner(s, d);
+
+                if (d->present && owner && sim_vf_held_back(s, owner))
+                        sim_remove(s, d);
+        }
+}
+
+/* c is a function on the bus behind bridge p (a VF only if its PF's record enables it: after a
+ * rescan a PF's VFs come back only when sriov_numvfs is written) */
 static bool sim_on_bus_of(sim_node *s, const simdev *c, const simdev *p) {
-        return simdev_is_pci(c) && simdev_is_under(c, p) && sim_owner(s, c) == p;
+        return simdev_is_pci(c) && simdev_is_under(c, p) && sim_owner(s, c) == p && !sim_vf_held_back(s, c);
 }
 
 /* pci_device_add(): the function appears with no driver; umockdev sends "add" */
@@ -1185,6 +1277,83 @@ static int sim_replug(sim_node *s, simdev *d) {
                         return r;
         }
         return sim_probe_bus(s, d);
+}
+
+/*
+ * "sriov PF N": what `echo N > sriov_numvfs` does (HARDWARE-SRIOV §3; drivers/pci/iov.c). The
+ * value is set first: a reader of sriov_numvfs waits on the device lock until the write is over,
+ * so no reader sees VFs beside the old value. Enable: for each VF in order, "add" (no driver),
+ * the virtfn<i> link and a "change", then the driver's probe ("add" of its class devices and
+ * "bind"); at the end a "change" on the PF. Disable: for each VF in order, its virtfn<i> link
+ * goes, then it is unplugged (class devices "remove", "unbind", "remove"); no event on the PF.
+ */
+static int sim_sriov(sim_node *s, simdev *pf, long n) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        simdev *vfs[256];
+        size_t n_vfs = sim_vfs_of(s, pf, vfs, KDP_ELEMENTSOF(vfs));
+        char value[32];
+        long now;
+        int r;
+
+        if (!pf->present) {
+                sim_log("sriov: %s is unplugged", pf->devpath);
+                return -ENODEV;
+        }
+        if (asprintf(&path, "%s%s/sriov_numvfs", s->root, pf->syspath) < 0)
+                return -ENOMEM;
+        if (read_file(path, &text) < 0) {
+                sim_log("sriov: %s has no sriov_numvfs (not an SR-IOV PF)", pf->devpath);
+                return -ENODEV;
+        }
+        now = strtol(text, NULL, 10);
+        if (n == now)
+                return 0;               /* the kernel: writing the current value does nothing */
+        if (!pf->driver) {
+                sim_log("sriov: %s has no driver to enable VFs (the kernel gives ENOENT)", pf->devpath);
+                return -ENOENT;
+        }
+        if (n > 0 && now > 0) {
+                sim_log("sriov: %s has %ld VFs enabled; write 0 first (the kernel gives EBUSY)", pf->devpath, now);
+                return -EBUSY;
+        }
+        if ((size_t) n > n_vfs || n_vfs > KDP_ELEMENTSOF(vfs)) {
+                sim_log("sriov: the records declare %zu VFs of %s (L: physfn=), not %ld", n_vfs, pf->devpath, n);
+                return -ERANGE;
+        }
+        (void) snprintf(value, sizeof(value), "%ld\n", n);
+        umockdev_testbed_set_attribute(s->tb, pf->syspath, "sriov_numvfs", value);
+        if (n == 0) {
+                for (long i = 0; i < now && (size_t) i < n_vfs; i++) {
+                        _cleanup_free_ char *link = NULL;
+
+                        if (asprintf(&link, "%s%s/virtfn%ld", s->root, pf->syspath, i) < 0)
+                                return -ENOMEM;
+                        (void) unlink(link);
+                        if (vfs[i]->present && (r = sim_unplug(s, vfs[i])) < 0)
+                                return r;
+                }
+                return 0;
+        }
+        for (long i = 0; i < n; i++) {
+                simdev *vf = vfs[i];
+                char name[32], target[64];
+
+                if (vf->present) {
+                        sim_log("sriov: the VF %s is present already", vf->devpath);
+                        return -EEXIST;
+                }
+                r = sim_appear(s, vf);
+                if (r < 0)
+                        return r;
+                (void) snprintf(name, sizeof(name), "virtfn%ld", i);
+                (void) snprintf(target, sizeof(target), "../%s", vf->slot);
+                umockdev_testbed_set_attribute_link(s->tb, pf->syspath, name, target);
+                sim_send(s, vf, "change");
+                if (vf->record_driver && (r = sim_bind(s, vf, vf->record_driver)) < 0)
+                        return r;
+        }
+        sim_send(s, pf, "change");
+        return 0;
 }
 
 /* -------------------------------------------------------------------------------------------- */
@@ -1579,6 +1748,36 @@ static int sim_kmsg(sim_node *s, const char *record) {
         return 0;
 }
 
+/* The record with a timestamp field "@" ("4,8812,@,c;...") made CLOCK_MONOTONIC in µs, the
+ * printk clock: a record written now, as a reader that checks its age must see it. */
+static char *kmsg_stamp(const char *record) {
+        const char *semi = strchr(record, ';'), *ts = strchr(record, ',');
+        char *out;
+
+        ts = ts ? strchr(ts + 1, ',') : NULL;
+        if (!semi || !ts || ts > semi || strncmp(ts + 1, "@", 1) != 0 || (ts[2] != ',' && ts[2] != ';'))
+                return strdup_or_die(record);
+        if (asprintf(&out, "%.*s%" PRId64 "%s", (int) (ts + 1 - record), record, now_us(), ts + 2) < 0)
+                abort();
+        return out;
+}
+
+/*
+ * The kernel gives every opener of /dev/kmsg the whole log; the FIFO gives each record to one
+ * reader. So every record also goes to <testbed>/kmsg.log ($UMOCKDEV_DIR/kmsg.log, outside
+ * what the preload redirects), from which a reader that comes later can be fed the log.
+ */
+static int sim_kmsg_keep(sim_node *s, const char *record) {
+        _cleanup_free_ char *path = join(s->root, "/kmsg.log");
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+        if (fd < 0 || write(fd, record, strlen(record)) != (ssize_t) strlen(record)) {
+                sim_log("kmsg: cannot append to %s: %s", path, strerror(errno));
+                return -EIO;
+        }
+        return 0;
+}
+
 /* rm -r of name, relative to dir_fd; links are removed, not followed. */
 static int rm_rf_at(int dir_fd, const char *name) {
         struct stat st;
@@ -1911,9 +2110,22 @@ static int parse_command(const char *line, const char *where, sim_cmd *ret) {
                         g_free(v);
                 }
                 break;
+        case VERB_SRIOV: {
+                _cleanup_free_ char *n = NULL;
+
+                c.addr = next_word(&p);
+                n = next_word(&p);
+                extra = next_word(&p);
+                if (!c.addr || !n || extra || parse_ms(n, &c.count) < 0 || c.count > 65535) {
+                        sim_log("%s: usage: sriov ADDR N", where);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                break;
+        }
         default:
                 sim_log("%s: unknown command '%s' (unplug replug unbind bind set uevent wait "
-                        "wait-listeners sleep echo kmsg rm write mkdir)", where, verb);
+                        "wait-listeners sleep echo kmsg rm write mkdir sriov)", where, verb);
                 return -EINVAL;
         }
         *ret = c;
@@ -2002,8 +2214,16 @@ static int sim_execute(sim_node *s, const sim_cmd *c, const char *where, long *r
                 (void) fflush(stdout);
                 r = 0;
                 break;
-        case VERB_KMSG:
-                r = sim_kmsg(s, c->value);
+        case VERB_KMSG: {
+                _cleanup_free_ char *record = kmsg_stamp(c->value);
+
+                r = sim_kmsg(s, record);
+                if (r >= 0)
+                        r = sim_kmsg_keep(s, record);
+                break;
+        }
+        case VERB_SRIOV:
+                r = sim_sriov(s, d, c->count);
                 break;
         case VERB_RM:
                 r = sim_rm(s, c->arg);
@@ -2543,6 +2763,7 @@ int main(int argc, char **argv) {
                         return EXIT_SIM_ERROR;
                 }
         }
+        sim_hold_back_vfs(&s);
         for (size_t j = 0; j < n_fixtures; j++) {
                 r = load_files(&s, fixtures[j]);
                 if (r < 0) {
