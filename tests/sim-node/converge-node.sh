@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# The command test-converge.sh runs on the simulated node (sim-node -- bash converge-node.sh ...):
+#
+#   converge-node.sh DIR KDPD-COMMAND... -- KDPD-ARGS...
+#
+# starts kdpd #1 (KDPD-COMMAND KDPD-ARGS --kubelet-dir DIR/k1) at once, so that it sees the
+# node before the event script does anything; when DIR/go2 appears (the script has run), starts
+# kdpd #2 on the same node, now in its final state (--kubelet-dir DIR/k2); when DIR/stop
+# appears, stops both with SIGTERM and writes their exit codes to DIR/rc ("RC1 RC2"). Their
+# stdout and stderr go to DIR/kdpd1.{out,err} and DIR/kdpd2.{out,err}.
+#
+# The kernel log: sim-node's /dev/kmsg is a FIFO that gave kdpd #1 each record, so kdpd #2 gets
+# the log a fresh reader of the kernel's would get, every record the script wrote
+# ($UMOCKDEV_DIR/kmsg.log), through a FIFO of its own: with CONVERGE_KMSG_PARAM set (the
+# backend's parameter naming its kernel log, e.g. gpu.kmsg), it is given "-o PARAM=DIR/kmsg2".
+#
+# A signal (sim-node passes SIGTERM on) stops whichever kdpd runs; nothing is left behind.
+set -u
+
+dir=$1
+shift
+cmd=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        cmd+=("$1")
+        shift
+done
+shift
+args=("$@")
+p1= p2=
+
+stop() {
+        [ -n "$p1" ] && kill -TERM "$p1" 2>/dev/null
+        [ -n "$p2" ] && kill -TERM "$p2" 2>/dev/null
+}
+trap 'stop; wait; exit 143' TERM INT HUP
+
+# wait_file FILE: until FILE exists (the harness outside has the deadlines; it kills sim-node)
+wait_file() {
+        while [ ! -e "$1" ]; do
+                sleep 0.05
+        done
+}
+
+"${cmd[@]}" "${args[@]}" --kubelet-dir "$dir/k1" > "$dir/kdpd1.out" 2> "$dir/kdpd1.err" &
+p1=$!
+wait_file "$dir/go2"
+
+args2=("${args[@]}")
+if [ -n "${CONVERGE_KMSG_PARAM:-}" ]; then
+        mkfifo "$dir/kmsg2"
+        exec 7<> "$dir/kmsg2"
+        [ -f "$UMOCKDEV_DIR/kmsg.log" ] && cat "$UMOCKDEV_DIR/kmsg.log" >&7
+        args2+=(-o "$CONVERGE_KMSG_PARAM=$dir/kmsg2")
+fi
+"${cmd[@]}" "${args2[@]}" --kubelet-dir "$dir/k2" > "$dir/kdpd2.out" 2> "$dir/kdpd2.err" 7>&- &
+p2=$!
+exec 7>&-
+wait_file "$dir/stop"
+
+stop
+wait "$p1"
+rc1=$?
+wait "$p2"
+rc2=$?
+p1= p2=
+echo "$rc1 $rc2" > "$dir/rc"
