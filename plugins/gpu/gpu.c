@@ -13,7 +13,11 @@
  *
  * A GPU once seen stays in the table: when it is unbound, excluded or removed
  * it is reported Unhealthy with the reason instead of vanishing, so capacity
- * stays honest and the kubelet stops admitting pods onto it. The table holds
+ * stays honest and the kubelet stops admitting pods onto it. SR-IOV re-cuts a
+ * GPU instead of losing it, and so leaves the table: a PF whose VFs were
+ * enabled (the VFs are served in its place, as a kdpd started now would), and
+ * a VF that went with its PF's sriov_numvfs change (the PF, or the new VFs,
+ * are the silicon now; keeping both would count it twice). The table holds
  * only what was read; every scan reads sysfs/procfs again (udev events and a
  * periodic rescan for what sends no event: AER counters, procfs, /dev nodes).
  */
@@ -47,6 +51,9 @@ typedef struct gpu {
         kdp_health_pci pci;
         bool bound;                             /* bound to its driver at the last scan */
         bool rebound;                           /* a bind/add event came since the last scan */
+        char physfn[KDP_PCI_ADDRESS_MAX];       /* a VF: its PF; "" otherwise */
+        int pf_numvfs;                          /* a VF: its PF's sriov_numvfs (> 0) when last seen */
+        bool recut;                             /* SR-IOV re-cut it: it leaves the table after this scan */
         unsigned xid;                           /* the last critical Xid, 0: none */
         uint64_t xid_at_ms;                     /* CLOCK_MONOTONIC when it was logged */
         char reason[REASON_MAX];                /* "" when healthy */
@@ -340,8 +347,16 @@ static void refresh_xid(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expir
                 *next_expiry = due;
 }
 
+/* The PF's sriov_numvfs of a VF, -1 when the PF is not listed. */
+static int pf_numvfs(const kdp_pci_list *l, const char *physfn) {
+        const kdp_pci_device *pf = physfn[0] ? kdp_pci_list_find(l, physfn) : NULL;
+
+        return pf ? pf->sriov_numvfs : -1;
+}
+
 /* One PCI function: a GPU of ours (new or known) is refreshed. */
-static void scan_function(gpu_state *s, const kdp_pci_device *p, const amd_kfd *kfd, bool *present) {
+static void scan_function(gpu_state *s, const kdp_pci_list *l, const kdp_pci_device *p, const amd_kfd *kfd,
+                          bool *present) {
         int v = gpu_config_vendor(&s->cfg, p);
         gpu *g;
         bool is_new;
@@ -350,12 +365,23 @@ static void scan_function(gpu_state *s, const kdp_pci_device *p, const amd_kfd *
                 return;
         g = find_gpu(s, p->address);
         is_new = !g;
-        if (is_new && (!gpu_config_allows(&s->cfg, p) || !gpu_driver_expected(v, p->driver) ||
-                       (v == GPU_INTEL && p->sriov_numvfs > 0)))
-                return;                 /* not ours (unbound, vfio-pci, a PF whose VFs are served) */
+        if (v == GPU_INTEL && p->sriov_numvfs > 0) {
+                /* its VFs are served in its place: a PF seen before they were enabled leaves */
+                if (g && !g->recut)
+                        kdp_backend_log_info(s->ctx, "GPU left the list: SR-IOV VFs are served in its place",
+                                             KDP_F_STR("pci", g->bdf), KDP_F_INT("numVFs", p->sriov_numvfs));
+                if (g)
+                        g->recut = true;
+                return;
+        }
+        if (is_new && (!gpu_config_allows(&s->cfg, p) || !gpu_driver_expected(v, p->driver)))
+                return;                 /* not ours (unbound, vfio-pci) */
         if (is_new && !(g = gpu_add(s, p, v)))
                 return;
         present[g - s->gpus] = true;
+        snprintf(g->physfn, sizeof(g->physfn), "%s", p->physfn);
+        if (pf_numvfs(l, p->physfn) > 0)
+                g->pf_numvfs = pf_numvfs(l, p->physfn);        /* the cut it belongs to (0: being torn down) */
         g->reason[0] = '\0';
         refresh_pci_health(s, g, p);
         if (v == GPU_NVIDIA && !refresh_nvidia(s, g, is_new)) {
@@ -474,6 +500,16 @@ static int list_pci(gpu_state *s, uint64_t now) {
         return 0;
 }
 
+/* Drops the GPUs SR-IOV re-cut: they are not in this scan's tree, so they leave the list. */
+static void forget_recut(gpu_state *s) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < s->n_gpus; i++)
+                if (!s->gpus[i].recut)
+                        s->gpus[k++] = s->gpus[i];
+        s->n_gpus = k;
+}
+
 static int gpu_scan(void *state, kdp_device_tree *tree) {
         _cleanup_free_ bool *present = NULL;
         gpu_state *s = state;
@@ -494,7 +530,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 return -ENOMEM;
         }
         for (size_t i = 0; i < kdp_pci_list_size(l); i++)
-                scan_function(s, kdp_pci_list_get(l, i), &kfd, present);
+                scan_function(s, l, kdp_pci_list_get(l, i), &kfd, present);
         amd_kfd_done(&kfd);
 
         if (has_nvidia(s)) {
@@ -512,6 +548,20 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         for (size_t i = 0; i < s->n_gpus; i++) {
                 gpu *g = &s->gpus[i];
 
+                if (!present[i] && g->physfn[0] && !g->recut) {
+                        int n = pf_numvfs(l, g->physfn);
+
+                        /* gone with its PF's sriov_numvfs change: re-cut, not lost (its PF is listed;
+                         * a VF gone with its PF is lost capacity, and stays as removed) */
+                        if (n == 0 || (n > 0 && n != g->pf_numvfs)) {
+                                kdp_backend_log_info(s->ctx, "GPU left the list: its PF's SR-IOV VFs changed",
+                                                     KDP_F_STR("pci", g->bdf), KDP_F_STR("physfn", g->physfn),
+                                                     KDP_F_INT("numVFs", n));
+                                g->recut = true;
+                        }
+                }
+                if (g->recut)
+                        continue;
                 if (!present[i]) {
                         g->reason[0] = '\0';
                         g->bound = false;
@@ -522,6 +572,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 if (r >= 0)
                         (void) emit_gpu(s, tree, g);    /* a refused device is logged by the tree */
         }
+        forget_recut(s);
         if (next_expiry)
                 (void) kdp_backend_rescan_after(s->ctx, (uint32_t) (next_expiry - now));
         return 0;
