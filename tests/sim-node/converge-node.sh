@@ -50,13 +50,12 @@ wait_file "$dir/go2"
 args2=("${args[@]}")
 if [ -n "${CONVERGE_KMSG_PARAM:-}" ]; then
         mkfifo "$dir/kmsg2"
-        exec 7<> "$dir/kmsg2"
+        exec 7<> "$dir/kmsg2"           # open until the end: a FIFO nobody holds drops its data
         [ -f "$UMOCKDEV_DIR/kmsg.log" ] && cat "$UMOCKDEV_DIR/kmsg.log" >&7
         args2+=(-o "$CONVERGE_KMSG_PARAM=$dir/kmsg2")
 fi
 "${cmd[@]}" "${args2[@]}" --kubelet-dir "$dir/k2" > "$dir/kdpd2.out" 2> "$dir/kdpd2.err" 7>&- &
 p2=$!
-exec 7>&-
 wait_file "$dir/stop"
 
 stop
