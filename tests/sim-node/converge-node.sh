@@ -45,6 +45,7 @@ wait_file() {
 
 "${cmd[@]}" "${args[@]}" --kubelet-dir "$dir/k1" > "$dir/kdpd1.out" 2> "$dir/kdpd1.err" &
 p1=$!
+echo "$p1" >> "$dir/pids"               # the harness ends them too if this shell is killed
 wait_file "$dir/go2"
 
 args2=("${args[@]}")
@@ -56,6 +57,7 @@ if [ -n "${CONVERGE_KMSG_PARAM:-}" ]; then
 fi
 "${cmd[@]}" "${args2[@]}" --kubelet-dir "$dir/k2" > "$dir/kdpd2.out" 2> "$dir/kdpd2.err" 7>&- &
 p2=$!
+echo "$p2" >> "$dir/pids"
 wait_file "$dir/stop"
 
 stop

@@ -42,14 +42,24 @@ if [ "${KDP_VALGRIND:-}" = 1 ]; then
 fi
 
 bg=()                                   # kubelets and sim-node of the running case
+case_dir=                               # its dir: the kdpds' pids are in case_dir/pids
 stop_all() {
-        local p
+        local p i
         exec 9>&- 2>/dev/null
+        [ -n "$case_dir" ] && [ -f "$case_dir/pids" ] && bg+=($(cat "$case_dir/pids"))
         for p in "${bg[@]}"; do
                 kill -TERM "$p" 2>/dev/null
         done
         for p in "${bg[@]}"; do
                 wait "$p" 2>/dev/null
+        done
+        # the kdpds are sim-node's grandchildren: wait until they are gone, then make sure
+        for p in $(cat "$case_dir/pids" 2>/dev/null); do
+                for ((i = 0; i < 200 * slow; i++)); do
+                        kill -0 "$p" 2>/dev/null || break
+                        sleep 0.05
+                done
+                kill -KILL "$p" 2>/dev/null
         done
         bg=()
         sim_pid=
@@ -193,6 +203,9 @@ random_script() {
                         seq=$((seq + 1))
                         rand 4
                         local codes=(79 48 94 13)
+                        # after kdpd #1 has read the uevents before it: the log and the uevents are
+                        # two channels, and a bind read after a later Xid would end that Xid
+                        echo "wait"
                         echo "kmsg 4,$seq,@,c;NVRM: Xid (PCI:${g%.*}): ${codes[r]}, pid=0, test record"
                         [ "${codes[r]}" != 13 ] && xid[i]=1 ;;
                 reset)
@@ -359,7 +372,7 @@ run_case() {
         case_name=$fixture/$name case_fixture=$fixture
         [[ $case_name =~ ${KDP_CONVERGE_ONLY:-.} ]] || return 0
         n_cases=$((n_cases + 1))
-        d=$tmp/$n_cases
+        d=$tmp/$n_cases case_dir=$tmp/$n_cases
         mkdir -p "$d/k1" "$d/k2"
         { expand "$fixture" < "$script"; printf 'wait\necho converge-script-done\n'; } > "$d/script"
         for k in 1 2; do
