@@ -121,11 +121,13 @@
  * SEQNUM, DEVNAME/DEVTYPE and the device's uevent file, read at sending time (so DRIVER= is
  * whatever the uevent file says then). The send is synchronous: when a command returns, its events
  * are queued in the listeners' sockets. "wait" then polls those sockets' receive queues through
- * NETLINK_SOCK_DIAG until they are empty, i.e. until the listener has read them. Two processes
- * that both have a monitor on the same fd number share the name event<fd>: only the one that bound
- * last receives anything ("wait" reports it on stderr), and when both bind at the same moment one
- * of them fails with EADDRINUSE. umockdev_testbed_add_from_string() itself sends "add" for each
- * record (the initial load reaches no listener: the child does not exist yet);
+ * NETLINK_SOCK_DIAG until they are empty, i.e. until the listener has read them. Such a socket
+ * holds only net.unix.max_dgram_qlen + 1 unread uevents (umockdev aborts on the next): sending
+ * waits for a listener that fell that far behind (sim_make_room()), so a slow one loses nothing.
+ * Two processes that both have a monitor on the same fd number share the name event<fd>: only the
+ * one that bound last receives anything ("wait" reports it on stderr), and when both bind at the
+ * same moment one of them fails with EADDRINUSE. umockdev_testbed_add_from_string() itself sends
+ * "add" for each record (the initial load reaches no listener: the child does not exist yet);
  * umockdev_testbed_remove_device() sends nothing, so "remove" goes out before the removal, while
  * the device still exists for umockdev to describe. The testbed directory must not lie under
  * /dev, /sys, /proc or /run/udev (the preload would redirect the testbed's own files).
@@ -172,6 +174,7 @@
 #define LINE_MAX_LEN 4096
 #define WAIT_DEFAULT_MS 5000
 #define WAIT_FALLBACK_MS 100
+#define ROOM_TIMEOUT_MS 120000
 
 typedef struct simdev {
         char *devpath;                  /* "/devices/..." as in the record's P: line */
@@ -252,6 +255,8 @@ typedef struct sim_node {
         pid_t child;
         bool verbose;
         bool diag_unavailable_told;
+        unsigned queue_room;            /* unread uevents a listener's socket takes, see sim_make_room() */
+        unsigned n_unread_max;          /* uevents sent since every listener was last seen drained */
         char **orphans_told;            /* event socket names already reported as shadowed */
         size_t n_orphans_told;
 } sim_node;
@@ -625,10 +630,17 @@ static int sim_resolve(sim_node *s, const char *addr, simdev **ret) {
 /* -------------------------------------------------------------------------------------------- */
 /* Testbed edits */
 
-static void sim_send(sim_node *s, simdev *d, const char *action) {
+static int sim_make_room(sim_node *s);
+
+static int sim_send(sim_node *s, simdev *d, const char *action) {
+        int r = sim_make_room(s);
+
+        if (r < 0)
+                return r;
         if (s->verbose)
                 sim_log("uevent %s %s (%s)", action, d->devpath, d->subsystem);
         umockdev_testbed_uevent(s->tb, d->syspath, action);
+        return 0;
 }
 
 static int sim_symlink(const char *target, const char *path) {
@@ -891,7 +903,11 @@ static void sim_note_node(sim_node *s, simdev *d, const char *record) {
 static int sim_add_record(sim_node *s, simdev *d, const char *record) {
         _cleanup_free_ char *stripped = NULL, *path = NULL;
         GError *error = NULL;
+        int r;
 
+        r = sim_make_room(s);           /* umockdev sends "add" */
+        if (r < 0)
+                return r;
         if (s->verbose)
                 sim_log("add %s", d->devpath);
         if (d->node_target) {
@@ -997,7 +1013,9 @@ static int sim_unbind(sim_node *s, simdev *d) {
                 simdev *c = s->devs[i];
 
                 if (c->present && sim_is_class_child(s, c, d)) {
-                        sim_send(s, c, "remove");
+                        r = sim_send(s, c, "remove");
+                        if (r < 0)
+                                return r;
                         sim_remove(s, c);
                 }
         }
@@ -1012,8 +1030,7 @@ static int sim_unbind(sim_node *s, simdev *d) {
                 return r;
         }
         sim_set_enable(s, d, "0\n");
-        sim_send(s, d, "unbind");
-        return 0;
+        return sim_send(s, d, "unbind");
 }
 
 static int sim_bind(sim_node *s, simdev *d, const char *driver) {
@@ -1072,8 +1089,7 @@ static int sim_bind(sim_node *s, simdev *d, const char *driver) {
                                         return r;
                         }
                 }
-        sim_send(s, d, "bind");
-        return 0;
+        return sim_send(s, d, "bind");
 }
 
 static int sim_unplug(sim_node *s, simdev *d) {
@@ -1098,7 +1114,9 @@ static int sim_unplug(sim_node *s, simdev *d) {
                 simdev *c = s->devs[i];
 
                 if ((c == d || simdev_is_under(c, d)) && c->present) {
-                        sim_send(s, c, "remove");
+                        r = sim_send(s, c, "remove");
+                        if (r < 0)
+                                return r;
                         sim_remove(s, c);
                 }
         }
@@ -1348,12 +1366,13 @@ static int sim_sriov(sim_node *s, simdev *pf, long n) {
                 (void) snprintf(name, sizeof(name), "virtfn%ld", i);
                 (void) snprintf(target, sizeof(target), "../%s", vf->slot);
                 umockdev_testbed_set_attribute_link(s->tb, pf->syspath, name, target);
-                sim_send(s, vf, "change");
+                r = sim_send(s, vf, "change");
+                if (r < 0)
+                        return r;
                 if (vf->record_driver && (r = sim_bind(s, vf, vf->record_driver)) < 0)
                         return r;
         }
-        sim_send(s, pf, "change");
-        return 0;
+        return sim_send(s, pf, "change");
 }
 
 /* -------------------------------------------------------------------------------------------- */
@@ -1457,35 +1476,50 @@ static void sim_tell_shadowed(sim_node *s, const char *name) {
         s->orphans_told[s->n_orphans_told++] = strdup_or_die(name);
 }
 
-static void sim_wait(sim_node *s, long timeout_ms) {
+/*
+ * Polls until every listener has read every uevent sent so far: 0 then, -ETIMEDOUT after
+ * timeout_ms, or NETLINK_SOCK_DIAG's error when it is unavailable. why names the caller for -v.
+ */
+static int sim_drain(sim_node *s, long timeout_ms, const char *why, listener_state *ret_st) {
         int64_t deadline = now_ms() + timeout_ms;
+        bool told = false;
 
         for (;;) {
-                listener_state st;
-                int r = sim_query_listeners(s, &st);
+                int r = sim_query_listeners(s, ret_st);
 
-                if (r < 0) {
-                        if (!s->diag_unavailable_told)
-                                sim_log("warning: NETLINK_SOCK_DIAG unavailable (%s); \"wait\" "
-                                        "settles for %d ms instead", strerror(-r), WAIT_FALLBACK_MS);
-                        s->diag_unavailable_told = true;
-                        sleep_ms(WAIT_FALLBACK_MS);
-                        return;
+                if (r < 0)
+                        return r;
+                if (ret_st->shadowed[0])
+                        sim_tell_shadowed(s, ret_st->shadowed);
+                if (ret_st->n_pending == 0) {
+                        s->n_unread_max = 0;
+                        return 0;
                 }
-                if (st.shadowed[0])
-                        sim_tell_shadowed(s, st.shadowed);
-                if (st.n_pending == 0) {
-                        if (s->verbose)
-                                sim_log("wait: %u listener(s), all drained", st.n_live);
-                        return;
-                }
-                if (now_ms() >= deadline) {
-                        sim_log("warning: wait: %u of %u listener(s) still hold unread uevents after "
-                                "%ld ms", st.n_pending, st.n_live, timeout_ms);
-                        return;
-                }
+                if (s->verbose && !told)
+                        sim_log("%s: %u listener(s) hold unread uevents: waiting until they have read them",
+                                why, ret_st->n_pending);
+                told = true;
+                if (now_ms() >= deadline)
+                        return -ETIMEDOUT;
                 sleep_ms(2);
         }
+}
+
+static void sim_wait(sim_node *s, long timeout_ms) {
+        listener_state st;
+        int r = sim_drain(s, timeout_ms, "wait", &st);
+
+        if (r == -ETIMEDOUT)
+                sim_log("warning: wait: %u of %u listener(s) still hold unread uevents after %ld ms",
+                        st.n_pending, st.n_live, timeout_ms);
+        else if (r < 0) {
+                if (!s->diag_unavailable_told)
+                        sim_log("warning: NETLINK_SOCK_DIAG unavailable (%s); \"wait\" settles for %d ms "
+                                "instead", strerror(-r), WAIT_FALLBACK_MS);
+                s->diag_unavailable_told = true;
+                sleep_ms(WAIT_FALLBACK_MS);
+        } else if (s->verbose)
+                sim_log("wait: %u listener(s), all drained", st.n_live);
 }
 
 static int sim_wait_listeners(sim_node *s, long count, long timeout_ms) {
@@ -1508,6 +1542,51 @@ static int sim_wait_listeners(sim_node *s, long count, long timeout_ms) {
                 }
                 sleep_ms(2);
         }
+}
+
+/*
+ * Flow control. umockdev sends each uevent with a non-blocking sendmsg() to each listener's
+ * datagram socket and abort()s when one fails; such a socket takes net.unix.max_dgram_qlen + 1
+ * unread messages (10 + 1 by default), where the kernel's uevent socket takes megabytes. So a
+ * listener slower than this process (kdpd under valgrind, a loaded machine) would kill it, and
+ * the child with it, in the middle of a script. Every listener's queue holds at most the uevents
+ * sent since all queues were last seen empty; once that number reaches the room of one queue,
+ * sending waits until they are empty again. A listener gets every uevent in order, later: what
+ * the kernel gives a reader that falls behind. One that reads nothing for ROOM_TIMEOUT_MS is an
+ * error (the command fails) rather than the abort. Without NETLINK_SOCK_DIAG, sending goes on as
+ * umockdev does it.
+ */
+static unsigned read_queue_room(void) {
+        _cleanup_free_ char *text = NULL;
+        long n;
+
+        if (read_file("/proc/sys/net/unix/max_dgram_qlen", &text) < 0)
+                return 10;
+        n = strtol(text, NULL, 10);
+        return n < 1 ? 1 : n > 1000 ? 1000 : (unsigned) n;
+}
+
+static int sim_make_room(sim_node *s) {
+        listener_state st;
+        int r;
+
+        if (s->n_unread_max < s->queue_room) {
+                s->n_unread_max++;
+                return 0;
+        }
+        r = sim_drain(s, ROOM_TIMEOUT_MS, "flow control", &st);
+        if (r == -ETIMEDOUT) {
+                sim_log("%u uevent listener(s) still hold unread uevents after %d ms; one more could "
+                        "overflow their sockets (%u unread at most)", st.n_pending, ROOM_TIMEOUT_MS,
+                        s->queue_room + 1);
+                return r;
+        }
+        if (r < 0 && !s->diag_unavailable_told)
+                sim_log("warning: NETLINK_SOCK_DIAG unavailable (%s); a listener that falls %u uevents "
+                        "behind makes umockdev abort", strerror(-r), s->queue_room);
+        s->diag_unavailable_told |= r < 0;
+        s->n_unread_max = 1;
+        return 0;
 }
 
 /* -------------------------------------------------------------------------------------------- */
@@ -2135,12 +2214,10 @@ static int parse_command(const char *line, const char *where, sim_cmd *ret) {
 /* Sends one uevent with extra KEY=VALUE lines appended to the uevent file for its duration. */
 static int sim_uevent_with(sim_node *s, simdev *d, const char *action, const char *extra) {
         _cleanup_free_ char *path = NULL, *saved = NULL, *text = NULL;
-        int r;
+        int r, w;
 
-        if (!extra || !*extra) {
-                sim_send(s, d, action);
-                return 0;
-        }
+        if (!extra || !*extra)
+                return sim_send(s, d, action);
         if (asprintf(&path, "%s%s/uevent", s->root, d->syspath) < 0)
                 return -ENOMEM;
         r = read_file(path, &saved);
@@ -2150,8 +2227,9 @@ static int sim_uevent_with(sim_node *s, simdev *d, const char *action, const cha
         r = write_file(path, text);
         if (r < 0)
                 return r;
-        sim_send(s, d, action);
-        return write_file(path, saved);
+        r = sim_send(s, d, action);
+        w = write_file(path, saved);
+        return r < 0 ? r : w;
 }
 
 /* Runs one parsed command. Returns <0 on error (already reported), else 0; sleep sets *ret_ms. */
@@ -2721,6 +2799,7 @@ int main(int argc, char **argv) {
                 return EXIT_SKIP;
         }
 
+        s.queue_room = read_queue_room();
         fds_snapshot(&inherited);
         /* a reader of our stdout that went away must not kill us before the testbed is gone */
         (void) signal(SIGPIPE, SIG_IGN);
