@@ -16,7 +16,8 @@
 # ($UMOCKDEV_DIR/kmsg.log), through a FIFO of its own: with CONVERGE_KMSG_PARAM set (the
 # backend's parameter naming its kernel log, e.g. gpu.kmsg), it is given "-o PARAM=DIR/kmsg2".
 #
-# A signal (sim-node passes SIGTERM on) stops whichever kdpd runs; nothing is left behind.
+# A signal (sim-node passes SIGTERM on) stops whichever kdpd runs; nothing is left behind. If
+# sim-node itself dies (nothing would pass a signal on), the kdpds are stopped the same way.
 set -u
 
 dir=$1
@@ -36,16 +37,25 @@ stop() {
 }
 trap 'stop; wait; exit 143' TERM INT HUP
 
-# wait_file FILE: until FILE exists (the harness outside has the deadlines; it kills sim-node)
+# wait_file FILE: until FILE exists (the harness outside has the deadlines; it kills sim-node),
+# or until sim-node, our parent, is gone (we have another parent then)
+parent=$PPID
 wait_file() {
+        local ppid
         while [ ! -e "$1" ]; do
+                read -r _ _ _ ppid _ < "/proc/$$/stat"
+                if [ "$ppid" != "$parent" ]; then
+                        stop
+                        wait
+                        exit 129
+                fi
                 sleep 0.05
         done
 }
 
 "${cmd[@]}" "${args[@]}" --kubelet-dir "$dir/k1" > "$dir/kdpd1.out" 2> "$dir/kdpd1.err" &
 p1=$!
-echo "$p1" >> "$dir/pids"               # the harness ends them too if this shell is killed
+echo "$p1" >> "$dir/pids"               # the harness waits for them too if this shell is killed
 wait_file "$dir/go2"
 
 args2=("${args[@]}")

@@ -43,28 +43,42 @@ fi
 
 bg=()                                   # kubelets and sim-node of the running case
 case_dir=                               # its dir: the kdpds' pids are in case_dir/pids
+sim_pgid=                               # sim-node's process group: it, converge-node.sh, the kdpds
+
+# alive PID: the process exists and is not a zombie
+alive() {
+        local state
+        state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2> /dev/null)
+        [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# stop_all: ends every process of the case on every path, sim-node dead or alive: SIGTERM to the
+# kubelets and sim-node (which passes it to converge-node.sh, which stops the kdpds and waits for
+# them), a bounded wait, then SIGKILL to whatever is left of sim-node's process group (a wrapper
+# shell whose sim-node died, a kdpd that hangs) and the reaping of our own children
 stop_all() {
-        local p i
+        local p i pids=()
         exec 9>&- 2>/dev/null
-        [ -n "$case_dir" ] && [ -f "$case_dir/pids" ] && bg+=($(cat "$case_dir/pids"))
+        [ -n "$case_dir" ] && [ -f "$case_dir/pids" ] && read -ra pids <<< "$(tr '\n' ' ' < "$case_dir/pids")"
         for p in "${bg[@]}"; do
                 kill -TERM "$p" 2>/dev/null
         done
-        for p in "${bg[@]}"; do
-                wait "$p" 2>/dev/null
-        done
-        # the kdpds are sim-node's grandchildren: wait until they are gone, then make sure
-        for p in $(cat "$case_dir/pids" 2>/dev/null); do
+        for p in "${bg[@]}" "${pids[@]}"; do
                 for ((i = 0; i < 200 * slow; i++)); do
-                        kill -0 "$p" 2>/dev/null || break
+                        alive "$p" || break
                         sleep 0.05
                 done
+        done
+        [ -n "$sim_pgid" ] && kill -KILL -- "-$sim_pgid" 2>/dev/null
+        for p in "${bg[@]}"; do
                 kill -KILL "$p" 2>/dev/null
+                wait "$p" 2>/dev/null
         done
         bg=()
-        sim_pid=
+        sim_pid= sim_pgid= case_dir=
 }
 trap 'stop_all; cleanup' EXIT
+trap 'exit 143' TERM INT HUP
 
 now_ms() {
         date +%s%3N
@@ -356,6 +370,17 @@ script_done() {
         grep -q '^converge-script-done$' "$1" 2>/dev/null || { sim_running || return 0; return 1; }
 }
 
+# both_alive DIR: sim-node and both kdpds run
+both_alive() {
+        local p n=0
+        sim_running || return 1
+        for p in $(cat "$1/pids" 2> /dev/null); do
+                alive "$p" || return 1
+                n=$((n + 1))
+        done
+        [ $n = 2 ]
+}
+
 show_logs() {
         local f
         for f in sim.err kdpd1.err kdpd2.err; do
@@ -383,10 +408,11 @@ run_case() {
         mkfifo "$d/ctl"
         [ "$1" = gpu ] && export CONVERGE_KMSG_PARAM=gpu.kmsg || unset CONVERGE_KMSG_PARAM
         [ "$1" = gpu ] && extra=(--backend gpu) || extra=(--backend "$pcitest")
-        "$simnode" "$nodes/$fixture.umockdev" --control "$d/ctl" -- bash "$here/converge-node.sh" "$d" \
+        # a process group of its own, for stop_all to sweep (setsid does not fork: not a group leader)
+        setsid "$simnode" "$nodes/$fixture.umockdev" --control "$d/ctl" -- bash "$here/converge-node.sh" "$d" \
                 "${kdpd_run[@]}" -- --health-hold-ms 0 --cdi-dir "$d/cdi" "${extra[@]}" "${@:2}" \
                 > "$d/sim.out" 2> "$d/sim.err" &
-        sim_pid=$!
+        sim_pid=$! sim_pgid=$!
         bg+=($sim_pid)
         exec 9<> "$d/ctl"
         wait_for "kdpd #1's first list" 60 registered "$d/kubelet1.out" "$d/kdpd1.err" || { show_logs "$d"; stop_all; return; }
@@ -413,6 +439,13 @@ run_case() {
                 [ "$(now_ms)" -gt "$end" ] && break
                 sleep 0.2
         done
+        # a kdpd that died answers no kdpctl, and two lists that cannot be read look alike
+        if ! both_alive "$d"; then
+                fail "$case_name: sim-node or a kdpd ended before the comparison did"
+                show_logs "$d"
+                stop_all
+                return
+        fi
         if [ $agreed -ge 2 ]; then
                 if [ -s "$d/kept" ]; then
                         ok "$case_name: the lists agree; kept as seen by kdpd #1: $(sed 's/ (.*//' "$d/kept" | awk '{ print $2 }' | tr '\n' ' ')"
@@ -437,8 +470,10 @@ run_case() {
         exec 9>&-
         wait "$sim_pid"
         k=$?
-        [ $k = 0 ] && [ "$(cat "$d/rc" 2>/dev/null)" = "0 0" ] ||
+        if [ $k != 0 ] || [ "$(cat "$d/rc" 2>/dev/null)" != "0 0" ]; then
                 fail "$case_name: sim-node exit $k, kdpd exit codes '$(cat "$d/rc" 2>/dev/null)' (expected 0 0)"
+                show_logs "$d"
+        fi
         for f in "$tmp"/valgrind.*.log; do
                 [ -s "$f" ] || continue
                 fail "$case_name: valgrind: $f"
