@@ -56,6 +56,8 @@ typedef struct gpu {
         bool recut;                             /* SR-IOV re-cut it: it leaves the table after this scan */
         unsigned xid;                           /* the last critical Xid, 0: none */
         uint64_t xid_at_ms;                     /* CLOCK_MONOTONIC when it was logged */
+        uint64_t xid_scan;                      /* gpu_state.n_scans when the Xid was read */
+        uint64_t unbound_scan;                  /* the n_scans of the last scan that found it unbound or gone */
         char reason[REASON_MAX];                /* "" when healthy */
 } gpu;
 
@@ -65,6 +67,7 @@ typedef struct gpu_state {
         gpu_kmsg *kmsg;
         bool kmsg_opened;                       /* tried once, when the first NVIDIA GPU was seen */
         bool kmsg_replayed;                     /* the log's earlier records were read */
+        uint64_t n_scans;                       /* scans started: orders Xids against what scans found */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         bool nvidia_shared_present[8];          /* of nvidia_shared_nodes, at the last scan */
         kdp_pci_list *pci;                      /* the PCI functions as last listed */
@@ -118,6 +121,7 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
                 return;                 /* logged before we started and already over (or unbounded) */
         g->xid = x->code;
         g->xid_at_ms = now_us / 1000 - (replay ? age_ms : 0);
+        g->xid_scan = s->n_scans;
         b->changed = true;
         kdp_backend_log_warning(s->ctx, "GPU reported a critical Xid", KDP_F_STR("pci", x->bdf),
                                 KDP_F_STR("uuid", g->id), KDP_F_INT("xid", x->code),
@@ -313,13 +317,21 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
 
         if (bound && (!g->bound || g->rebound)) {
                 (void) kdp_health_pci_rebase(s->ctx, g->bdf, &g->pci);  /* (re)bound: counters start anew */
-                g->xid = 0;
+                /*
+                 * The rebind ended the Xid before it. When it came as an event, gpu_device_event
+                 * ended that Xid then, and one read since is the new binding's: it stays. A rebind
+                 * only this scan sees came after the last scan that found the GPU unbound: an Xid
+                 * read before that scan is over, one read after it is the new binding's.
+                 */
+                if (!g->rebound && g->xid_scan < g->unbound_scan)
+                        g->xid = 0;
         }
         g->bound = bound;
         g->rebound = false;
         if (!bound) {
                 char text[96];
 
+                g->unbound_scan = s->n_scans;
                 snprintf(text, sizeof(text), "%s%s", p->driver[0] ? "bound to " : "driver unbound", p->driver);
                 reason_add(g, text);
         }
@@ -518,6 +530,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         kdp_pci_list *l;
         int r;
 
+        s->n_scans++;
         r = list_pci(s, now);
         if (r < 0)
                 return r;
@@ -565,6 +578,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 if (!present[i]) {
                         g->reason[0] = '\0';
                         g->bound = false;
+                        g->unbound_scan = s->n_scans;
                         reason_add(g, "removed from the PCI bus");
                 }
                 refresh_xid(s, g, now, &next_expiry);
