@@ -19,7 +19,11 @@
  *
  * A GPU once seen stays in the table: when it is unbound, excluded or removed
  * it is reported Unhealthy with the reason instead of vanishing, so capacity
- * stays honest and the kubelet stops admitting pods onto it. The table holds
+ * stays honest and the kubelet stops admitting pods onto it. SR-IOV re-cuts a
+ * GPU instead of losing it, and so leaves the table: a PF whose VFs were
+ * enabled (the VFs are served in its place, as a kdpd started now would), and
+ * a VF that went with its PF's sriov_numvfs change (the PF, or the new VFs,
+ * are the silicon now; keeping both would count it twice). The table holds
  * only what was read; every scan reads sysfs/procfs again (udev events and a
  * periodic rescan for what sends no event: AER counters, procfs, /dev nodes).
  */
@@ -52,8 +56,13 @@ typedef struct gpu {
         kdp_health_pci pci;
         bool bound;                             /* bound to its driver at the last scan */
         bool rebound;                           /* a bind/add event came since the last scan */
+        char physfn[KDP_PCI_ADDRESS_MAX];       /* a VF: its PF; "" otherwise */
+        int pf_numvfs;                          /* a VF: its PF's sriov_numvfs (> 0) when last seen */
+        bool recut;                             /* SR-IOV re-cut it: it leaves the table after this scan */
         unsigned xid;                           /* the last critical Xid, 0: none */
         uint64_t xid_at_ms;                     /* CLOCK_MONOTONIC when it was logged */
+        uint64_t xid_scan;                      /* gpu_state.n_scans when the Xid was read */
+        uint64_t unbound_scan;                  /* the n_scans of the last scan that found it unbound or gone */
         char reason[REASON_MAX];                /* "" when healthy */
 } gpu;
 
@@ -63,6 +72,7 @@ typedef struct gpu_state {
         gpu_kmsg *kmsg;
         bool kmsg_opened;                       /* tried once, when the first NVIDIA GPU was seen */
         bool kmsg_replayed;                     /* the log's earlier records were read */
+        uint64_t n_scans;                       /* scans started: orders Xids against what scans found */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         bool nvidia_shared_present[8];          /* of nvidia_shared_nodes, at the last scan */
         kdp_pci_list *pci;                      /* the PCI functions as last listed */
@@ -114,6 +124,7 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
                 return;                 /* logged before we started and already over (or unbounded) */
         g->xid = x->code;
         g->xid_at_ms = now_us / 1000 - (replay ? age_ms : 0);
+        g->xid_scan = s->n_scans;
         b->changed = true;
         kdp_backend_log_warning(s->ctx, "GPU reported a critical Xid", KDP_F_STR("pci", x->bdf),
                                 KDP_F_STR("uuid", g->id), KDP_F_INT("xid", x->code),
@@ -326,13 +337,21 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
 
         if (bound && (!g->bound || g->rebound)) {
                 (void) kdp_health_pci_rebase(s->ctx, g->bdf, &g->pci);  /* (re)bound: counters start anew */
-                g->xid = 0;
+                /*
+                 * The rebind ended the Xid before it. When it came as an event, gpu_device_event
+                 * ended that Xid then, and one read since is the new binding's: it stays. A rebind
+                 * only this scan sees came after the last scan that found the GPU unbound: an Xid
+                 * read before that scan is over, one read after it is the new binding's.
+                 */
+                if (!g->rebound && g->xid_scan < g->unbound_scan)
+                        g->xid = 0;
         }
         g->bound = bound;
         g->rebound = false;
         if (!bound) {
                 char text[96];
 
+                g->unbound_scan = s->n_scans;
                 snprintf(text, sizeof(text), "%s%s", p->driver[0] ? "bound to " : "driver unbound", p->driver);
                 reason_add(g, text);
         }
@@ -360,6 +379,13 @@ static void refresh_xid(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expir
                 *next_expiry = due;
 }
 
+/* The PF's sriov_numvfs of a VF, -1 when the PF is not listed. */
+static int pf_numvfs(const kdp_pci_list *l, const char *physfn) {
+        const kdp_pci_device *pf = physfn[0] ? kdp_pci_list_find(l, physfn) : NULL;
+
+        return pf ? pf->sriov_numvfs : -1;
+}
+
 /* Why a GPU not seen before is not ours, into `why`; false when it is ours. */
 static bool gpu_skipped(const gpu_state *s, const kdp_pci_device *p, gpu_vendor v, char *why, size_t size) {
         const char *filtered = gpu_config_filtered(&s->cfg, p);
@@ -382,8 +408,8 @@ static bool gpu_skipped(const gpu_state *s, const kdp_pci_device *p, gpu_vendor 
  * One PCI function: a GPU of ours (new or known) is refreshed. A GPU that is not ours is declared
  * not served with the reason (kdpd logs it when that starts or changes); other functions are no GPUs.
  */
-static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_device *p, const amd_kfd *kfd,
-                          bool *present) {
+static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_list *l, const kdp_pci_device *p,
+                          const amd_kfd *kfd, bool *present) {
         int v = gpu_config_vendor(&s->cfg, p);
         char why[REASON_MAX];
         const char *off;
@@ -399,13 +425,22 @@ static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_dev
         }
         g = find_gpu(s, p->address);
         is_new = !g;
-        if (is_new && gpu_skipped(s, p, v, why, sizeof(why))) {
+        if (g && v == GPU_INTEL && p->sriov_numvfs > 0 && !g->recut) {
+                /* its VFs are served in its place: a PF seen before they were enabled leaves */
+                kdp_backend_log_info(s->ctx, "GPU left the list: SR-IOV VFs are served in its place",
+                                     KDP_F_STR("pci", g->bdf), KDP_F_INT("numVFs", p->sriov_numvfs));
+                g->recut = true;
+        }
+        if ((is_new || g->recut) && gpu_skipped(s, p, v, why, sizeof(why))) {
                 (void) kdp_device_tree_not_served(tree, p->address, why);
                 return;
         }
         if (is_new && !(g = gpu_add(s, p, v)))
                 return;
         present[g - s->gpus] = true;
+        snprintf(g->physfn, sizeof(g->physfn), "%s", p->physfn);
+        if (pf_numvfs(l, p->physfn) > 0)
+                g->pf_numvfs = pf_numvfs(l, p->physfn);        /* the cut it belongs to (0: being torn down) */
         g->reason[0] = '\0';
         refresh_pci_health(s, g, p);
         if (v == GPU_NVIDIA && !refresh_nvidia(s, g, is_new, why, sizeof(why))) {
@@ -556,6 +591,16 @@ static void read_kfd(gpu_state *s, amd_kfd *kfd) {
         s->kfd_error = r < 0 ? r : 0;
 }
 
+/* Drops the GPUs SR-IOV re-cut: they are not in this scan's tree, so they leave the list. */
+static void forget_recut(gpu_state *s) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < s->n_gpus; i++)
+                if (!s->gpus[i].recut)
+                        s->gpus[k++] = s->gpus[i];
+        s->n_gpus = k;
+}
+
 static int gpu_scan(void *state, kdp_device_tree *tree) {
         _cleanup_free_ bool *present = NULL;
         gpu_state *s = state;
@@ -564,6 +609,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         kdp_pci_list *l;
         int r;
 
+        s->n_scans++;
         r = list_pci(s, now);
         if (r < 0)
                 return r;
@@ -576,7 +622,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 return -ENOMEM;
         }
         for (size_t i = 0; i < kdp_pci_list_size(l); i++)
-                scan_function(s, tree, kdp_pci_list_get(l, i), &kfd, present);
+                scan_function(s, tree, l, kdp_pci_list_get(l, i), &kfd, present);
         for (size_t i = 0; i < kdp_pci_list_skipped_size(l); i++)
                 scan_skipped(s, tree, kdp_pci_list_skipped_get(l, i), present);
         amd_kfd_done(&kfd);
@@ -596,9 +642,24 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         for (size_t i = 0; i < s->n_gpus; i++) {
                 gpu *g = &s->gpus[i];
 
+                if (!present[i] && g->physfn[0] && !g->recut) {
+                        int n = pf_numvfs(l, g->physfn);
+
+                        /* gone with its PF's sriov_numvfs change: re-cut, not lost (its PF is listed;
+                         * a VF gone with its PF is lost capacity, and stays as removed) */
+                        if (n == 0 || (n > 0 && n != g->pf_numvfs)) {
+                                kdp_backend_log_info(s->ctx, "GPU left the list: its PF's SR-IOV VFs changed",
+                                                     KDP_F_STR("pci", g->bdf), KDP_F_STR("physfn", g->physfn),
+                                                     KDP_F_INT("numVFs", n));
+                                g->recut = true;
+                        }
+                }
+                if (g->recut)
+                        continue;
                 if (!present[i]) {
                         g->reason[0] = '\0';
                         g->bound = false;
+                        g->unbound_scan = s->n_scans;
                         reason_add(g, "removed from the PCI bus");
                 }
                 refresh_xid(s, g, now, &next_expiry);
@@ -606,6 +667,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 (void) kdp_device_tree_add_resource(tree, g->resource);
                 (void) emit_gpu(s, tree, g);
         }
+        forget_recut(s);
         if (next_expiry)
                 (void) kdp_backend_rescan_after(s->ctx, (uint32_t) (next_expiry - now));
         return 0;

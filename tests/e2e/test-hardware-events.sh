@@ -33,6 +33,19 @@ grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simul
 devices() {
         devices_match "$RES" "$1"
 }
+# n_lists: how many `devices` lines the kubelet has had
+n_lists() {
+        grep -c "^devices resource=$RES " "$T/kubelet.out"
+}
+# devices_since N LINE-REGEX: waits for a `devices` line after the first N to match: a state that
+# lasts a hold time can be over before a look at the newest line, on a loaded machine
+devices_since() {
+        local end=$(($(now_ms) + 10000 * SLOW))
+        until grep "^devices resource=$RES " "$T/kubelet.out" | tail -n +"$(($1 + 1))" | grep -Eq -- "$2"; do
+                [ "$(now_ms)" -lt "$end" ] || { fail "no devices line after the first $1 matches '$2'"; return; }
+                sleep 0.02
+        done
+}
 ctl() {
         echo "$*" >&9
 }
@@ -53,8 +66,9 @@ devices "capacity=7 allocatable=7 healthy=0000:18:00.0,0000:19:00.0,0000:3b:00.0
 grep -q '"Removed device" resource="test.example.com/pci" device="0000:3a:00.0"' "$T/kdpd.err" || fail "removal not logged"
 pass "hot-unplug: the GPU left the list"
 
+n=$(n_lists)
 ctl replug 0000:3a:00.0
-devices "capacity=8 allocatable=7 .*unhealthy=0000:3a:00.0 "
+devices_since "$n" "capacity=8 allocatable=7 .*unhealthy=0000:3a:00.0 "
 devices "capacity=8 allocatable=8 "
 pass "hot-add: the GPU came back, held unhealthy for the hold time first"
 
@@ -79,7 +93,7 @@ for i in 1 2 3 4 5 6; do
         ctl bind 0000:bb:00.0 nvidia
         ctl sleep 50
 done
-devices "capacity=8 allocatable=6 .*unhealthy=0000:ba:00.0,0000:bb:00.0 "
+devices_since "$before" "capacity=8 allocatable=6 .*unhealthy=0000:ba:00.0,0000:bb:00.0 "
 devices "capacity=8 allocatable=7 .*unhealthy=0000:ba:00.0 "
 # from the last list before the flapping on: a message may repeat a state (a reason changed), never flip it
 changes=$(grep "^devices " "$T/kubelet.out" | tail -n +"$before" | cut -d' ' -f4 | uniq | tr '\n' ' ')

@@ -12,6 +12,9 @@
  *                                    count           a fresh libudev and libpci count
  *                                    file PATH       what "files" prints for PATH
  *                                    mark TEXT       echoes "mark TEXT"
+ *                                    hold PATH       prints "held", then reads nothing (no
+ *                                                    uevent, no request) until PATH exists: a
+ *                                                    listener that falls behind
  *                                  Before each request it reads every uevent already queued, so a
  *                                  request written after sim-node finished a command comes after
  *                                  that command's events in the output.
@@ -493,6 +496,22 @@ static int do_kmsg(long want) {
         return 0;
 }
 
+/* "hold PATH": nothing is read until PATH exists, or the writer of our requests is gone (a test
+ * that ended early), or after a minute */
+static void do_hold(const char *path) {
+        printf("held\n");
+        (void) fflush(stdout);
+        for (int i = 0; i < 6000 && access(path, F_OK) < 0; i++) {
+                struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+                int n = poll(&pfd, 1, 10);
+
+                if (n > 0 && (pfd.revents & POLLHUP))
+                        return;
+                if (n > 0)
+                        (void) usleep(10000);       /* a request waits for the end of the hold */
+        }
+}
+
 static int do_monitor(const char *source) {
         _cleanup_(udev_unrefp) struct udev *udev = udev_new();
         _cleanup_(udev_monitor_unrefp) struct udev_monitor *mon = NULL;
@@ -572,6 +591,8 @@ static int do_monitor(const char *source) {
                                         do_file(arg);
                                 else if (strcmp(start, "mark") == 0)
                                         printf("mark %s\n", arg ? arg : "");
+                                else if (strcmp(start, "hold") == 0 && arg)
+                                        do_hold(arg);
                                 else if (*start)
                                         printf("error unknown request '%s'\n", start);
                                 start = nl + 1;

@@ -35,7 +35,7 @@
  *                         and it gets "unbind"; then every device of the subtree, in the same
  *                         order, gets "remove" and leaves the testbed. VFs are functions of their
  *                         own bus: unplugging a PF leaves them (a PF driver's remove() would
- *                         disable SR-IOV first; unplug the VFs before the PF to model that)
+ *                         disable SR-IOV first; "sriov ADDR 0" before the unplug models that)
  *   replug ADDR           re-adds the subtree from the saved records in the kernel's rescan order:
  *                         "add" for every PCI function, with no driver yet, bus by bus (all
  *                         functions of a bus, then the buses behind its bridges); then, bus by bus
@@ -65,9 +65,12 @@
  *                         "4,8820,91234570700,c;NVRM: Xid (PCI:0000:3a:00): 79, pid=0, GPU has
  *                         fallen off the bus."), except that the two characters \n become a
  *                         newline, for continuation lines (" SUBSYSTEM=pci"). The kernel prints a
- *                         backslash in a record as \x5c, so a real record never holds \n. At most
- *                         PIPE_BUF (4096) bytes with the newline. An error if the fixture has no
- *                         dev/kmsg, or if the FIFO is full (1 MiB unread)
+ *                         backslash in a record as \x5c, so a real record never holds \n. A
+ *                         timestamp field "@" (4,8812,@,c;...) becomes CLOCK_MONOTONIC in µs at
+ *                         the write, the clock printk uses, for readers that check a record's age.
+ *                         At most PIPE_BUF (4096) bytes with the newline. An error if the fixture
+ *                         has no dev/kmsg, or if the FIFO is full (1 MiB unread). Each record is
+ *                         also appended to $UMOCKDEV_DIR/kmsg.log (see the FIFO's limits below)
  *   rm PATH               removes PATH (below the testbed root: proc/driver/nvidia/gpus/<bdf>,
  *                         dev/nvidia2), a directory with everything in it, a link and not its
  *                         target; an error if PATH does not exist
@@ -75,6 +78,14 @@
  *                         "set", "\n" appended), creating missing directories; the new file is
  *                         renamed over the old one, so a reader sees one text or the other
  *   mkdir PATH            mkdir -p
+ *   sriov ADDR N          `echo N > sriov_numvfs` on the PF ADDR: its first N VFs appear (or, for
+ *                         0, all of them go) with the kernel's uevents, see sim_sriov(). The VFs
+ *                         are the records whose "L: physfn=../<ADDR>" names the PF, VF i being
+ *                         the i-th in address order; those the PF's record does not enable (i >=
+ *                         its sriov_numvfs) are held back at load and come only with this
+ *                         command, and a replug brings back only those the record enables. As
+ *                         in the kernel: the same N again does nothing, another N>0 while VFs are
+ *                         enabled is an error (EBUSY), and so is a PF without a driver
  *   PATH is relative to the testbed root ("proc/...", "dev/...", "sys/..."); an absolute PATH, a
  *   ".." component or the root itself is refused like any bad command (exit 2; in a script,
  *   before the child starts). These three edit plain files only: no uevent, and sim-node's device
@@ -102,7 +113,8 @@
  * (dev/.node/nvidia0 -> 195:0), else it is 0:0.
  * /dev/kmsg as a FIFO differs from the kernel's in three ways a reader may notice: records that
  * wait together can come in one read() (split them at each "\n" that no " " follows); each
- * record goes to one reader only, where the kernel gives every opener the whole log; lseek()
+ * record goes to one reader only, where the kernel gives every opener the whole log (a second
+ * reader can be fed $UMOCKDEV_DIR/kmsg.log, every record written so far); lseek()
  * fails with ESPIPE (no SEEK_END, no SEEK_DATA), and there is no EPIPE for lost records.
  *
  * Delivery (umockdev 0.17.16, checked): the preload turns a process's uevent netlink socket into
@@ -111,14 +123,14 @@
  * the child receives what this process sends. The message carries ACTION, DEVPATH, SUBSYSTEM,
  * SEQNUM, DEVNAME/DEVTYPE and the device's uevent file, read at sending time (so DRIVER= is
  * whatever the uevent file says then). The send is synchronous: when a command returns, its events
- * are queued in the listeners' sockets. It does not block: a listener whose queue is full
- * (net.unix.max_dgram_qlen datagrams, 10 by default) makes umockdev exit this process, so after
- * 8 events that may be unread sim-node waits until every listener has read them (sim_pace()). "wait" then polls those sockets' receive queues through
- * NETLINK_SOCK_DIAG until they are empty, i.e. until the listener has read them. Two processes
- * that both have a monitor on the same fd number share the name event<fd>: only the one that bound
- * last receives anything ("wait" reports it on stderr), and when both bind at the same moment one
- * of them fails with EADDRINUSE. umockdev_testbed_add_from_string() itself sends "add" for each
- * record (the initial load reaches no listener: the child does not exist yet);
+ * are queued in the listeners' sockets. "wait" then polls those sockets' receive queues through
+ * NETLINK_SOCK_DIAG until they are empty, i.e. until the listener has read them. Such a socket
+ * holds only net.unix.max_dgram_qlen + 1 unread uevents (umockdev aborts on the next): sending
+ * waits for a listener that fell that far behind (sim_make_room()), so a slow one loses nothing.
+ * Two processes that both have a monitor on the same fd number share the name event<fd>: only the
+ * one that bound last receives anything ("wait" reports it on stderr), and when both bind at the
+ * same moment one of them fails with EADDRINUSE. umockdev_testbed_add_from_string() itself sends
+ * "add" for each record (the initial load reaches no listener: the child does not exist yet);
  * umockdev_testbed_remove_device() sends nothing, so "remove" goes out before the removal, while
  * the device still exists for umockdev to describe. The testbed directory must not lie under
  * /dev, /sys, /proc or /run/udev (the preload would redirect the testbed's own files).
@@ -142,6 +154,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -166,8 +179,7 @@
 #define WAIT_DEFAULT_MS 5000
 #define WAIT_FALLBACK_MS 100
 #define CHILD_GRACE_MS 30000          /* after a SIGTERM or SIGINT passed on, then SIGKILL */
-#define PACE_UNREAD 8                   /* uevents a listener may have unread, below the kernel's 10 */
-#define PACE_TIMEOUT_MS 120000
+#define ROOM_TIMEOUT_MS 120000
 
 typedef struct simdev {
         char *devpath;                  /* "/devices/..." as in the record's P: line */
@@ -181,6 +193,7 @@ typedef struct simdev {
         char *driver;                   /* the driver bound now, NULL when unbound */
         char *node;                     /* the record's N: name ("dri/renderD128"), NULL if none */
         char *node_target;              /* what umockdev linked <testbed>/dev/<node> to at the first add */
+        char *physfn;                   /* a VF: its PF's address (L: physfn=../<bdf>), else NULL */
         bool present;
 } simdev;
 
@@ -199,6 +212,7 @@ typedef enum sim_verb {
         VERB_RM,
         VERB_WRITE,
         VERB_MKDIR,
+        VERB_SRIOV,
         _VERB_MAX,
         _VERB_INVALID = -EINVAL,
 } sim_verb;
@@ -209,18 +223,19 @@ static const char *const verb_names[_VERB_MAX] = {
         [VERB_WAIT] = "wait",     [VERB_WAIT_LISTENERS] = "wait-listeners",
         [VERB_SLEEP] = "sleep",   [VERB_ECHO] = "echo",       [VERB_KMSG] = "kmsg",
         [VERB_RM] = "rm",         [VERB_WRITE] = "write",     [VERB_MKDIR] = "mkdir",
+        [VERB_SRIOV] = "sriov",
 };
 
 typedef struct sim_cmd {
         sim_verb verb;
-        char *addr;                     /* unplug replug unbind bind set uevent */
+        char *addr;                     /* unplug replug unbind bind set uevent sriov */
         char *arg;                      /* bind: driver; set: attribute; uevent: action;
                                          * rm write mkdir: the path below the testbed root */
         char *value;                    /* set, write: value (escapes expanded, "\n" appended);
                                          * echo: text; kmsg: the record, "\n"-terminated;
                                          * uevent: extra KEY=VALUE lines, "\n"-terminated */
         long ms;                        /* wait, wait-listeners, sleep */
-        long count;                     /* wait-listeners */
+        long count;                     /* wait-listeners; sriov: the number of VFs */
 } sim_cmd;
 
 /* One command stream: the script, or the lines read from the control FIFO. */
@@ -244,9 +259,10 @@ typedef struct sim_node {
         int kmsg_fd;                    /* read-write on the testbed's dev/kmsg FIFO, or -1 */
         pid_t child;
         int64_t child_kill_at;          /* when to SIGKILL a child told to stop; -1: not told */
-        unsigned sent_unread;           /* uevents sent since the listeners were last seen drained */
         bool verbose;
         bool diag_unavailable_told;
+        unsigned queue_room;            /* unread uevents a listener's socket takes, see sim_make_room() */
+        unsigned n_unread_max;          /* uevents sent since every listener was last seen drained */
         char **orphans_told;            /* event socket names already reported as shadowed */
         size_t n_orphans_told;
 } sim_node;
@@ -267,6 +283,13 @@ static int64_t now_ms(void) {
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
         return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void sleep_ms(long ms) {
@@ -413,6 +436,7 @@ static simdev *simdev_free(simdev *d) {
         free(d->driver);
         free(d->node);
         free(d->node_target);
+        free(d->physfn);
         free(d);
         return NULL;
 }
@@ -457,6 +481,8 @@ static int simdev_new_from_record(const char *record, const char *where, simdev 
                         d->driver_link = strdup_or_die(line + 10);
                 else if (strncmp(line, "L: iommu_group=", 15) == 0)
                         d->iommu_group = strdup_or_die(basename_of(line + 15));
+                else if (strncmp(line, "L: physfn=", 10) == 0)
+                        d->physfn = strdup_or_die(basename_of(line + 10));
         }
         if (!d->devpath || strncmp(d->devpath, "/devices/", 9) != 0) {
                 sim_log("%s: a record must start with a \"P: /devices/...\" line", where);
@@ -610,14 +636,17 @@ static int sim_resolve(sim_node *s, const char *addr, simdev **ret) {
 /* -------------------------------------------------------------------------------------------- */
 /* Testbed edits */
 
-static void sim_pace(sim_node *s);
+static int sim_make_room(sim_node *s);
 
-static void sim_send(sim_node *s, simdev *d, const char *action) {
+static int sim_send(sim_node *s, simdev *d, const char *action) {
+        int r = sim_make_room(s);
+
+        if (r < 0)
+                return r;
         if (s->verbose)
                 sim_log("uevent %s %s (%s)", action, d->devpath, d->subsystem);
-        sim_pace(s);
         umockdev_testbed_uevent(s->tb, d->syspath, action);
-        s->sent_unread++;
+        return 0;
 }
 
 static int sim_symlink(const char *target, const char *path) {
@@ -880,7 +909,11 @@ static void sim_note_node(sim_node *s, simdev *d, const char *record) {
 static int sim_add_record(sim_node *s, simdev *d, const char *record) {
         _cleanup_free_ char *stripped = NULL, *path = NULL;
         GError *error = NULL;
+        int r;
 
+        r = sim_make_room(s);           /* umockdev sends "add" */
+        if (r < 0)
+                return r;
         if (s->verbose)
                 sim_log("add %s", d->devpath);
         if (d->node_target) {
@@ -889,13 +922,11 @@ static int sim_add_record(sim_node *s, simdev *d, const char *record) {
                         return -ENOMEM;
                 record = stripped;
         }
-        sim_pace(s);                    /* umockdev sends "add" */
         if (!umockdev_testbed_add_from_string(s->tb, record, &error)) {
                 sim_log("umockdev rejected the record of %s: %s", d->devpath, error->message);
                 g_error_free(error);
                 return -EINVAL;
         }
-        s->sent_unread++;
         d->present = true;
         if (path) {
                 (void) unlink(path);
@@ -988,7 +1019,9 @@ static int sim_unbind(sim_node *s, simdev *d) {
                 simdev *c = s->devs[i];
 
                 if (c->present && sim_is_class_child(s, c, d)) {
-                        sim_send(s, c, "remove");
+                        r = sim_send(s, c, "remove");
+                        if (r < 0)
+                                return r;
                         sim_remove(s, c);
                 }
         }
@@ -1003,8 +1036,7 @@ static int sim_unbind(sim_node *s, simdev *d) {
                 return r;
         }
         sim_set_enable(s, d, "0\n");
-        sim_send(s, d, "unbind");
-        return 0;
+        return sim_send(s, d, "unbind");
 }
 
 static int sim_bind(sim_node *s, simdev *d, const char *driver) {
@@ -1063,8 +1095,7 @@ static int sim_bind(sim_node *s, simdev *d, const char *driver) {
                                         return r;
                         }
                 }
-        sim_send(s, d, "bind");
-        return 0;
+        return sim_send(s, d, "bind");
 }
 
 static int sim_unplug(sim_node *s, simdev *d) {
@@ -1089,16 +1120,84 @@ static int sim_unplug(sim_node *s, simdev *d) {
                 simdev *c = s->devs[i];
 
                 if ((c == d || simdev_is_under(c, d)) && c->present) {
-                        sim_send(s, c, "remove");
+                        r = sim_send(s, c, "remove");
+                        if (r < 0)
+                                return r;
                         sim_remove(s, c);
                 }
         }
         return 0;
 }
 
-/* c is a function on the bus behind bridge p */
+/* -------------------------------------------------------------------------------------------- */
+/* SR-IOV: VFs are the records with an L: physfn= link; the PF's sriov_numvfs says which exist */
+
+/* The value of a record's "A: attr=<number>" line, or -1. */
+static long record_number(const char *record, const char *attr) {
+        size_t len = strlen(attr);
+
+        for (const char *p = record; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, "A: ", 3) == 0 && strncmp(p + 3, attr, len) == 0 && p[3 + len] == '=')
+                        return strtol(p + 4 + len, NULL, 10);
+        return -1;
+}
+
+static simdev *sim_find_slot(sim_node *s, const char *slot) {
+        for (size_t i = 0; i < s->n_devs; i++)
+                if (s->devs[i]->slot && strcmp(s->devs[i]->slot, slot) == 0)
+                        return s->devs[i];
+        return NULL;
+}
+
+/* The VFs the records declare for pf, in address order: VF i is the i-th (sriov_offset and
+ * sriov_stride are the fixture's business). Returns their number; at most max go to ret. */
+static size_t sim_vfs_of(sim_node *s, const simdev *pf, simdev **ret, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *d = s->devs[i];
+
+                if (d->physfn && pf->slot && strcmp(d->physfn, pf->slot) == 0) {
+                        if (n < max)
+                                ret[n] = d;
+                        n++;
+                }
+        }
+        return n;
+}
+
+/* d is a VF that its PF's record does not enable (its number is not below the record's
+ * sriov_numvfs): it exists only while an "sriov" command has it enabled. */
+static bool sim_vf_held_back(sim_node *s, const simdev *d) {
+        simdev *pf, *vfs[256];
+        size_t n;
+        long enabled;
+
+        if (!d->physfn || !(pf = sim_find_slot(s, d->physfn)))
+                return false;
+        enabled = record_number(pf->record, "sriov_numvfs");
+        n = sim_vfs_of(s, pf, vfs, KDP_ELEMENTSOF(vfs));
+        for (size_t i = 0; i < n && i < KDP_ELEMENTSOF(vfs); i++)
+                if (vfs[i] == d)
+                        return (long) i >= enabled;
+        return false;
+}
+
+/* At load: the held-back VFs and their class devices leave the testbed before the child starts
+ * (no listener yet, so no uevent); they stay in the table, as unplugged devices do. */
+static void sim_hold_back_vfs(sim_node *s) {
+        for (size_t i = s->n_devs; i-- > 0;) {
+                simdev *d = s->devs[i], *owner = simdev_is_pci(d) ? d : sim_owner(s, d);
+
+                if (d->present && owner && sim_vf_held_back(s, owner))
+                        sim_remove(s, d);
+        }
+}
+
+/* c is a function on the bus behind bridge p (a VF only if its PF's record enables it: after a
+ * rescan a PF's VFs come back only when sriov_numvfs is written) */
 static bool sim_on_bus_of(sim_node *s, const simdev *c, const simdev *p) {
-        return simdev_is_pci(c) && simdev_is_under(c, p) && sim_owner(s, c) == p;
+        return simdev_is_pci(c) && simdev_is_under(c, p) && sim_owner(s, c) == p && !sim_vf_held_back(s, c);
 }
 
 /* pci_device_add(): the function appears with no driver; umockdev sends "add" */
@@ -1204,6 +1303,84 @@ static int sim_replug(sim_node *s, simdev *d) {
         return sim_probe_bus(s, d);
 }
 
+/*
+ * "sriov PF N": what `echo N > sriov_numvfs` does (HARDWARE-SRIOV §3; drivers/pci/iov.c). The
+ * value is set first: a reader of sriov_numvfs waits on the device lock until the write is over,
+ * so no reader sees VFs beside the old value. Enable: for each VF in order, "add" (no driver),
+ * the virtfn<i> link and a "change", then the driver's probe ("add" of its class devices and
+ * "bind"); at the end a "change" on the PF. Disable: for each VF in order, its virtfn<i> link
+ * goes, then it is unplugged (class devices "remove", "unbind", "remove"); no event on the PF.
+ */
+static int sim_sriov(sim_node *s, simdev *pf, long n) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        simdev *vfs[256];
+        size_t n_vfs = sim_vfs_of(s, pf, vfs, KDP_ELEMENTSOF(vfs));
+        char value[32];
+        long now;
+        int r;
+
+        if (!pf->present) {
+                sim_log("sriov: %s is unplugged", pf->devpath);
+                return -ENODEV;
+        }
+        if (asprintf(&path, "%s%s/sriov_numvfs", s->root, pf->syspath) < 0)
+                return -ENOMEM;
+        if (read_file(path, &text) < 0) {
+                sim_log("sriov: %s has no sriov_numvfs (not an SR-IOV PF)", pf->devpath);
+                return -ENODEV;
+        }
+        now = strtol(text, NULL, 10);
+        if (n == now)
+                return 0;               /* the kernel: writing the current value does nothing */
+        if (!pf->driver) {
+                sim_log("sriov: %s has no driver to enable VFs (the kernel gives ENOENT)", pf->devpath);
+                return -ENOENT;
+        }
+        if (n > 0 && now > 0) {
+                sim_log("sriov: %s has %ld VFs enabled; write 0 first (the kernel gives EBUSY)", pf->devpath, now);
+                return -EBUSY;
+        }
+        if ((size_t) n > n_vfs || n_vfs > KDP_ELEMENTSOF(vfs)) {
+                sim_log("sriov: the records declare %zu VFs of %s (L: physfn=), not %ld", n_vfs, pf->devpath, n);
+                return -ERANGE;
+        }
+        (void) snprintf(value, sizeof(value), "%ld\n", n);
+        umockdev_testbed_set_attribute(s->tb, pf->syspath, "sriov_numvfs", value);
+        if (n == 0) {
+                for (long i = 0; i < now && (size_t) i < n_vfs; i++) {
+                        _cleanup_free_ char *link = NULL;
+
+                        if (asprintf(&link, "%s%s/virtfn%ld", s->root, pf->syspath, i) < 0)
+                                return -ENOMEM;
+                        (void) unlink(link);
+                        if (vfs[i]->present && (r = sim_unplug(s, vfs[i])) < 0)
+                                return r;
+                }
+                return 0;
+        }
+        for (long i = 0; i < n; i++) {
+                simdev *vf = vfs[i];
+                char name[32], target[64];
+
+                if (vf->present) {
+                        sim_log("sriov: the VF %s is present already", vf->devpath);
+                        return -EEXIST;
+                }
+                r = sim_appear(s, vf);
+                if (r < 0)
+                        return r;
+                (void) snprintf(name, sizeof(name), "virtfn%ld", i);
+                (void) snprintf(target, sizeof(target), "../%s", vf->slot);
+                umockdev_testbed_set_attribute_link(s->tb, pf->syspath, name, target);
+                r = sim_send(s, vf, "change");
+                if (r < 0)
+                        return r;
+                if (vf->record_driver && (r = sim_bind(s, vf, vf->record_driver)) < 0)
+                        return r;
+        }
+        return sim_send(s, pf, "change");
+}
+
 /* -------------------------------------------------------------------------------------------- */
 /* "wait": the listeners' receive queues, through NETLINK_SOCK_DIAG */
 
@@ -1305,64 +1482,50 @@ static void sim_tell_shadowed(sim_node *s, const char *name) {
         s->orphans_told[s->n_orphans_told++] = strdup_or_die(name);
 }
 
-static void sim_wait(sim_node *s, long timeout_ms) {
+/*
+ * Polls until every listener has read every uevent sent so far: 0 then, -ETIMEDOUT after
+ * timeout_ms, or NETLINK_SOCK_DIAG's error when it is unavailable. why names the caller for -v.
+ */
+static int sim_drain(sim_node *s, long timeout_ms, const char *why, listener_state *ret_st) {
         int64_t deadline = now_ms() + timeout_ms;
+        bool told = false;
 
         for (;;) {
-                listener_state st;
-                int r = sim_query_listeners(s, &st);
+                int r = sim_query_listeners(s, ret_st);
 
-                if (r < 0) {
-                        if (!s->diag_unavailable_told)
-                                sim_log("warning: NETLINK_SOCK_DIAG unavailable (%s); \"wait\" "
-                                        "settles for %d ms instead", strerror(-r), WAIT_FALLBACK_MS);
-                        s->diag_unavailable_told = true;
-                        sleep_ms(WAIT_FALLBACK_MS);
-                        return;
+                if (r < 0)
+                        return r;
+                if (ret_st->shadowed[0])
+                        sim_tell_shadowed(s, ret_st->shadowed);
+                if (ret_st->n_pending == 0) {
+                        s->n_unread_max = 0;
+                        return 0;
                 }
-                if (st.shadowed[0])
-                        sim_tell_shadowed(s, st.shadowed);
-                if (st.n_pending == 0) {
-                        if (s->verbose)
-                                sim_log("wait: %u listener(s), all drained", st.n_live);
-                        s->sent_unread = 0;
-                        return;
-                }
-                if (now_ms() >= deadline) {
-                        sim_log("warning: wait: %u of %u listener(s) still hold unread uevents after "
-                                "%ld ms", st.n_pending, st.n_live, timeout_ms);
-                        return;
-                }
+                if (s->verbose && !told)
+                        sim_log("%s: %u listener(s) hold unread uevents: waiting until they have read them",
+                                why, ret_st->n_pending);
+                told = true;
+                if (now_ms() >= deadline)
+                        return -ETIMEDOUT;
                 sleep_ms(2);
         }
 }
 
-/*
- * Keeps every listener's queue below the kernel's limit on queued datagrams
- * (net.unix.max_dgram_qlen, 10 by default): umockdev sends without blocking and exits the whole
- * process when a listener's queue is full, which a listener busy scanning on a loaded machine
- * reaches within one switch unplug. After PACE_UNREAD sends that may be unread, this waits until
- * every listener has read them all (PACE_TIMEOUT_MS at most, then says so and sends anyway).
- */
-static void sim_pace(sim_node *s) {
-        int64_t deadline;
+static void sim_wait(sim_node *s, long timeout_ms) {
+        listener_state st;
+        int r = sim_drain(s, timeout_ms, "wait", &st);
 
-        if (s->sent_unread < PACE_UNREAD)
-                return;
-        deadline = now_ms() + PACE_TIMEOUT_MS;
-        for (;;) {
-                listener_state st;
-
-                if (sim_query_listeners(s, &st) < 0 || st.n_pending == 0)
-                        break;
-                if (now_ms() >= deadline) {
-                        sim_log("warning: %u listener(s) left uevents unread for %d ms; sending more",
-                                st.n_pending, PACE_TIMEOUT_MS);
-                        break;
-                }
-                sleep_ms(2);
-        }
-        s->sent_unread = 0;
+        if (r == -ETIMEDOUT)
+                sim_log("warning: wait: %u of %u listener(s) still hold unread uevents after %ld ms",
+                        st.n_pending, st.n_live, timeout_ms);
+        else if (r < 0) {
+                if (!s->diag_unavailable_told)
+                        sim_log("warning: NETLINK_SOCK_DIAG unavailable (%s); \"wait\" settles for %d ms "
+                                "instead", strerror(-r), WAIT_FALLBACK_MS);
+                s->diag_unavailable_told = true;
+                sleep_ms(WAIT_FALLBACK_MS);
+        } else if (s->verbose)
+                sim_log("wait: %u listener(s), all drained", st.n_live);
 }
 
 static int sim_wait_listeners(sim_node *s, long count, long timeout_ms) {
@@ -1385,6 +1548,51 @@ static int sim_wait_listeners(sim_node *s, long count, long timeout_ms) {
                 }
                 sleep_ms(2);
         }
+}
+
+/*
+ * Flow control. umockdev sends each uevent with a non-blocking sendmsg() to each listener's
+ * datagram socket and abort()s when one fails; such a socket takes net.unix.max_dgram_qlen + 1
+ * unread messages (10 + 1 by default), where the kernel's uevent socket takes megabytes. So a
+ * listener slower than this process (kdpd under valgrind, a loaded machine) would kill it, and
+ * the child with it, in the middle of a script. Every listener's queue holds at most the uevents
+ * sent since all queues were last seen empty; once that number reaches the room of one queue,
+ * sending waits until they are empty again. A listener gets every uevent in order, later: what
+ * the kernel gives a reader that falls behind. One that reads nothing for ROOM_TIMEOUT_MS is an
+ * error (the command fails) rather than the abort. Without NETLINK_SOCK_DIAG, sending goes on as
+ * umockdev does it.
+ */
+static unsigned read_queue_room(void) {
+        _cleanup_free_ char *text = NULL;
+        long n;
+
+        if (read_file("/proc/sys/net/unix/max_dgram_qlen", &text) < 0)
+                return 10;
+        n = strtol(text, NULL, 10);
+        return n < 1 ? 1 : n > 1000 ? 1000 : (unsigned) n;
+}
+
+static int sim_make_room(sim_node *s) {
+        listener_state st;
+        int r;
+
+        if (s->n_unread_max < s->queue_room) {
+                s->n_unread_max++;
+                return 0;
+        }
+        r = sim_drain(s, ROOM_TIMEOUT_MS, "flow control", &st);
+        if (r == -ETIMEDOUT) {
+                sim_log("%u uevent listener(s) still hold unread uevents after %d ms; one more could "
+                        "overflow their sockets (%u unread at most)", st.n_pending, ROOM_TIMEOUT_MS,
+                        s->queue_room + 1);
+                return r;
+        }
+        if (r < 0 && !s->diag_unavailable_told)
+                sim_log("warning: NETLINK_SOCK_DIAG unavailable (%s); a listener that falls %u uevents "
+                        "behind makes umockdev abort", strerror(-r), s->queue_room);
+        s->diag_unavailable_told |= r < 0;
+        s->n_unread_max = 1;
+        return 0;
 }
 
 /* -------------------------------------------------------------------------------------------- */
@@ -1620,6 +1828,36 @@ static int sim_kmsg(sim_node *s, const char *record) {
         }
         if ((size_t) n != len) {
                 sim_log("kmsg: short write (%zd of %zu bytes)", n, len);
+                return -EIO;
+        }
+        return 0;
+}
+
+/* The record with a timestamp field "@" ("4,8812,@,c;...") made CLOCK_MONOTONIC in µs, the
+ * printk clock: a record written now, as a reader that checks its age must see it. */
+static char *kmsg_stamp(const char *record) {
+        const char *semi = strchr(record, ';'), *ts = strchr(record, ',');
+        char *out;
+
+        ts = ts ? strchr(ts + 1, ',') : NULL;
+        if (!semi || !ts || ts > semi || strncmp(ts + 1, "@", 1) != 0 || (ts[2] != ',' && ts[2] != ';'))
+                return strdup_or_die(record);
+        if (asprintf(&out, "%.*s%" PRId64 "%s", (int) (ts + 1 - record), record, now_us(), ts + 2) < 0)
+                abort();
+        return out;
+}
+
+/*
+ * The kernel gives every opener of /dev/kmsg the whole log; the FIFO gives each record to one
+ * reader. So every record also goes to <testbed>/kmsg.log ($UMOCKDEV_DIR/kmsg.log, outside
+ * what the preload redirects), from which a reader that comes later can be fed the log.
+ */
+static int sim_kmsg_keep(sim_node *s, const char *record) {
+        _cleanup_free_ char *path = join(s->root, "/kmsg.log");
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+        if (fd < 0 || write(fd, record, strlen(record)) != (ssize_t) strlen(record)) {
+                sim_log("kmsg: cannot append to %s: %s", path, strerror(errno));
                 return -EIO;
         }
         return 0;
@@ -1957,9 +2195,22 @@ static int parse_command(const char *line, const char *where, sim_cmd *ret) {
                         g_free(v);
                 }
                 break;
+        case VERB_SRIOV: {
+                _cleanup_free_ char *n = NULL;
+
+                c.addr = next_word(&p);
+                n = next_word(&p);
+                extra = next_word(&p);
+                if (!c.addr || !n || extra || parse_ms(n, &c.count) < 0 || c.count > 65535) {
+                        sim_log("%s: usage: sriov ADDR N", where);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                break;
+        }
         default:
                 sim_log("%s: unknown command '%s' (unplug replug unbind bind set uevent wait "
-                        "wait-listeners sleep echo kmsg rm write mkdir)", where, verb);
+                        "wait-listeners sleep echo kmsg rm write mkdir sriov)", where, verb);
                 return -EINVAL;
         }
         *ret = c;
@@ -1969,12 +2220,10 @@ static int parse_command(const char *line, const char *where, sim_cmd *ret) {
 /* Sends one uevent with extra KEY=VALUE lines appended to the uevent file for its duration. */
 static int sim_uevent_with(sim_node *s, simdev *d, const char *action, const char *extra) {
         _cleanup_free_ char *path = NULL, *saved = NULL, *text = NULL;
-        int r;
+        int r, w;
 
-        if (!extra || !*extra) {
-                sim_send(s, d, action);
-                return 0;
-        }
+        if (!extra || !*extra)
+                return sim_send(s, d, action);
         if (asprintf(&path, "%s%s/uevent", s->root, d->syspath) < 0)
                 return -ENOMEM;
         r = read_file(path, &saved);
@@ -1984,8 +2233,9 @@ static int sim_uevent_with(sim_node *s, simdev *d, const char *action, const cha
         r = write_file(path, text);
         if (r < 0)
                 return r;
-        sim_send(s, d, action);
-        return write_file(path, saved);
+        r = sim_send(s, d, action);
+        w = write_file(path, saved);
+        return r < 0 ? r : w;
 }
 
 /* Runs one parsed command. Returns <0 on error (already reported), else 0; sleep sets *ret_ms. */
@@ -2048,8 +2298,16 @@ static int sim_execute(sim_node *s, const sim_cmd *c, const char *where, long *r
                 (void) fflush(stdout);
                 r = 0;
                 break;
-        case VERB_KMSG:
-                r = sim_kmsg(s, c->value);
+        case VERB_KMSG: {
+                _cleanup_free_ char *record = kmsg_stamp(c->value);
+
+                r = sim_kmsg(s, record);
+                if (r >= 0)
+                        r = sim_kmsg_keep(s, record);
+                break;
+        }
+        case VERB_SRIOV:
+                r = sim_sriov(s, d, c->count);
                 break;
         case VERB_RM:
                 r = sim_rm(s, c->arg);
@@ -2578,6 +2836,7 @@ int main(int argc, char **argv) {
                 return EXIT_SKIP;
         }
 
+        s.queue_room = read_queue_room();
         fds_snapshot(&inherited);
         /* a reader of our stdout that went away must not kill us before the testbed is gone */
         (void) signal(SIGPIPE, SIG_IGN);
@@ -2620,6 +2879,7 @@ int main(int argc, char **argv) {
                         return EXIT_SIM_ERROR;
                 }
         }
+        sim_hold_back_vfs(&s);
         for (size_t j = 0; j < n_fixtures; j++) {
                 r = load_files(&s, fixtures[j]);
                 if (r < 0) {

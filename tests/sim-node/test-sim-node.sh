@@ -5,9 +5,9 @@
 # in tests/fixtures/nodes/ and must see (a) exactly the modelled devices through libudev and
 # libpci, and (b) exactly the uevents, in the kernel's order, that the script drives through
 # sim-node's --control FIFO and --script, with sysfs changing to match; (c) and (d) check
-# sim-node's own contract and a umockdev limit; (e) the plain files beside a fixture
-# (FIXTURE.files/) in /proc, /dev and /sys, the /dev/kmsg FIFO byte for byte, and rm / write /
-# mkdir as the child sees them. Exit 77 = skipped.
+# sim-node's own contract and a umockdev limit, (d') a listener that falls behind; (e) the plain
+# files beside a fixture (FIXTURE.files/) in /proc, /dev and /sys, the /dev/kmsg FIFO byte for
+# byte, and rm / write / mkdir as the child sees them. Exit 77 = skipped.
 # ok() never fails, so "[ ... ] && ok ... || fail ..." is an if-then-else; the single-quoted
 # bash -c scripts expand their $0 $1 ... in the child, as intended.
 # shellcheck disable=SC2015,SC2016
@@ -231,6 +231,7 @@ check /sys$VF0 exists=1 link=1 driver=mlx5_core DRIVER=mlx5_core enable=1
 EOF
 
 S=$USP/0000:17
+: > "$tmp/switch-events"                # the two switch steps' events, for (d') below
 step "unplug a whole switch: drivers stop children-first, then the devices go" \
         "unplug 0000:16:00.0" -- "check /sys$USP" "check /sys$G0" count <<EOF
 event remove net ${S}:02.0/0000:1a:00.3/net/ens1f0v1 DRIVER=-
@@ -258,6 +259,7 @@ check /sys$USP exists=0 link=0 driver=- DRIVER=- enable=-
 check /sys$G0 exists=0 link=0 driver=- DRIVER=- enable=-
 count udev-pci=25 libpci=25
 EOF
+grep '^event ' "$tmp/step" >> "$tmp/switch-events"
 
 step "replug a whole switch: rescan adds bus by bus, then drivers probe bus by bus" \
         "replug 0000:16:00.0" -- "check /sys$USP" "check /sys$G0" "check /sys$PF/net/ens1f0np0" count <<EOF
@@ -287,6 +289,8 @@ check /sys$G0 exists=1 link=1 driver=nvidia DRIVER=nvidia enable=1
 check /sys$PF/net/ens1f0np0 exists=1 link=1 driver=- DRIVER=- enable=-
 count udev-pci=34 libpci=34
 EOF
+
+grep '^event ' "$tmp/step" >> "$tmp/switch-events"
 
 step "set: attributes change with no uevent (AER counter, link state)" \
         'set 0000:18:00.0 aer_dev_fatal Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 1\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\nUnsupReq 0\nACSViol 0\nUncorrIntErr 0\nBlockedTLP 0\nAtomicOpBlocked 0\nTLPBlockedErr 0\nPoisonTLPBlocked 0\nTOTAL_ERR_FATAL 1' \
@@ -514,6 +518,36 @@ nb=$(grep -c '^event ' "$tmp/eb")
 [ $((na + nb)) = 1 ] && grep -q 'two uevent listeners were bound to .*/event' "$tmp/simerr" &&
         ok "same fd number in two processes: one of them gets the event, and wait says so" ||
         fail "shadowed listeners: a=$na b=$nb stderr=$(cat "$tmp/simerr")"
+
+# ---------------------------------------------------------------------------------------------
+# (d') a listener that falls behind: its socket holds 11 unread uevents (net.unix.max_dgram_qlen
+# + 1) and umockdev's sender aborts on the next; sim-node waits for the reader instead, and the
+# reader gets every uevent, in order. The switch's unplug and replug are 42 uevents.
+
+mkfifo "$tmp/ctl3" "$tmp/req4"
+exec 3<>"$tmp/ctl3" 4<>"$tmp/req4"
+"$simnode" -v "$two" --control "$tmp/ctl3" -- \
+        bash -c 'exec "$0" monitor udev < "$1" > "$2"' "$check" "$tmp/req4" "$tmp/events4" \
+        > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
+sim_pid=$!
+wait_for "$tmp/events4" '^ready udev$'
+printf 'hold %s\n' "$tmp/release" >&4
+wait_for "$tmp/events4" '^held$'
+printf 'unplug 0000:16:00.0\nreplug 0000:16:00.0\nwait\necho sent\n' >&3
+wait_for "$tmp/simerr" '^sim-node: flow control: 1 listener\(s\) hold unread uevents' 60
+touch "$tmp/release"
+wait_for "$tmp/simout" '^sent$' 60
+printf 'mark y\n' >&4
+wait_for "$tmp/events4" '^mark y$'
+exec 3>&- 4>&-
+wait "$sim_pid"
+rc=$?
+sim_pid=
+[ $rc = 0 ] && ok "a listener that falls behind: sim-node waits for it and exits with the child's status" ||
+        fail "slow listener: sim-node exit $rc: $(grep -v '^sim-node: \(uevent\|add\|remove\) ' "$tmp/simerr")"
+expect "a listener that falls behind gets all 42 uevents of the switch's unplug and replug, in order" \
+        "$tmp/switch-events" < <(grep '^event ' "$tmp/events4")
+grep -q '^error' "$tmp/events4" && fail "sim-check reported: $(grep '^error' "$tmp/events4")"
 
 # ---------------------------------------------------------------------------------------------
 # (e) plain files beside a fixture (FIXTURE.files/), /dev/kmsg, and rm / write / mkdir

@@ -2,8 +2,9 @@
 /*
  * The built GPU backend (kdp-backend-gpu.so) through its ABI, on plain
  * sysfs/procfs/dev trees: what it discovers, what it refuses to serve, the
- * Xids that the kernel log held before kdpd started (replay), and its
- * config errors. The scenarios with events are the e2e tests (test-gpu-*.sh).
+ * Xids that the kernel log held before kdpd started (replay), which Xids a
+ * rebind ends, and its config errors. The scenarios with events are the e2e
+ * tests (test-gpu-*.sh).
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -32,6 +33,7 @@ typedef struct gpu_run {
         int watched_fd;
         uint64_t now_usec;              /* the fake clock the backend reads */
         int64_t rescan_ms;              /* the last kdp_backend_rescan_after(), -1: none */
+        kdp_backend_fd_fn on_fd;        /* the kernel log's handler */
 } gpu_run;
 
 /* Any "now": the backend sees only this clock, never the machine's uptime. */
@@ -42,8 +44,8 @@ static uint64_t fake_clock(void *data) {
 }
 
 static int host_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
-        (void) fn;
         ((gpu_run *) data)->watched_fd = fd;
+        ((gpu_run *) data)->on_fd = fn;
         return 0;
 }
 
@@ -275,6 +277,82 @@ START_TEST(test_gpu_replays_xids_right_after_boot) {
 }
 END_TEST
 
+/* A pci uevent for the backend, as kdpd hands it over. */
+static void gpu_event(gpu_run *run, const char *action, const char *bdf) {
+        kdp_device_event ev = { .action = action, .subsystem = "pci", .sysname = bdf };
+
+        run->ops->device_event(run->state, &ev);
+}
+
+/* Appends one record to the tree's kernel log, stamped now, and has the backend read it. */
+static void gpu_log_xid(gpu_run *run, const char *root, unsigned seq, const char *text) {
+        _cleanup_free_ char *path = kdp_test_tree_path(root, "dev/kmsg"), *record = NULL;
+        FILE *f;
+
+        ck_assert_int_ge(asprintf(&record, "4,%u,%" PRIu64 ",c;%s\n", seq, run->now_usec, text), 0);
+        f = fopen(path, "ae");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_ge(fputs(record, f), 0);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_gt(run->on_fd(run->state, run->watched_fd), 0);
+}
+
+static void set_bound(const char *root, const kdp_test_pci_dev *d, bool bound) {
+        _cleanup_free_ char *rel = kdp_test_pci_rel(d, "driver");
+
+        if (bound)
+                kdp_test_pci_sys_link(root, d, "driver", "bus/pci/drivers/nvidia");
+        else
+                kdp_test_tree_remove(root, rel);
+}
+
+/* Scans; GPU A's health reason then, "" when it is healthy. */
+static const char *scan_reason_a(gpu_run *run, const char *root) {
+        const kdp_device_list *l;
+
+        gpu_scan(run, root);
+        l = resource(run, "nvidia.com/gpu");
+        ck_assert_str_eq(l->devices[1].id, UUID_A);
+        return l->devices[1].health == KDP_HEALTHY ? "" : l->devices[1].health_reason;
+}
+
+/* GPU A unbound, with its event; its reason after the scan. */
+static const char *unbind_a(gpu_run *run, const char *root) {
+        set_bound(root, &h100_a, false);
+        gpu_event(run, "unbind", "0000:18:00.0");
+        return scan_reason_a(run, root);
+}
+
+START_TEST(test_gpu_rebind_ends_only_the_xids_before_it) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        gpu_run run;
+
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        ck_assert_str_eq(scan_reason_a(&run, root), "");
+
+        /* an Xid after a rebind whose scan has not run yet is the new binding's: the scan keeps it */
+        ck_assert_str_eq(unbind_a(&run, root), "driver unbound");
+        set_bound(root, &h100_a, true);
+        gpu_event(&run, "bind", "0000:18:00.0");
+        gpu_log_xid(&run, root, 1, "NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.");
+        ck_assert_str_eq(scan_reason_a(&run, root), "Xid 79 (RESTART_BM)");
+
+        /* a rebind seen by a scan only (its events lost): the Xid from before the unbind is over */
+        ck_assert_str_eq(unbind_a(&run, root), "driver unbound; Xid 79 (RESTART_BM)");
+        set_bound(root, &h100_a, true);
+        gpu_event(&run, "add", "0000:c4:00.1");         /* another function: the PCI list is read again */
+        ck_assert_str_eq(scan_reason_a(&run, root), "");
+
+        /* ... and an Xid read after the scan that found it unbound is the new binding's */
+        ck_assert_str_eq(unbind_a(&run, root), "driver unbound");
+        set_bound(root, &h100_a, true);
+        gpu_log_xid(&run, root, 2, "NVRM: Xid (PCI:0000:18:00): 48, pid=0, An uncorrectable double bit error");
+        gpu_event(&run, "add", "0000:c4:00.1");
+        ck_assert_str_eq(scan_reason_a(&run, root), "Xid 48 (WORKFLOW_XID_48)");
+        gpu_done(&run);
+}
+END_TEST
+
 START_TEST(test_gpu_modes_shape_the_records) {
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
         const kdp_device_list *l;
@@ -486,6 +564,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_excluded_and_unknown_uuid_are_not_served);
         tcase_add_test(tc, test_gpu_replays_recent_xids_only);
         tcase_add_test(tc, test_gpu_replays_xids_right_after_boot);
+        tcase_add_test(tc, test_gpu_rebind_ends_only_the_xids_before_it);
         tcase_add_test(tc, test_gpu_modes_shape_the_records);
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);

@@ -308,6 +308,10 @@ static int serve_resource(kdp_resource *res) {
                                            res->owner->b->pre_start != NULL, &res->reg);
 }
 
+static bool same_reason(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 static void log_device_changes(const char *resource, const kdp_device_list *old, const kdp_device_list *new) {
         for (size_t i = 0; i < new->n_devices; i++) {
                 const kdp_device *n = &new->devices[i];
@@ -318,6 +322,10 @@ static void log_device_changes(const char *resource, const kdp_device_list *old,
                 if (n->health == KDP_UNHEALTHY && (!o || o->health == KDP_HEALTHY))
                         kdp_log_warning("Device became unhealthy", KDP_F_STR("resource", resource),
                                         KDP_F_STR("device", n->id), KDP_F_STR("reason", n->health_reason));
+                else if (n->health == KDP_UNHEALTHY && !same_reason(n->health_reason, o->health_reason))
+                        /* the reason an operator reads is the one that holds now (unbound, then removed) */
+                        kdp_log_info("Device unhealthy for another reason", KDP_F_STR("resource", resource),
+                                     KDP_F_STR("device", n->id), KDP_F_STR("reason", n->health_reason));
                 else if (o && n->health == KDP_HEALTHY && o->health == KDP_UNHEALTHY)
                         kdp_log_info("Device recovered", KDP_F_STR("resource", resource), KDP_F_STR("device", n->id));
         }
@@ -900,6 +908,7 @@ static int load_backends(kdp_daemon *d, const kdp_daemon_options *o) {
 }
 
 static int start_backends(kdp_daemon *d) {
+        size_t n = 0;
         int r;
 
         for (size_t i = 0; i < d->n_slots; i++) {
@@ -918,6 +927,9 @@ static int start_backends(kdp_daemon *d) {
                 if (r < 0)
                         return r;
         }
+        for (const kdp_resource *res = d->resources; res; res = res->next)
+                n++;
+        kdp_log_info("Finished the first scan", KDP_F_INT("resources", n));
         return 0;
 }
 
