@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The SR-IOV backend's internal interfaces (one per module). It serves pools of
+ * PCI functions (SR-IOV VFs above all) as resources, configured by the SR-IOV
+ * network device plugin's own config.json, and answers Allocate as that plugin
+ * does (the env and DeviceSpecs a CNI and the pod's software expect).
+ *
+ *   sriov.c     ops; the table of functions seen, scan, pools -> device tree,
+ *               health, Allocate, reload (to come)
+ *   config.c    config.json -> sriov_config: pools, selectors, ranges; which
+ *               pool a function goes to (sriov_config_match)
+ *   discover.c  sysfs -> sriov_func: what a function is (VF index, PF name,
+ *               netdev, link type, IOMMU group, uio, RDMA nodes, vDPA...)
+ *   answer.c    the Allocate answer of a pool: env (PCIDEVICE_..., ..._INFO),
+ *               DeviceSpecs, and the device-info files a CNI reads
+ *
+ * Ownership: sriov.c owns the sriov_config (replaced whole on reload) and the
+ * sriov_func table (an array it rebuilds at each scan). config.c and
+ * discover.c fill structs the caller owns and frees with their *_done()
+ * functions; answer.c reads both and writes into the caller's
+ * kdp_alloc_response. Everything runs under the backend's lock
+ * (kdp/backend.h): scan on the loop thread, allocate on the gRPC thread.
+ *
+ * Facts: ../shared/HARDWARE-SRIOV.md (sections cited as §N).
+ */
+#pragma once
+
+#include <errno.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kdp/backend.h>
+#include <kdp/pci.h>
+
+#define SRIOV_NAME_MAX 128              /* resourceName, resourcePrefix, ibdev, driver names */
+#define SRIOV_PATH_MAX 256
+#define SRIOV_RDMA_NODES_MAX 5          /* ucm, issm, umad, uverbs, rdma_cm (§7) */
+
+/* ---- discover.c: one PCI function as the pools see it ---- */
+
+typedef struct sriov_func {
+        char address[KDP_PCI_ADDRESS_MAX];      /* "0000:8a:01.0" */
+        char vendor[5];                         /* lower-case hex, no "0x": "8086" (§12 vendors) */
+        char device[5];                         /* "1889" */
+        uint32_t class_code;                    /* 24 bits; base class 0x02 net, 0x12 accelerator */
+        char driver[64];                        /* basename of the driver link; "" when unbound */
+        int numa_node;                          /* -1: none */
+        char acpi_index[16];                    /* trimmed acpi_index; "" when absent */
+
+        /* SR-IOV */
+        bool is_pf_with_vfs;                    /* sriov_totalvfs present and sriov_numvfs > 0: excluded */
+        char pf_address[KDP_PCI_ADDRESS_MAX];   /* a VF's PF (physfn); "" for any other function */
+        int vf_index;                           /* from the PF's virtfn<N> links; -1 when not a VF */
+        char pf_name[IF_NAMESIZE];              /* the PF's netdev (switchdev: its uplink, §10); "" */
+
+        /* net */
+        char netdev[IF_NAMESIZE];               /* its netdev now; "" (vfio, or moved into a pod: §6) */
+        char link_type[16];                     /* "ether", "infiniband"; "" when unknown */
+        bool default_route;                     /* its netdev carries the default route: excluded */
+        char pkey[16];                          /* IB default pkey "0x7fff"; "" */
+        char ddp_profile[64];                   /* "" when none or unknown */
+
+        /* what a container gets */
+        int iommu_group;                        /* -1: none */
+        bool noiommu;                           /* iommu_groups/<N>/name is "vfio-noiommu" (§5) */
+        int uio_index;                          /* <BDF>/uio/uio<M>: M; -1 when none */
+        char rdma_dev[SRIOV_NAME_MAX];          /* "mlx5_2"; "" when it has no RDMA device */
+        char rdma_nodes[SRIOV_RDMA_NODES_MAX][SRIOV_PATH_MAX];  /* "/dev/infiniband/uverbs2", ... in §7's order */
+        size_t n_rdma_nodes;
+        char vdpa_type[16];                     /* "virtio", "vhost"; "" when it has no vDPA device */
+        char vdpa_path[SRIOV_PATH_MAX];         /* the vhost-vdpa node for "vhost"; "" */
+} sriov_func;
+
+/* ---- config.c: sriovdp's config.json ---- */
+
+typedef enum sriov_device_type {
+        SRIOV_NET_DEVICE,                       /* "netDevice" (the default) */
+        SRIOV_ACCELERATOR,                      /* "accelerator" */
+        SRIOV_AUX_NET_DEVICE,                   /* "auxNetDevice" */
+        SRIOV_PCI,                              /* "pci": kdp's own, any class, vfio/uio providers */
+        _SRIOV_DEVICE_TYPE_MAX,
+        _SRIOV_DEVICE_TYPE_INVALID = -EINVAL,
+} sriov_device_type;
+
+/* "<PF name or BDF>[#<i>,<a>-<b>,...]" (§12 Ranges) */
+typedef struct sriov_pf_match {
+        char *pf;                               /* a PF name (compared case-insensitively) or a BDF */
+        bool all_vfs;                           /* no '#': every VF */
+        uint64_t *vf_bits;                      /* VF i selected: bit i % 64 of vf_bits[i / 64] */
+        size_t n_vf_words;
+        bool malformed;                         /* a bad range: matches nothing, as sriovdp does */
+} sriov_pf_match;
+
+typedef struct sriov_strings {
+        char **v;
+        size_t n;                               /* 0: the field is absent (no filter) */
+} sriov_strings;
+
+/* One selector object: fields ANDed, values of a field ORed (§12). */
+typedef struct sriov_selector {
+        sriov_strings vendors, devices, drivers, pci_addresses, acpi_indexes, link_types, ddp_profiles,
+                pkeys, aux_types;
+        sriov_pf_match *pf_names, *root_devices;
+        size_t n_pf_names, n_root_devices;
+        bool is_rdma;
+        bool need_vhost_net;
+        char vdpa_type[16];                     /* "" when absent */
+} sriov_selector;
+
+/* additionalInfo: "*" and per-BDF maps of strings */
+typedef struct sriov_info_entry {
+        char *key;                              /* "*" or a BDF */
+        sriov_strings keys, values;             /* same n */
+} sriov_info_entry;
+
+typedef struct sriov_pool {
+        char resource_name[SRIOV_NAME_MAX];     /* "e810_vfio" */
+        char resource_prefix[SRIOV_NAME_MAX];   /* "intel.com" or the pool's resourcePrefix */
+        char resource[2 * SRIOV_NAME_MAX];      /* "<prefix>/<name>", what the kubelet sees */
+        sriov_device_type type;
+        bool exclude_topology;
+        sriov_selector *selectors;
+        size_t n_selectors;
+        sriov_info_entry *info;
+        size_t n_info;
+        unsigned line;                          /* of its resourceList entry, for messages */
+} sriov_pool;
+
+typedef struct sriov_config {
+        char *path;                             /* the file read */
+        sriov_pool *pools;                      /* config order: the first match wins */
+        size_t n_pools;
+} sriov_config;
+
+/*
+ * Reads config.json at `path` into *ret (zeroed first; sriov_config_done() frees it, also after
+ * a failure). `default_prefix` is the resourcePrefix of pools without one ("intel.com" by
+ * default, as sriovdp's -resource-prefix). What sriovdp refuses (a missing or invalid
+ * resourceName, a duplicate resource, vdpaType with isRdma, a wrong type) fails with -EINVAL
+ * after logging an error naming path:line and the key; what sriovdp silently ignores or
+ * mis-parses (an unknown key, acpiIndexes on an accelerator pool, a malformed VF range) is
+ * accepted with a warning naming path:line and the key, and behaves as it does there. ctx may
+ * be NULL (tests): messages then go to stderr.
+ */
+int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *default_prefix,
+                      sriov_config *ret);
+void sriov_config_done(sriov_config *c);
+
+/*
+ * Why no pool may take `f` whatever the config (a PF with VFs enabled, a netdev carrying the
+ * default route), as a reason for kdp_device_tree_not_served(); NULL when a pool may.
+ */
+const char *sriov_config_excluded(const sriov_func *f);
+
+/*
+ * The pool `f` goes to: the first pool (config order) one of whose selectors takes it, with the
+ * fields that apply to the pool's device type and its class filter (§12); -1 when none.
+ * *ret_selector (may be NULL) is the selector that took it (its isRdma, needVhostNet and
+ * vdpaType shape the answer).
+ */
+int sriov_config_match(const sriov_config *c, const sriov_func *f, size_t *ret_selector);
+
+/* Two pools that would advertise and answer the same (a reload keeps such a pool's stream). */
+bool sriov_config_pool_equal(const sriov_pool *a, const sriov_pool *b);
+
+/* ---- discover.c ---- */
+
+/*
+ * What `p` (one function of the ctx's PCI scan) is, read from sysfs and /dev under the ctx's
+ * roots into *ret. A file a function may lack (acpi_index, net/, uio/, infiniband/, the PF's
+ * net/) leaves its field empty; -ENOENT when the function went away meanwhile, another
+ * negative errno with *ret_why (a static string or NULL) saying which file could not be read.
+ * The default route is not read here (it is rtnetlink's, not sysfs's): default_route is false.
+ */
+int sriov_discover(const kdp_backend_ctx *ctx, const kdp_pci_device *p, sriov_func *ret,
+                   const char **ret_why);
+
+/* ---- answer.c ---- */
+
+/*
+ * The Allocate answer of `pool` for the functions funcs[0..n) (request order, as the kubelet
+ * sent the IDs), each taken by selector selectors[i] of the pool, into `resp` (§13):
+ * PCIDEVICE_<PREFIX>_<NAME> with the BDFs and <key>_INFO with the providers' JSON (sorted keys),
+ * and the DeviceSpecs (vfio, uio, RDMA, vhost-net + tun, vDPA) de-duplicated by host path, "rw".
+ */
+int sriov_answer(const kdp_backend_ctx *ctx, const sriov_pool *pool, const sriov_func *const *funcs,
+                 const size_t *selectors, size_t n, kdp_alloc_response *resp);
+
+/* The env key of a pool: "PCIDEVICE_" + prefix + "_" + name, upper-cased, '.' -> '_'. */
+int sriov_answer_env_key(const sriov_pool *pool, char **ret);
