@@ -90,7 +90,8 @@ typedef struct sriov_pf_match {
         bool all_vfs;                           /* no '#': every VF */
         uint64_t *vf_bits;                      /* VF i selected: bit i % 64 of vf_bits[i / 64] */
         size_t n_vf_words;
-        bool malformed;                         /* a bad range: matches nothing, as sriovdp does */
+        bool malformed;                         /* a bad range: it and the ranges after it select nothing
+                                                   (sriovdp stops reading there); vf_bits holds those before */
 } sriov_pf_match;
 
 typedef struct sriov_strings {
@@ -164,6 +165,9 @@ int sriov_config_match(const sriov_config *c, const sriov_func *f, size_t *ret_s
 
 /* Two pools that would advertise and answer the same (a reload keeps such a pool's stream). */
 bool sriov_config_pool_equal(const sriov_pool *a, const sriov_pool *b);
+
+/* "netDevice", "accelerator", "auxNetDevice", "pci"; NULL when out of range. */
+const char *sriov_config_device_type_to_string(sriov_device_type t);
 
 /* ---- discover.c ---- */
 
