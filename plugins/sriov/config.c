@@ -237,6 +237,7 @@ typedef struct loader {
         const kdp_backend_ctx *ctx;
         const char *path;
         int r;                  /* -EINVAL once something was refused */
+        unsigned n_errors;
 } loader;
 
 typedef enum problem {
@@ -262,6 +263,7 @@ static void loader_log(loader *ld, problem level, unsigned line, const char *key
                                              KDP_F_STR("path", ld->path), fline, fkey,
                                              KDP_F_STR("reason", reason));
                 ld->r = -EINVAL;
+                ld->n_errors++;
         } else
                 kdp_backend_log_warning(ld->ctx, "Accepted SR-IOV config file with a problem",
                                         KDP_F_STR("path", ld->path), fline, fkey, KDP_F_STR("reason", reason));
@@ -850,7 +852,8 @@ static struct fy_node_pair *pair_lookup_fold(struct fy_node *map, const char *na
 }
 
 /* deviceType first: the selectors' fields depend on it, wherever it stands in the object. */
-static int parse_device_type(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_pool *p) {
+static int parse_device_type(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_pool *p,
+                             unsigned *ret_line) {
         struct fy_node_pair *pair = pair_lookup_fold(n, "deviceType");
         _cleanup_free_ char *s = NULL;
         unsigned kline;
@@ -861,6 +864,7 @@ static int parse_device_type(loader *ld, struct fy_node *n, unsigned line, const
         if (!pair)
                 return 0;
         kline = node_line(fy_node_pair_key(pair), line);
+        *ret_line = kline;
         key_member(k, sizeof(k), key, "deviceType");
         r = parse_string(ld, fy_node_pair_value(pair), kline, k, &s);
         if (r < 0 || !s || !*s)
@@ -888,8 +892,8 @@ static bool name_copy(loader *ld, char *dst, const char *s, unsigned line, const
 static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index, const char *default_prefix,
                       sriov_pool *p, unsigned *ret_name_line) {
         _cleanup_free_ char *name = NULL, *prefix = NULL;
-        unsigned name_line = line, selectors_line = line;
-        bool has_selectors = false;
+        unsigned name_line = line, selectors_line = line, type_line = line;
+        bool has_selectors = false, name_given = false, selectors_refused = false;
         struct fy_node_pair *pair;
         json_type t = json_type_of(n);
         char elem[SRIOV_PATH_MAX], key[SRIOV_PATH_MAX];
@@ -904,7 +908,7 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 return 0;
         }
         if (t == JSON_OBJECT) {
-                r = parse_device_type(ld, n, line, key, p);
+                r = parse_device_type(ld, n, line, key, p, &type_line);
                 if (r < 0)
                         return r;
         }
@@ -927,6 +931,7 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 if (strcasecmp(kname, "resourceName") == 0) {
                         r = parse_string(ld, v, kline, k, &name);
                         name_line = kline;
+                        name_given = true;
                 } else if (strcasecmp(kname, "resourcePrefix") == 0)
                         r = parse_string(ld, v, kline, k, &prefix);
                 else if (strcasecmp(kname, "deviceType") == 0)
@@ -934,7 +939,10 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 else if (strcasecmp(kname, "excludeTopology") == 0)
                         r = parse_bool(ld, v, kline, k, &p->exclude_topology);
                 else if (strcasecmp(kname, "selectors") == 0) {
+                        unsigned n_errors = ld->n_errors;
+
                         r = parse_selectors(ld, v, kline, k, p);
+                        selectors_refused = ld->n_errors > n_errors;
                         has_selectors = p->n_selectors > 0;
                         selectors_line = kline;
                 } else if (strcasecmp(kname, "additionalInfo") == 0)
@@ -949,7 +957,8 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
 
         *ret_name_line = name_line;
         if (!name) {
-                loader_log(ld, PROBLEM_ERROR, line, key, "missing resourceName");
+                if (!name_given)
+                        loader_log(ld, PROBLEM_ERROR, line, key, "missing resourceName");
                 return 0;
         }
         key_member(key, sizeof(key), elem, "resourceName");
@@ -982,10 +991,10 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                            "'-' in resourceName: the env key %s is not a shell identifier", env);
         }
         if (p->type == SRIOV_AUX_NET_DEVICE)
-                loader_log(ld, PROBLEM_WARNING, line, key_member(key, sizeof(key), elem, "deviceType"),
+                loader_log(ld, PROBLEM_WARNING, type_line, key_member(key, sizeof(key), elem, "deviceType"),
                            "auxNetDevice pools hold auxiliary devices, which this backend does not serve: "
                            "the pool stays empty");
-        else if (!has_selectors)
+        else if (!has_selectors && !selectors_refused)
                 loader_log(ld, PROBLEM_WARNING, selectors_line, key_member(key, sizeof(key), elem, "selectors"),
                            "no selector object: the pool takes no device");
         return 0;
@@ -1077,6 +1086,25 @@ static int json_parse(loader *ld, const char *text, size_t len, json_doc *ret) {
         if (fy_parser_set_string(ret->parser, text, len) < 0)
                 return -ENOMEM;
         ret->doc = fy_parse_load_document(ret->parser);
+        if (ret->doc) {
+                /* one value and nothing after it, as Go's json.Unmarshal wants */
+                struct fy_document *extra = fy_parse_load_document(ret->parser);
+
+                if (extra) {
+                        struct fy_document_state *ds = fy_document_get_document_state(extra);
+                        const struct fy_mark *m = ds ? fy_document_state_start_mark(ds) : NULL;
+
+                        fy_parse_document_destroy(ret->parser, extra);
+                        if (!fy_diag_got_error(ret->diag)) {
+                                loader_log(ld, PROBLEM_ERROR, m ? (unsigned) m->line + 1 : 0, NULL,
+                                           "not JSON: a second value after the first (column %d)",
+                                           m ? m->column + 1 : 0);
+                                fy_parse_document_destroy(ret->parser, ret->doc);
+                                ret->doc = NULL;
+                                return 0;
+                        }
+                }
+        }
         if (!fy_diag_got_error(ret->diag) && ret->doc)
                 return 0;
 
