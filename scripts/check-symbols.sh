@@ -5,6 +5,9 @@
 #  (a) symbols: every global symbol an object of framework/src/lib or
 #      framework/src/daemon defines starts with kdp_<file stem, - as _>_
 #      (device-tree.c -> kdp_device_tree_*), apart from the exceptions below;
+#  (a2) backend modules: every global symbol of plugins/<kind>/<stem>.c in the registered
+#      backends' kdp_<kind>_core libraries starts with <kind>_<stem>_ (sriov: config.c ->
+#      sriov_config_*);
 #  (b) backends: each BUILD_DIR/plugins/*.so exports only kdp_backend_entry;
 #  (c) source: in framework/ and plugins/ *.c *.h, no exit( (nor _exit, _Exit,
 #      quick_exit), no goto, no // comments, every open( / openat( call has
@@ -77,6 +80,31 @@ for obj in "${objects[@]}"; do
                         fail "${where:-$source_file}: global symbol '$name' ($type) is not ${globs[*]}"
                 fi
         done < <("$nm" -g -l --defined-only "$obj")
+done
+
+# ---- (a2) global symbols of the registered backends' module libraries ----
+#
+# A backend split into modules (plugins/<kind>/<stem>.c, one header) builds them as the static
+# library kdp_<kind>_core, which its .so and its unit tests link. Each module's globals start with
+# <kind>_<stem>_ (or are <kind>_<stem> itself), so a name says which file defines it. Register a
+# backend here once its modules follow the rule.
+plugin_modules=(sriov)
+
+for kind in "${plugin_modules[@]}"; do
+        mapfile -t objects_of_kind < <(find "$build/plugins/$kind/CMakeFiles/kdp_${kind}_core.dir" \
+                -name '*.c.o' -type f 2>/dev/null | sort)
+        for obj in "${objects_of_kind[@]}"; do
+                stem=$(basename "$obj" .c.o)
+                [[ -f $src/plugins/$kind/$stem.c ]] || continue         # stale object of a removed file
+                prefix="${kind}_${stem//-/_}"
+                while IFS=$'\t' read -r entry where; do
+                        read -r _ type name <<< "$entry"
+                        if [[ $name != "$prefix" && $name != "${prefix}_"* ]]; then
+                                where=${where#"$src"/}
+                                fail "${where:-plugins/$kind/$stem.c}: global symbol '$name' ($type) is not ${prefix}_*"
+                        fi
+                done < <("$nm" -g -l --defined-only "$obj")
+        done
 done
 
 # ---- (b) what each backend exports ----
