@@ -157,7 +157,9 @@ const char *sriov_config_excluded(const sriov_func *f);
 
 /*
  * The pool `f` goes to: the first pool (config order) one of whose selectors takes it, with the
- * fields that apply to the pool's device type and its class filter (§12); -1 when none.
+ * fields that apply to the pool's device type and its class filter (§12); -1 when none, also for
+ * a function sriov_config_excluded() names a reason for. An auxNetDevice pool takes no PCI
+ * function (its devices are auxiliary ones).
  * *ret_selector (may be NULL) is the selector that took it (its isRdma, needVhostNet and
  * vdpaType shape the answer).
  */

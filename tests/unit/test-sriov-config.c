@@ -610,6 +610,16 @@ START_TEST(test_sriov_config_excluded_functions) {
 }
 END_TEST
 
+START_TEST(test_sriov_config_device_type_names) {
+        ck_assert_str_eq(sriov_config_device_type_to_string(SRIOV_NET_DEVICE), "netDevice");
+        ck_assert_str_eq(sriov_config_device_type_to_string(SRIOV_ACCELERATOR), "accelerator");
+        ck_assert_str_eq(sriov_config_device_type_to_string(SRIOV_AUX_NET_DEVICE), "auxNetDevice");
+        ck_assert_str_eq(sriov_config_device_type_to_string(SRIOV_PCI), "pci");
+        ck_assert_ptr_null(sriov_config_device_type_to_string(_SRIOV_DEVICE_TYPE_MAX));
+        ck_assert_ptr_null(sriov_config_device_type_to_string(_SRIOV_DEVICE_TYPE_INVALID));
+}
+END_TEST
+
 /* ---- what sriovdp refuses ---- */
 
 START_TEST(test_sriov_config_refuses_missing_resource_name) {
@@ -698,6 +708,8 @@ START_TEST(test_sriov_config_refuses_wrong_types) {
                        1, "resourceList", "wrong type: want a list of resource objects, got an object");
         expect_refused("[{\"resourceName\": \"a\"}]",
                        1, NULL, "wrong type: want an object with a resourceList, got a list");
+        expect_refused("{\"resourceList\": [{\"resourceName\": \"a\\u0000b\", \"selectors\": [{}]}]}",
+                       1, "resourceList[0].resourceName", "string holds a NUL character");
 }
 END_TEST
 
@@ -833,6 +845,18 @@ START_TEST(test_sriov_config_warns_fields_other_types_do_not_apply) {
         ck_assert_uint_eq(c.pools[0].selectors[0].n_pf_names, 0);
         ck_assert(!c.pools[0].selectors[0].is_rdma);
         expect_match(&c, &rng, 0, 0);
+}
+END_TEST
+
+/* Go drops a key its struct lacks before looking at the value: no type check there. */
+START_TEST(test_sriov_config_ignored_fields_are_not_type_checked) {
+        _cleanup_(sriov_config_done) sriov_config c = {};
+
+        expect_warned("{\"resourceList\": [{\"resourceName\": \"fpga\", \"deviceType\": \"accelerator\",\n"
+                      "  \"selectors\": [{\"pfNames\": 5}]}]}",
+                      &c, 2, "resourceList[0].selectors[0].pfNames",
+                      "pfNames does not apply to accelerator pools: ignored, as in sriovdp");
+        expect_match(&c, &accel, 0, 0);
 }
 END_TEST
 
@@ -1204,6 +1228,7 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_e810_ranges_split_sixteen_vfs);
         tcase_add_test(tc, test_sriov_config_pci_type_takes_any_class);
         tcase_add_test(tc, test_sriov_config_excluded_functions);
+        tcase_add_test(tc, test_sriov_config_device_type_names);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("refused");
@@ -1226,6 +1251,7 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_warns_acpi_indexes_on_accelerators);
         tcase_add_test(tc, test_sriov_config_applies_acpi_indexes_on_net_devices);
         tcase_add_test(tc, test_sriov_config_warns_fields_other_types_do_not_apply);
+        tcase_add_test(tc, test_sriov_config_ignored_fields_are_not_type_checked);
         tcase_add_test(tc, test_sriov_config_warns_malformed_range_and_stops_there);
         tcase_add_test(tc, test_sriov_config_reads_ranges_as_go_atoi_does);
         tcase_add_test(tc, test_sriov_config_warns_second_entry_for_a_pf);
