@@ -582,7 +582,8 @@ static int parse_pf_matches(loader *ld, struct fy_node *n, unsigned line, const 
 
 static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_device_type type,
                           sriov_selector *ret) {
-        unsigned rdma_line = 0, vdpa_line = 0;
+        char vdpa_key[SRIOV_PATH_MAX] = "", links_key[SRIOV_PATH_MAX] = "";
+        unsigned rdma_line = 0, vdpa_line = 0, links_line = 0;
         struct fy_node_pair *pair;
         json_type t = json_type_of(n);
         void *it = NULL;
@@ -626,6 +627,10 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
                 switch (f->kind) {
                 case FIELD_STRINGS:
                         r = parse_strings(ld, v, kline, k, field);
+                        if (field == &ret->link_types) {
+                                links_line = kline;
+                                strcpy(links_key, k);
+                        }
                         break;
                 case FIELD_PF_MATCHES:
                         r = parse_pf_matches(ld, v, kline, k, field, (size_t *) ((char *) ret + f->n_offset));
@@ -647,6 +652,7 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
                                            "no device, as in sriovdp", s);
                         (void) snprintf(ret->vdpa_type, sizeof(ret->vdpa_type), "%s", s);
                         vdpa_line = kline;
+                        strcpy(vdpa_key, k);
                         break;
                 }
                 }
@@ -654,19 +660,12 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
                         return r;
         }
 
-        if (ret->is_rdma && ret->vdpa_type[0]) {
-                char k[SRIOV_PATH_MAX];
-
-                loader_log(ld, PROBLEM_ERROR, vdpa_line, key_member(k, sizeof(k), key, "vdpaType"),
+        if (ret->is_rdma && ret->vdpa_type[0])
+                loader_log(ld, PROBLEM_ERROR, vdpa_line, vdpa_key,
                            "vdpaType together with isRdma (line %u): sriovdp refuses the pair", rdma_line);
-        }
-        if (ret->link_types.n > 1) {
-                char k[SRIOV_PATH_MAX];
-
-                loader_log(ld, PROBLEM_WARNING, node_line(fy_node_mapping_lookup_by_string(n, "linkTypes", -1), line),
-                           key_member(k, sizeof(k), key, "linkTypes"),
+        if (ret->link_types.n > 1)
+                loader_log(ld, PROBLEM_WARNING, links_line, links_key,
                            "more than one linkTypes value: any of them matches, sriovdp warns the same");
-        }
         return 0;
 }
 

@@ -935,8 +935,8 @@ START_TEST(test_sriov_config_warns_several_link_types) {
 
         expect_warned("{\"resourceList\": [{\"resourceName\": \"a\",\n"
                       "  \"selectors\": [{\n"
-                      "    \"linkTypes\": [\"ether\", \"infiniband\"]}]}]}",
-                      &c, 3, "resourceList[0].selectors[0].linkTypes",
+                      "    \"LinkTypes\": [\"ether\", \"infiniband\"]}]}]}",
+                      &c, 3, "resourceList[0].selectors[0].LinkTypes",
                       "more than one linkTypes value: any of them matches, sriovdp warns the same");
         expect_match(&c, &cx6_rdma, 0, 0);
         strcpy(ib.link_type, "infiniband");
@@ -1052,12 +1052,15 @@ START_TEST(test_sriov_config_pool_equal) {
                                    "{\"selectors\": {\"drivers\": [\"i40evf\", \"ixgbevf\", \"iavf\"],\n"
                                    "  \"devices\": [\"154c\", \"10ed\", \"1889\"], \"vendors\": [\"8086\"]},\n"
                                    " \"resourcePrefix\": \"intel.com\", \"resourceName\": \"nic_kernel\"},\n"
-                                   "{\"resourceName\": \"nic_kernel_token\", \"selectors\": [{\"vendors\": [\"8086\"],\n"
-                                   "  \"devices\": [\"154c\", \"10ed\", \"1889\"], \"drivers\": [\"i40evf\", \"ixgbevf\", \"iavf\"]}],\n"
+                                   "{\"resourceName\": \"nic_kernel_token\",\n"
+                                   " \"selectors\": [{\"vendors\": [\"8086\"],\n"
+                                   "  \"devices\": [\"154c\", \"10ed\", \"1889\"],\n"
+                                   "  \"drivers\": [\"i40evf\", \"ixgbevf\", \"iavf\"]}],\n"
                                    " \"additionalInfo\": {\"*\": {\"token\": \"another\"}}},\n"
                                    "{\"resourceName\": \"nic_kernel_object\", \"excludeTopology\": true,\n"
                                    " \"selectors\": {\"vendors\": [\"8086\"],\n"
-                                   "  \"devices\": [\"154c\", \"10ed\", \"1889\"], \"drivers\": [\"i40evf\", \"ixgbevf\", \"iavf\"]}}\n"
+                                   "  \"devices\": [\"154c\", \"10ed\", \"1889\"],\n"
+                                   "  \"drivers\": [\"i40evf\", \"ixgbevf\", \"iavf\"]}}\n"
                                    "]}", &d, &log, &path), 0);
         ck_assert_str_eq(log, "");
         ck_assert(sriov_config_pool_equal(&a.pools[0], &d.pools[0]));
