@@ -44,21 +44,26 @@
  * follow the code.
  *
  * DeviceSpecs, function by function in request order, each provider's in the
- * order above, the first one of a host path kept (later ones dropped), all
- * "rw": vfio: /dev/vfio/vfio, then the group node (host /dev/vfio/noiommu-<N>,
- * container /dev/vfio/<N> in no-IOMMU mode); uio: /dev/uio<M>; vdpa: its node;
- * rdma: its nodes in §7's order (ucm, issm, umad, uverbs, rdma_cm, as
- * discover.c lists them); vhost: /dev/vhost-net and /dev/net/tun, both or
- * neither (neither when /dev/net/tun is missing; the env still names both,
- * as sriovdp's does). Host paths are under the ctx's dev root, container
- * paths under /dev (a node path of sriov_func that is not under /dev is
- * passed as is on both sides).
+ * order above, all "rw", the first one of a host path kept: vfio:
+ * /dev/vfio/vfio, then the group node (host /dev/vfio/noiommu-<N>, container
+ * /dev/vfio/<N> in no-IOMMU mode); uio: /dev/uio<M>; vdpa: its node; rdma:
+ * its nodes in §7's order (ucm, issm, umad, uverbs, rdma_cm, as discover.c
+ * lists them); vhost: /dev/vhost-net and /dev/net/tun, both or neither
+ * (neither when /dev/net/tun is missing; the env still names both, as
+ * sriovdp's does). Host paths are under the ctx's dev root, container paths
+ * under /dev (a node path of sriov_func outside /dev is passed as is on both
+ * sides). The response itself keeps the first node of a container path,
+ * which here is the same rule (see node_add()).
  *
  * Where we differ on purpose: sriovdp tests /dev/vhost-net when it builds
  * its device list, we at Allocate; sriovdp fills the uio and vdpa "mount"
  * keys only once it has computed that device's DeviceSpecs, which its Allocate
  * does after the env, so its first answer for a device can lack them: we
  * always give them.
+ *
+ * A selector's vDPA, RDMA or vhost-net that the function or the node tree
+ * lacks is left out with a warning naming the function, at each Allocate (as
+ * sriovdp logs it).
  *
  * Ownership: reads the pool, the functions and their selectors (all the
  * caller's); writes copies into the caller's kdp_alloc_response; everything
@@ -286,51 +291,33 @@ static int json_to_string(const json_obj *o, char **ret) {
         return 0;
 }
 
-/* ---- DeviceSpecs, the first of each host path ---- */
+/* ---- DeviceSpecs ---- */
 
+/* Where the nodes go: the response, and the ctx whose dev root holds the host paths. */
 typedef struct answer_nodes {
         const kdp_backend_ctx *ctx;
         kdp_alloc_response *resp;
-        char **hosts;                   /* host paths added so far */
-        size_t n;
 } answer_nodes;
-
-static void answer_nodes_done(answer_nodes *a) {
-        for (size_t i = 0; i < a->n; i++)
-                free(a->hosts[i]);
-        free(a->hosts);
-}
 
 /*
  * Adds the node the container sees at `container`: its host path is `host_rel` (or, when NULL,
- * what follows "/dev/" in `container`) under the dev root. A path outside /dev is used as is.
+ * what follows "/dev/" in `container`) under the dev root; a path outside /dev is used as is.
+ * The response keeps the first node of a container path: as the host path follows from it
+ * (a group is either no-IOMMU or not), that is sriovdp's first node of a host path.
  */
 static int node_add(answer_nodes *a, const char *container, const char *host_rel) {
         _cleanup_free_ char *host = NULL;
-        char **v;
-        int r;
 
         if (strncmp(container, "/dev/", 5) == 0) {
-                r = kdp_backend_path(a->ctx, KDP_PATH_DEV, host_rel ?: container + 5, &host);
+                int r = kdp_backend_path(a->ctx, KDP_PATH_DEV, host_rel ?: container + 5, &host);
+
                 if (r < 0)
                         return r;
         } else if (!(host = strdup(container)))
                 return -ENOMEM;
 
-        for (size_t i = 0; i < a->n; i++)
-                if (strcmp(a->hosts[i], host) == 0)
-                        return 0;
-
-        r = kdp_alloc_response_add_dev_node(a->resp, &(kdp_dev_node){
+        return kdp_alloc_response_add_dev_node(a->resp, &(kdp_dev_node){
                 .host_path = host, .container_path = container, .permissions = "rw" });
-        if (r < 0)
-                return r;
-        v = realloc(a->hosts, (a->n + 1) * sizeof(*v));
-        if (!v)
-                return -ENOMEM;
-        a->hosts = v;
-        a->hosts[a->n++] = KDP_TAKE_PTR(host);
-        return 0;
 }
 
 /* True if <dev root>/<rel> exists (stat: a link to a node counts). */
@@ -527,7 +514,7 @@ int sriov_answer_env_key(const sriov_pool *pool, char **ret) {
 
 int sriov_answer(const kdp_backend_ctx *ctx, const sriov_pool *pool, const sriov_func *const *funcs,
                  const size_t *selectors, size_t n, kdp_alloc_response *resp) {
-        _cleanup_(answer_nodes_done) answer_nodes a = { .ctx = ctx, .resp = resp };
+        answer_nodes a = { .ctx = ctx, .resp = resp };
         _cleanup_(json_freep) json_obj *info = NULL;
         _cleanup_free_ char *key = NULL, *info_key = NULL, *ids = NULL, *json = NULL;
         size_t ids_len = 0;
