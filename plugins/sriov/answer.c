@@ -384,10 +384,10 @@ static int provider_extra(json_obj *dev, const sriov_pool *pool, const sriov_fun
 
         r = json_child(dev, "extra", &p);
         for (size_t i = 0; r >= 0 && i < pool->n_info; i++)
-                if (strcmp(pool->info[i].key, "*") == 0)
+                if (pool->info[i].key && strcmp(pool->info[i].key, "*") == 0)
                         r = extra_merge(p, &pool->info[i]);
         for (size_t i = 0; r >= 0 && i < pool->n_info; i++)
-                if (strcmp(pool->info[i].key, f->address) == 0)
+                if (pool->info[i].key && strcmp(pool->info[i].key, f->address) == 0)
                         r = extra_merge(p, &pool->info[i]);
         return r;
 }
