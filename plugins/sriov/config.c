@@ -811,22 +811,6 @@ static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *
         return 0;
 }
 
-/* The env key of a pool as sriovdp builds it (§13), for the warning about a '-' in it. */
-static int env_key(const sriov_pool *pool, char **ret) {
-        char *s;
-
-        if (asprintf(&s, "PCIDEVICE_%s_%s", pool->resource_prefix, pool->resource_name) < 0)
-                return -ENOMEM;
-        for (char *q = s; *q; q++) {
-                if (*q == '.')
-                        *q = '_';
-                else if (*q >= 'a' && *q <= 'z')
-                        *q = (char) (*q - 'a' + 'A');
-        }
-        *ret = s;
-        return 0;
-}
-
 /* ---- a resourceList entry ---- */
 
 static bool resource_name_valid(const char *s) {
@@ -982,7 +966,7 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
         if (strchr(name, '-')) {
                 _cleanup_free_ char *env = NULL;
 
-                r = env_key(p, &env);
+                r = sriov_answer_env_key(p, &env);
                 if (r < 0)
                         return r;
                 key_member(key, sizeof(key), elem, "resourceName");
