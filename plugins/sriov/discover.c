@@ -286,19 +286,34 @@ static int read_vf_index(discover *d, const char *pf, int *ret) {
         return fail(d, -ENOENT, "its PF ", "lists no virtfn link to it", "", "(it is being removed)");
 }
 
-/* The uio<M> of the function; -1 without. */
-static int read_uio(discover *d, int *ret) {
+/* The size of a class device's name (kdp_pci_child.name) */
+#define CHILD_NAME_SIZE sizeof(((kdp_pci_child *) 0)->name)
+
+/* The name of the function's first class device of `subsystem` (version order); "" without. */
+static int first_child(discover *d, const char *subsystem, char ret[static CHILD_NAME_SIZE]) {
         _cleanup_free_ kdp_pci_child *c = NULL;
-        unsigned long m;
         size_t n = 0;
         int r;
 
+        ret[0] = '\0';
+        r = read_children(d, d->address, "its ", subsystem, &c, &n);
+        if (r >= 0 && n > 0)
+                strcpy(ret, c[0].name);
+        return r;
+}
+
+/* The uio<M> of the function; -1 without. */
+static int read_uio(discover *d, int *ret) {
+        char name[CHILD_NAME_SIZE];
+        unsigned long m;
+        int r;
+
         *ret = -1;
-        r = read_children(d, d->address, "its ", "uio", &c, &n);
-        if (r < 0 || n == 0)
+        r = first_child(d, "uio", name);
+        if (r < 0 || !name[0])
                 return r;
-        if (!prefixed_uint(c[0].name, "uio", &m))
-                return fail(d, -EBADMSG, "its ", "sysfs entry uio/", c[0].name, "is malformed");
+        if (!prefixed_uint(name, "uio", &m))
+                return fail(d, -EBADMSG, "its ", "sysfs entry uio/", name, "is malformed");
         *ret = (int) m;
         return 0;
 }
@@ -338,16 +353,14 @@ static int add_rdma_nodes_of(discover *d, sriov_func *f, const char *subsystem, 
 
 /* rdma_dev and its character devices, in the order ucm, issm, umad, uverbs, rdma_cm. */
 static int read_rdma(discover *d, sriov_func *f) {
-        _cleanup_free_ kdp_pci_child *c = NULL;
         _cleanup_free_ char *rdma_cm = NULL;
         struct stat st;
-        size_t n = 0;
         int r;
 
-        r = read_children(d, d->address, "its ", "infiniband", &c, &n);
-        if (r < 0 || n == 0)
+        _Static_assert(sizeof(f->rdma_dev) >= CHILD_NAME_SIZE, "an ibdev name fits");
+        r = first_child(d, "infiniband", f->rdma_dev);
+        if (r < 0 || !f->rdma_dev[0])
                 return r;
-        (void) snprintf(f->rdma_dev, sizeof(f->rdma_dev), "%s", c[0].name);
 
         r = add_rdma_nodes_of(d, f, "infiniband_cm", (const char *const[]){ "ucm", NULL });
         if (r >= 0)

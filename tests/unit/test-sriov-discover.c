@@ -357,6 +357,22 @@ static void expect_failure(run *r, const char *address, int error, const char *w
         .address = (addr), .vendor = "15b3", .device = "101e", .class_code = 0x020000,                  \
         .driver = "mlx5_core", .numa_node = 0, .pf_address = "0000:3b:00.0", .vf_index = (index),       \
         .pf_name = "ens1f0np0", .link_type = "ether", .iommu_group = -1, .uio_index = -1
+/* ... with its netdev ens1f0v<index> and RDMA device mlx5_<k> (k = index + 2) and their nodes */
+#define CX6_RDMA_VF(addr, index, k)                                                                     \
+        CX6_VF(addr, index), .netdev = "ens1f0v" #index, .rdma_dev = "mlx5_" #k,                        \
+        .rdma_nodes = { "/dev/infiniband/issm" #k, "/dev/infiniband/umad" #k, "/dev/infiniband/uverbs" #k, \
+                        "/dev/infiniband/rdma_cm" },                                                    \
+        .n_rdma_nodes = 4
+
+/* §15's PF0, in legacy and switchdev mode alike (its own netdev is the uplink) */
+static const sriov_func cx6_pf0 = {
+        .address = "0000:3b:00.0", .vendor = "15b3", .device = "101d", .class_code = 0x020000,
+        .driver = "mlx5_core", .numa_node = 0, .is_pf_with_vfs = true, .vf_index = -1, .netdev = "ens1f0np0",
+        .link_type = "ether", .iommu_group = -1, .uio_index = -1, .rdma_dev = "mlx5_0",
+        .rdma_nodes = { "/dev/infiniband/issm0", "/dev/infiniband/umad0", "/dev/infiniband/uverbs0",
+                        "/dev/infiniband/rdma_cm" },
+        .n_rdma_nodes = 4,
+};
 
 /* ---- E810 ---- */
 
@@ -535,10 +551,7 @@ START_TEST(test_sriov_discover_cx6_rdma_vfs) {
         run_scan(&r);
 
         expect_discovered(&r, "0000:3b:00.2",
-                          &(sriov_func){ CX6_VF("0000:3b:00.2", 0), .netdev = "ens1f0v0", .rdma_dev = "mlx5_2",
-                                         .rdma_nodes = { "/dev/infiniband/issm2", "/dev/infiniband/umad2",
-                                                         "/dev/infiniband/uverbs2", "/dev/infiniband/rdma_cm" },
-                                         .n_rdma_nodes = 4 });
+                          &(sriov_func){ CX6_RDMA_VF("0000:3b:00.2", 0, 2) });
         /* ucm first when the legacy node is there */
         expect_discovered(&r, "0000:3b:00.3",
                           &(sriov_func){ CX6_VF("0000:3b:00.3", 1), .netdev = "ens1f0v1", .rdma_dev = "mlx5_3",
@@ -546,15 +559,7 @@ START_TEST(test_sriov_discover_cx6_rdma_vfs) {
                                                          "/dev/infiniband/umad3", "/dev/infiniband/uverbs3",
                                                          "/dev/infiniband/rdma_cm" },
                                          .n_rdma_nodes = 5 });
-        expect_discovered(&r, "0000:3b:00.0",
-                          &(sriov_func){ .address = "0000:3b:00.0", .vendor = "15b3", .device = "101d",
-                                         .class_code = 0x020000, .driver = "mlx5_core", .numa_node = 0,
-                                         .is_pf_with_vfs = true, .vf_index = -1, .netdev = "ens1f0np0",
-                                         .link_type = "ether", .iommu_group = -1, .uio_index = -1,
-                                         .rdma_dev = "mlx5_0",
-                                         .rdma_nodes = { "/dev/infiniband/issm0", "/dev/infiniband/umad0",
-                                                         "/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm" },
-                                         .n_rdma_nodes = 4 });
+        expect_discovered(&r, "0000:3b:00.0", &cx6_pf0);
 
         /* each node only if present: no rdma_cm, and an umad of another RDMA device */
         kdp_test_tree_remove(r.root, "dev/infiniband/rdma_cm");
@@ -573,11 +578,11 @@ START_TEST(test_sriov_discover_switchdev_uplink) {
         cx6_tree(r.root, true);
         run_scan(&r);
 
+        /* the PF's own netdev too */
+        expect_discovered(&r, "0000:3b:00.0", &cx6_pf0);
+
         expect_discovered(&r, "0000:3b:00.4",
-                          &(sriov_func){ CX6_VF("0000:3b:00.4", 2), .netdev = "ens1f0v2", .rdma_dev = "mlx5_4",
-                                         .rdma_nodes = { "/dev/infiniband/issm4", "/dev/infiniband/umad4",
-                                                         "/dev/infiniband/uverbs4", "/dev/infiniband/rdma_cm" },
-                                         .n_rdma_nodes = 4 });
+                          &(sriov_func){ CX6_RDMA_VF("0000:3b:00.4", 2, 4) });
 }
 END_TEST
 
@@ -686,10 +691,7 @@ START_TEST(test_sriov_discover_vdpa) {
         run_scan(&r);
 
         expect_discovered(&r, "0000:3b:00.4",
-                          &(sriov_func){ CX6_VF("0000:3b:00.4", 2), .netdev = "ens1f0v2", .rdma_dev = "mlx5_4",
-                                         .rdma_nodes = { "/dev/infiniband/issm4", "/dev/infiniband/umad4",
-                                                         "/dev/infiniband/uverbs4", "/dev/infiniband/rdma_cm" },
-                                         .n_rdma_nodes = 4, .vdpa_type = "vhost", .vdpa_path = "/dev/vhost-vdpa-0" });
+                          &(sriov_func){ CX6_RDMA_VF("0000:3b:00.4", 2, 4), .vdpa_type = "vhost", .vdpa_path = "/dev/vhost-vdpa-0" });
         ck_assert_int_eq(discover(&r, "0000:3b:00.5", &f), 0);
         ck_assert_str_eq(f.vdpa_type, "virtio");
         ck_assert_str_eq(f.vdpa_path, "");
