@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,45 +168,46 @@ static void e810_tree(const char *root) {
         kdp_test_tree_write(root, "dev/uio3", "");
 }
 
+/* dev_write() of `value` to the file the format names. */
+static void dev_writef(const char *root, const char *dev_path, const char *value, const char *format, ...)
+        __attribute__((format(printf, 4, 5)));
+static void dev_writef(const char *root, const char *dev_path, const char *value, const char *format, ...) {
+        _cleanup_free_ char *file = NULL;
+        va_list ap;
+
+        va_start(ap, format);
+        ck_assert_int_ge(vasprintf(&file, format, ap), 0);
+        va_end(ap);
+        dev_write(root, dev_path, file, value);
+}
+
 /* The RDMA device <ibdev> and its uverbs<k>, umad<k>, issm<k> below the device at dev_path (§7, §15). */
 static void rdma_add(const char *root, const char *dev_path, const char *ibdev, int k, const char *link_layer) {
-        char file[128], value[64];
+        char value[64];
 
-        (void) snprintf(file, sizeof(file), "infiniband/%s/node_guid", ibdev);
-        dev_write(root, dev_path, file, "b8ce:f603:00a1:b2c4");
-        (void) snprintf(file, sizeof(file), "infiniband/%s/ports/1/state", ibdev);
-        dev_write(root, dev_path, file, "4: ACTIVE");
-        (void) snprintf(file, sizeof(file), "infiniband/%s/ports/1/phys_state", ibdev);
-        dev_write(root, dev_path, file, "5: LinkUp");
-        (void) snprintf(file, sizeof(file), "infiniband/%s/ports/1/link_layer", ibdev);
-        dev_write(root, dev_path, file, link_layer);
+        dev_writef(root, dev_path, "b8ce:f603:00a1:b2c4", "infiniband/%s/node_guid", ibdev);
+        dev_writef(root, dev_path, "4: ACTIVE", "infiniband/%s/ports/1/state", ibdev);
+        dev_writef(root, dev_path, "5: LinkUp", "infiniband/%s/ports/1/phys_state", ibdev);
+        dev_writef(root, dev_path, link_layer, "infiniband/%s/ports/1/link_layer", ibdev);
         /* a RoCE port has a pkey table too; only an InfiniBand function's counts */
-        (void) snprintf(file, sizeof(file), "infiniband/%s/ports/1/pkeys/0", ibdev);
-        dev_write(root, dev_path, file, "0xffff");
+        dev_writef(root, dev_path, "0xffff", "infiniband/%s/ports/1/pkeys/0", ibdev);
 
-        (void) snprintf(file, sizeof(file), "infiniband_verbs/uverbs%d/ibdev", k);
-        dev_write(root, dev_path, file, ibdev);
-        (void) snprintf(file, sizeof(file), "infiniband_verbs/uverbs%d/dev", k);
+        dev_writef(root, dev_path, ibdev, "infiniband_verbs/uverbs%d/ibdev", k);
         (void) snprintf(value, sizeof(value), "231:%d", 192 + k);
-        dev_write(root, dev_path, file, value);
-        (void) snprintf(file, sizeof(file), "infiniband_verbs/uverbs%d/uevent", k);
+        dev_writef(root, dev_path, value, "infiniband_verbs/uverbs%d/dev", k);
         (void) snprintf(value, sizeof(value), "MAJOR=231\nMINOR=%d\nDEVNAME=infiniband/uverbs%d", 192 + k, k);
-        dev_write(root, dev_path, file, value);
-        (void) snprintf(file, sizeof(file), "infiniband_mad/umad%d/ibdev", k);
-        dev_write(root, dev_path, file, ibdev);
-        (void) snprintf(file, sizeof(file), "infiniband_mad/umad%d/port", k);
-        dev_write(root, dev_path, file, "1");
-        (void) snprintf(file, sizeof(file), "infiniband_mad/issm%d/ibdev", k);
-        dev_write(root, dev_path, file, ibdev);
-        (void) snprintf(file, sizeof(file), "infiniband_mad/issm%d/port", k);
-        dev_write(root, dev_path, file, "1");
+        dev_writef(root, dev_path, value, "infiniband_verbs/uverbs%d/uevent", k);
+        dev_writef(root, dev_path, ibdev, "infiniband_mad/umad%d/ibdev", k);
+        dev_writef(root, dev_path, "1", "infiniband_mad/umad%d/port", k);
+        dev_writef(root, dev_path, ibdev, "infiniband_mad/issm%d/ibdev", k);
+        dev_writef(root, dev_path, "1", "infiniband_mad/issm%d/port", k);
 
-        (void) snprintf(file, sizeof(file), "dev/infiniband/uverbs%d", k);
-        kdp_test_tree_write(root, file, "");
-        (void) snprintf(file, sizeof(file), "dev/infiniband/umad%d", k);
-        kdp_test_tree_write(root, file, "");
-        (void) snprintf(file, sizeof(file), "dev/infiniband/issm%d", k);
-        kdp_test_tree_write(root, file, "");
+        for (size_t i = 0; i < 3; i++) {
+                char node[64];
+
+                (void) snprintf(node, sizeof(node), "dev/infiniband/%s%d", (const char *[]){ "uverbs", "umad", "issm" }[i], k);
+                kdp_test_tree_write(root, node, "");
+        }
 }
 
 /* A vDPA device `name` below the VF at vf_path, bound to `driver` (NULL: unbound), as govdpa finds them. */
@@ -463,8 +465,8 @@ START_TEST(test_sriov_discover_netdev_moved_into_a_pod) {
         kdp_test_tree_remove(r.root, "sys/devices/" E810_PORT "/0000:8a:01.1/net/ens3f0v1/type");
         expect_discovered(&r, "0000:8a:01.1", &(sriov_func){ E810_VF("0000:8a:01.1", 1, "iavf", 101) });
 
+        /* moved: net/ stays, empty */
         net_remove(r.root, E810_PORT "/0000:8a:01.1", "ens3f0v1");
-
         expect_discovered(&r, "0000:8a:01.1", &(sriov_func){ E810_VF("0000:8a:01.1", 1, "iavf", 101) });
         /* net/ itself gone too (the driver unbound): the same */
         kdp_test_tree_remove(r.root, "sys/devices/" E810_PORT "/0000:8a:01.1/net");
