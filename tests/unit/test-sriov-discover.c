@@ -203,9 +203,10 @@ static void rdma_add(const char *root, const char *dev_path, const char *ibdev, 
         dev_writef(root, dev_path, "1", "infiniband_mad/issm%d/port", k);
 
         for (size_t i = 0; i < 3; i++) {
+                static const char *const nodes[] = { "uverbs", "umad", "issm" };
                 char node[64];
 
-                (void) snprintf(node, sizeof(node), "dev/infiniband/%s%d", (const char *[]){ "uverbs", "umad", "issm" }[i], k);
+                (void) snprintf(node, sizeof(node), "dev/infiniband/%s%d", nodes[i], k);
                 kdp_test_tree_write(root, node, "");
         }
 }
@@ -693,7 +694,8 @@ START_TEST(test_sriov_discover_vdpa) {
         run_scan(&r);
 
         expect_discovered(&r, "0000:3b:00.4",
-                          &(sriov_func){ CX6_RDMA_VF("0000:3b:00.4", 2, 4), .vdpa_type = "vhost", .vdpa_path = "/dev/vhost-vdpa-0" });
+                          &(sriov_func){ CX6_RDMA_VF("0000:3b:00.4", 2, 4), .vdpa_type = "vhost",
+                                         .vdpa_path = "/dev/vhost-vdpa-0" });
         ck_assert_int_eq(discover(&r, "0000:3b:00.5", &f), 0);
         ck_assert_str_eq(f.vdpa_type, "virtio");
         ck_assert_str_eq(f.vdpa_path, "");
