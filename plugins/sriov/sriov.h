@@ -179,6 +179,12 @@ const char *sriov_config_device_type_to_string(sriov_device_type t);
  * net/) leaves its field empty; -ENOENT when the function went away meanwhile, another
  * negative errno with *ret_why (a static string or NULL) saying which file could not be read.
  * The default route is not read here (it is rtnetlink's, not sysfs's): default_route is false.
+ *
+ * *ret is written only on success. *ret_why (ret_why may be NULL) is NULL on success; after a
+ * failure it names the file ("its sysfs file net/ens1f0v0/type is malformed") in storage of
+ * the calling thread, valid until its next sriov_discover(). rdma_nodes and vdpa_path are
+ * "/dev/<name>", the path a container sees; the host's node is <name> under the dev root.
+ * ddp_profile stays "" (devlink's, not sysfs's). The files read: discover.c's header.
  */
 int sriov_discover(const kdp_backend_ctx *ctx, const kdp_pci_device *p, sriov_func *ret,
                    const char **ret_why);
