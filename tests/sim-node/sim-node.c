@@ -35,17 +35,27 @@
  *                         and it gets "unbind"; then every device of the subtree, in the same
  *                         order, gets "remove" and leaves the testbed. VFs are functions of their
  *                         own bus: unplugging a PF leaves them (a PF driver's remove() would
- *                         disable SR-IOV first; "sriov ADDR 0" before the unplug models that)
+ *                         disable SR-IOV first; "sriov ADDR 0" before the unplug models that).
+ *                         ADDR may be a class device alone ("unplug net/ens3f0v1"): it gets
+ *                         "remove" and goes, its PCI function and driver stay, as when a CNI
+ *                         moves a VF's netdev into a pod's network namespace
  *   replug ADDR           re-adds the subtree from the saved records in the kernel's rescan order:
  *                         "add" for every PCI function, with no driver yet, bus by bus (all
  *                         functions of a bus, then the buses behind its bridges); then, bus by bus
  *                         again, each function whose record has a driver gets its class devices
  *                         ("add") and "bind" with DRIVER=. VFs count as functions of their bus
- *                         (on a real node they come back only when sriov_numvfs is written)
+ *                         (on a real node they come back only when sriov_numvfs is written), so
+ *                         a replug of a PF brings back with it the VFs its record enables, which
+ *                         are not below it: "add" of the PF, then of each VF, then the PF's
+ *                         probe, then each VF's. A class device alone ("replug net/ens3f0v1")
+ *                         comes back with "add" (the netdev returning from a pod)
  *   unbind ADDR           removes the device's class devices ("remove"), its driver link, DRIVER=
- *                         from its uevent file, sets enable to 0, sends "unbind"
+ *                         from its uevent file, sets enable to 0, sends "unbind"; leaving vfio-pci,
+ *                         the last member of an iommu group takes its vfio group device along (see
+ *                         "vfio groups" below) before "unbind"
  *   bind ADDR DRIVER      sets driver -> ../(one per devpath level)bus/pci/drivers/DRIVER, DRIVER=,
- *                         enable 1; re-adds the class devices if DRIVER is the record's driver;
+ *                         enable 1; re-adds the class devices if DRIVER is the record's driver; on
+ *                         vfio-pci, adds the vfio group device of its iommu group if missing;
  *                         sends "bind"
  *   set ADDR ATTR VALUE   umockdev_testbed_set_attribute(); VALUE is the rest of the line with C
  *                         escapes (\n, \t, \\) expanded, and a "\n" is appended as the kernel
@@ -90,6 +100,16 @@
  *   ".." component or the root itself is refused like any bad command (exit 2; in a script,
  *   before the child starts). These three edit plain files only: no uevent, and sim-node's device
  *   table does not notice (use unplug/unbind/set for devices).
+ *
+ * vfio groups. A record /devices/virtual/vfio/<N> (SUBSYSTEM=vfio; noiommu-<N> in no-IOMMU mode),
+ * with its N: vfio/<N> node, is the vfio group device of iommu group N (the group of the PCI
+ * records whose L: iommu_group= ends in N). As vfio-pci does, it exists only while a present
+ * member of the group is bound to vfio-pci: at load the others leave before the child starts, a
+ * "bind ADDR vfio-pci" (also from "sriov" and "replug") adds it ("add") before "bind" if it is
+ * missing, and an "unbind" of the group's last vfio-pci member removes it ("remove") before
+ * "unbind". So /dev/vfio/<N> comes and goes with the binding, and a shared group keeps it while
+ * any member stays on vfio-pci. The iommu group itself (/sys/kernel/iommu_groups/<N>) stays
+ * with its members whatever their driver, also in no-IOMMU mode, where the kernel would drop it.
  *
  * Plain files (FIXTURE.files/). Every directory at the top of the tree (dev/, proc/, sys/) is
  * merged into the testbed root; files at the top (SOURCE.md) are notes and stay out. Regular
