@@ -26,10 +26,10 @@ run() {
         rc=$?
         [ $rc = 0 ] && [ ! -s "$tmp/err" ] || fail "$name: exit $rc: $(cat "$tmp/err")"
 }
-# wait_for FILE REGEX: deadline 30 s, stretched by SLOW
+# wait_for FILE REGEX: deadline 60 s, stretched by SLOW
 wait_for() {
         local file=$1 re=$2 end
-        end=$(deadline_ms 30)
+        end=$(deadline_ms 60)
         while [ "$(now_ms)" -lt "$end" ]; do
                 grep -qE -- "$re" "$file" 2>/dev/null && return 0
                 sleep 0.02
