@@ -35,17 +35,27 @@
  *                         and it gets "unbind"; then every device of the subtree, in the same
  *                         order, gets "remove" and leaves the testbed. VFs are functions of their
  *                         own bus: unplugging a PF leaves them (a PF driver's remove() would
- *                         disable SR-IOV first; "sriov ADDR 0" before the unplug models that)
+ *                         disable SR-IOV first; "sriov ADDR 0" before the unplug models that).
+ *                         ADDR may be a class device alone ("unplug net/ens3f0v1"): it gets
+ *                         "remove" and goes, its PCI function and driver stay, as when a CNI
+ *                         moves a VF's netdev into a pod's network namespace
  *   replug ADDR           re-adds the subtree from the saved records in the kernel's rescan order:
  *                         "add" for every PCI function, with no driver yet, bus by bus (all
  *                         functions of a bus, then the buses behind its bridges); then, bus by bus
  *                         again, each function whose record has a driver gets its class devices
  *                         ("add") and "bind" with DRIVER=. VFs count as functions of their bus
- *                         (on a real node they come back only when sriov_numvfs is written)
+ *                         (on a real node they come back only when sriov_numvfs is written), so
+ *                         a replug of a PF brings back with it the VFs its record enables, which
+ *                         are not below it: "add" of the PF, then of each VF, then the PF's
+ *                         probe, then each VF's. A class device alone ("replug net/ens3f0v1")
+ *                         comes back with "add" (the netdev returning from a pod)
  *   unbind ADDR           removes the device's class devices ("remove"), its driver link, DRIVER=
- *                         from its uevent file, sets enable to 0, sends "unbind"
+ *                         from its uevent file, sets enable to 0, sends "unbind"; leaving vfio-pci,
+ *                         the last member of an iommu group takes its vfio group device along (see
+ *                         "vfio groups" below) before "unbind"
  *   bind ADDR DRIVER      sets driver -> ../(one per devpath level)bus/pci/drivers/DRIVER, DRIVER=,
- *                         enable 1; re-adds the class devices if DRIVER is the record's driver;
+ *                         enable 1; re-adds the class devices if DRIVER is the record's driver; on
+ *                         vfio-pci, adds the vfio group device of its iommu group if missing;
  *                         sends "bind"
  *   set ADDR ATTR VALUE   umockdev_testbed_set_attribute(); VALUE is the rest of the line with C
  *                         escapes (\n, \t, \\) expanded, and a "\n" is appended as the kernel
@@ -90,6 +100,16 @@
  *   ".." component or the root itself is refused like any bad command (exit 2; in a script,
  *   before the child starts). These three edit plain files only: no uevent, and sim-node's device
  *   table does not notice (use unplug/unbind/set for devices).
+ *
+ * vfio groups. A record /devices/virtual/vfio/<N> (SUBSYSTEM=vfio; noiommu-<N> in no-IOMMU mode),
+ * with its N: vfio/<N> node, is the vfio group device of iommu group N (the group of the PCI
+ * records whose L: iommu_group= ends in N). As vfio-pci does, it exists only while a present
+ * member of the group is bound to vfio-pci: at load the others leave before the child starts, a
+ * "bind ADDR vfio-pci" (also from "sriov" and "replug") adds it ("add") before "bind" if it is
+ * missing, and an "unbind" of the group's last vfio-pci member removes it ("remove") before
+ * "unbind". So /dev/vfio/<N> comes and goes with the binding, and a shared group keeps it while
+ * any member stays on vfio-pci. The iommu group itself (/sys/kernel/iommu_groups/<N>) stays
+ * with its members whatever their driver, also in no-IOMMU mode, where the kernel would drop it.
  *
  * Plain files (FIXTURE.files/). Every directory at the top of the tree (dev/, proc/, sys/) is
  * merged into the testbed root; files at the top (SOURCE.md) are notes and stay out. Regular
@@ -1002,6 +1022,71 @@ static void sim_set_enable(sim_node *s, simdev *d, const char *value) {
                 umockdev_testbed_set_attribute(s->tb, d->syspath, "enable", value);
 }
 
+/* The iommu group a vfio group device stands for: "106" for .../vfio/106 and .../vfio/noiommu-106;
+ * NULL for any other device. */
+static const char *simdev_vfio_group(const simdev *d) {
+        const char *name;
+
+        if (strcmp(d->subsystem, "vfio") != 0)
+                return NULL;
+        name = basename_of(d->devpath);
+        return strncmp(name, "noiommu-", 8) == 0 ? name + 8 : name;
+}
+
+/* true if a present PCI device of iommu group `group`, other than `except`, is bound to vfio-pci */
+static bool sim_group_on_vfio(sim_node *s, const char *group, const simdev *except) {
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *d = s->devs[i];
+
+                if (d != except && d->present && simdev_is_pci(d) && d->iommu_group && d->driver &&
+                    strcmp(d->iommu_group, group) == 0 && strcmp(d->driver, "vfio-pci") == 0)
+                        return true;
+        }
+        return false;
+}
+
+/*
+ * The vfio group device of d's iommu group follows vfio-pci: its probe() creates the group's
+ * device (and /dev/vfio/<N>) for the first member of the group it takes (binding), its remove()
+ * deletes it with the last one (d leaving vfio-pci). Called before "bind" and before "unbind".
+ */
+static int sim_vfio_follow(sim_node *s, simdev *d, bool binding) {
+        int r;
+
+        if (!d->iommu_group || !simdev_is_pci(d))
+                return 0;
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *g = s->devs[i];
+                const char *group = simdev_vfio_group(g);
+
+                if (!group || strcmp(group, d->iommu_group) != 0)
+                        continue;
+                if (binding && !g->present) {
+                        r = sim_add_record(s, g, g->record);   /* umockdev sends "add" */
+                        if (r < 0)
+                                return r;
+                } else if (!binding && g->present && !sim_group_on_vfio(s, group, d)) {
+                        r = sim_send(s, g, "remove");
+                        if (r < 0)
+                                return r;
+                        sim_remove(s, g);
+                }
+        }
+        return 0;
+}
+
+/* At load: the vfio group devices of groups with no member on vfio-pci leave the testbed before
+ * the child starts (no uevent); they stay in the table for sim_vfio_follow(). */
+static void sim_hold_back_vfio_groups(sim_node *s) {
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *g = s->devs[i];
+                const char *group = simdev_vfio_group(g);
+
+                if (group && g->present && !sim_group_on_vfio(s, group, NULL))
+                        sim_remove(s, g);
+        }
+}
+
 static int sim_unbind(sim_node *s, simdev *d) {
         _cleanup_free_ char *link = NULL, *old = NULL;
         int r;
@@ -1025,6 +1110,8 @@ static int sim_unbind(sim_node *s, simdev *d) {
                         sim_remove(s, c);
                 }
         }
+        if (strcmp(d->driver, "vfio-pci") == 0 && (r = sim_vfio_follow(s, d, false)) < 0)
+                return r;
         if (asprintf(&link, "%s%s/driver", s->root, d->syspath) < 0)
                 return -ENOMEM;
         (void) unlink(link);
@@ -1084,6 +1171,8 @@ static int sim_bind(sim_node *s, simdev *d, const char *driver) {
                 return r;
         }
         sim_set_enable(s, d, "1\n");
+        if (strcmp(driver, "vfio-pci") == 0 && (r = sim_vfio_follow(s, d, true)) < 0)
+                return r;
         /* probe() creates the class devices before the driver core sends "bind" */
         if (d->record_driver && strcmp(d->record_driver, driver) == 0)
                 for (size_t i = 0; i < s->n_devs; i++) {
@@ -1269,6 +1358,9 @@ static int sim_probe_bus(sim_node *s, simdev *bridge) {
 }
 
 static int sim_replug(sim_node *s, simdev *d) {
+        simdev *vfs[256];
+        bool back[256];
+        size_t n_vfs;
         int r;
 
         if (d->present) {
@@ -1294,13 +1386,25 @@ static int sim_replug(sim_node *s, simdev *d) {
                 r = sim_scan_bus(s, d);
         if (r < 0)
                 return r;
+        /* ... and so do the VFs that d's record enables, functions of d's own bus */
+        n_vfs = sim_vfs_of(s, d, vfs, KDP_ELEMENTSOF(vfs));
+        n_vfs = n_vfs < KDP_ELEMENTSOF(vfs) ? n_vfs : KDP_ELEMENTSOF(vfs);
+        for (size_t i = 0; i < n_vfs; i++) {
+                back[i] = !vfs[i]->present && !sim_vf_held_back(s, vfs[i]);
+                if (back[i] && (r = sim_appear(s, vfs[i])) < 0)
+                        return r;
+        }
         /* ... then the drivers probe, bus by bus */
         if (d->record_driver) {
                 r = sim_bind(s, d, d->record_driver);
                 if (r < 0)
                         return r;
         }
-        return sim_probe_bus(s, d);
+        r = sim_probe_bus(s, d);
+        for (size_t i = 0; i < n_vfs && r >= 0; i++)
+                if (back[i] && vfs[i]->record_driver)
+                        r = sim_bind(s, vfs[i], vfs[i]->record_driver);
+        return r;
 }
 
 /*
@@ -2880,6 +2984,7 @@ int main(int argc, char **argv) {
                 }
         }
         sim_hold_back_vfs(&s);
+        sim_hold_back_vfio_groups(&s);
         for (size_t j = 0; j < n_fixtures; j++) {
                 r = load_files(&s, fixtures[j]);
                 if (r < 0) {

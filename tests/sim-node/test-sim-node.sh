@@ -230,6 +230,52 @@ event bind pci $VF0 DRIVER=mlx5_core
 check /sys$VF0 exists=1 link=1 driver=mlx5_core DRIVER=mlx5_core enable=1
 EOF
 
+VF1=$USP/0000:17:02.0/0000:1a:00.3
+step "a netdev alone leaves (moved to another netns): net remove, the VF and its driver stay" \
+        "unplug net/ens1f0v1" -- "check /sys$VF1" "check /sys$VF1/net/ens1f0v1" <<EOF
+event remove net $VF1/net/ens1f0v1 DRIVER=-
+check /sys$VF1 exists=1 link=1 driver=mlx5_core DRIVER=mlx5_core enable=1
+check /sys$VF1/net/ens1f0v1 exists=0 link=0 driver=- DRIVER=- enable=-
+EOF
+
+step "the netdev returns: net add only" \
+        "replug net/ens1f0v1" -- "check /sys$VF1/net/ens1f0v1" <<EOF
+event add net $VF1/net/ens1f0v1 DRIVER=-
+check /sys$VF1/net/ens1f0v1 exists=1 link=1 driver=- DRIVER=- enable=-
+EOF
+
+step "SR-IOV off, then the PF unplugged: the VFs go first, then the PF" \
+        "sriov 0000:1a:00.0 0" "unplug 0000:1a:00.0" -- "check /sys$VF0" "check /sys$PF" count <<EOF
+event remove net $VF0/net/ens1f0v0 DRIVER=-
+event unbind pci $VF0 DRIVER=-
+event remove pci $VF0 DRIVER=-
+event remove net $VF1/net/ens1f0v1 DRIVER=-
+event unbind pci $VF1 DRIVER=-
+event remove pci $VF1 DRIVER=-
+event remove net $PF/net/ens1f0np0 DRIVER=-
+event unbind pci $PF DRIVER=-
+event remove pci $PF DRIVER=-
+check /sys$VF0 exists=0 link=0 driver=- DRIVER=- enable=-
+check /sys$PF exists=0 link=0 driver=- DRIVER=- enable=-
+count udev-pci=31 libpci=31
+EOF
+
+step "replug the PF: the VFs its record enables come with it (added after it, probed after it)" \
+        "replug 0000:1a:00.0" -- "check /sys$VF1" "attr /sys$PF sriov_numvfs" count <<EOF
+event add pci $PF DRIVER=-
+event add pci $VF0 DRIVER=-
+event add pci $VF1 DRIVER=-
+event add net $PF/net/ens1f0np0 DRIVER=-
+event bind pci $PF DRIVER=mlx5_core
+event add net $VF0/net/ens1f0v0 DRIVER=-
+event bind pci $VF0 DRIVER=mlx5_core
+event add net $VF1/net/ens1f0v1 DRIVER=-
+event bind pci $VF1 DRIVER=mlx5_core
+check /sys$VF1 exists=1 link=1 driver=mlx5_core DRIVER=mlx5_core enable=1
+attr /sys$PF sriov_numvfs=2\\n
+count udev-pci=34 libpci=34
+EOF
+
 S=$USP/0000:17
 : > "$tmp/switch-events"                # the two switch steps' events, for (d') below
 step "unplug a whole switch: drivers stop children-first, then the devices go" \
@@ -489,6 +535,66 @@ exec 3>&-
 [ $rc = 0 ] && [ "$n" = 42 ] && ! grep -q sendmsg "$tmp/simerr" &&
         ok "a listener that stops reading gets all 42 events of a switch unplug and replug, late" ||
         fail "a listener that stops reading: rc=$rc, $n events, $(cat "$tmp/simerr")"
+
+# ---------------------------------------------------------------------------------------------
+# (c') vfio group devices follow vfio-pci: /dev/vfio/<N> exists while a member of group N is on
+# vfio-pci. Group 5 is shared by 00:01.0 (vfio-pci) and 00:02.0 (foo), group 6 holds 00:03.0 (foo).
+
+vfio_fn() {     # vfio_fn DEV DRIVER GROUP
+        printf 'P: /devices/pci0000:00/0000:00:%s\nE: SUBSYSTEM=pci\nE: DRIVER=%s\nE: PCI_SLOT_NAME=0000:00:%s\nA: vendor=0x8086\\n\nA: device=0x1889\\n\nA: class=0x020000\\n\nL: driver=../../../bus/pci/drivers/%s\nL: iommu_group=../../../kernel/iommu_groups/%s\n\n' \
+                "$1" "$2" "$1" "$2" "$3"
+}
+{
+        vfio_fn 01.0 vfio-pci 5; vfio_fn 02.0 foo 5; vfio_fn 03.0 foo 6
+        for g in 5 6; do
+                printf 'P: /devices/virtual/vfio/%s\nE: SUBSYSTEM=vfio\nE: MAJOR=236\nE: MINOR=%s\nE: DEVNAME=vfio/%s\nA: dev=236:%s\\n\nN: vfio/%s\n\n' \
+                        $g $g $g $g $g
+        done
+} > "$tmp/vfio.umockdev"
+cat > "$tmp/vfio.script" <<'EOF'
+wait-listeners 1 60000
+unbind 0000:00:03.0
+bind 0000:00:03.0 vfio-pci
+unbind 0000:00:02.0
+bind 0000:00:02.0 vfio-pci
+unbind 0000:00:01.0
+unbind 0000:00:02.0
+unbind 0000:00:03.0
+wait 60000
+echo vfio-done
+EOF
+mkfifo "$tmp/req6"
+exec 4<>"$tmp/req6"
+"${DIE_WITH_US[@]}" "$simnode" "$tmp/vfio.umockdev" --script "$tmp/vfio.script" -- \
+        bash -c 'ls /dev/vfio > "$3"; exec "$0" monitor udev < "$1" > "$2"' "$check" "$tmp/req6" "$tmp/events6" \
+        "$tmp/vfio.load" > "$tmp/simout" 2> "$tmp/simerr" 4>&- &
+sim_pid=$!
+wait_for "$tmp/simout" '^vfio-done$'
+printf 'file /dev/vfio\nfile /sys/devices/virtual/vfio\nmark end\n' >&4
+wait_for "$tmp/events6" '^mark end$'
+exec 4>&-
+wait "$sim_pid"
+rc=$?
+sim_pid=
+V=/devices/pci0000:00/0000:00
+echo 5 | expect "vfio groups: at load only group 5 (a member on vfio-pci) has its node" "$tmp/vfio.load"
+expect "vfio groups: the node comes before the first vfio-pci bind of its group, goes before the last unbind" "$tmp/events6" <<EOF
+ready udev
+event unbind pci $V:03.0 DRIVER=-
+event add vfio /devices/virtual/vfio/6 DRIVER=-
+event bind pci $V:03.0 DRIVER=vfio-pci
+event unbind pci $V:02.0 DRIVER=-
+event bind pci $V:02.0 DRIVER=vfio-pci
+event unbind pci $V:01.0 DRIVER=-
+event remove vfio /devices/virtual/vfio/5 DRIVER=-
+event unbind pci $V:02.0 DRIVER=-
+event remove vfio /devices/virtual/vfio/6 DRIVER=-
+event unbind pci $V:03.0 DRIVER=-
+file /dev/vfio missing
+file /sys/devices/virtual/vfio missing
+mark end
+EOF
+[ $rc = 0 ] && [ ! -s "$tmp/simerr" ] && ok "vfio session exits 0, nothing on stderr" || fail "vfio session: rc=$rc $(cat "$tmp/simerr")"
 
 # ---------------------------------------------------------------------------------------------
 # (d) the umockdev limit "wait" reports: monitors on the same fd number in two processes
