@@ -48,7 +48,8 @@
 #include <kdp/cleanup.h>
 #include <kdp/log.h>
 
-#define RECV_BUFFER_SIZE 32768          /* the most the kernel puts in one dump datagram */
+#define RECV_BUFFER_SIZE 32768          /* the kernel sizes dump datagrams by it; one message is a few KiB */
+#define SOCKET_BUFFER_SIZE (4 << 20)    /* events queued while the loop is busy: pod churn makes many */
 #define SETTLE_TIMEOUT_MS 10000         /* the dumps at open: the kernel answers at once */
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 60000
@@ -245,8 +246,11 @@ static bool has_default_route(const sriov_link *l, const link_entry *e) {
 /* ---- dumps ---- */
 
 static int dump_start(sriov_link *l, dump_kind kind) {
-        char buf[MNL_SOCKET_BUFFER_SIZE];
-        struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+        union {
+                struct nlmsghdr h;
+                char bytes[NLMSG_SPACE(sizeof(struct ifinfomsg)) + NLMSG_SPACE(sizeof(struct rtmsg))];
+        } req = { 0 };
+        struct nlmsghdr *nlh = mnl_nlmsg_put_header(req.bytes);
 
         nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
         nlh->nlmsg_seq = ++l->seq;
@@ -312,7 +316,7 @@ static void dump_finish(sriov_link *l) {
         dump_next(l);
 }
 
-/* Events lost (ENOBUFS) or one too long for the buffer: read everything again. */
+/* Events lost (ENOBUFS): read everything again. */
 static void events_lost(sriov_link *l) {
         if (!l->lost_logged)
                 kdp_backend_log_warning(l->ctx, "Lost rtnetlink events, re-reading links and routes");
@@ -458,7 +462,7 @@ static int route_read_oifs(const struct nlattr *const *tb, route_entry *r) {
                 const struct rtnexthop *nh = mnl_attr_get_payload(tb[RTA_MULTIPATH]);
                 int len = (int) mnl_attr_get_payload_len(tb[RTA_MULTIPATH]);
 
-                while (RTNH_OK(nh, len)) {
+                while (len >= (int) sizeof(*nh) && RTNH_OK(nh, len)) {
                         if (!route_add_oif(r, nh->rtnh_ifindex))
                                 return -ENOMEM;
                         len -= (int) RTNH_ALIGN(nh->rtnh_len);
@@ -601,7 +605,9 @@ static int drain(sriov_link *l) {
                                 continue;
                         if (errno == EAGAIN || errno == EWOULDBLOCK)
                                 return 0;
-                        if (errno == ENOBUFS || errno == ENOSPC) {
+                        if (errno == ENOSPC)
+                                return -EMSGSIZE;       /* longer than any message we know: not worth a loop */
+                        if (errno == ENOBUFS) {
                                 events_lost(l);
                                 if (l->error < 0)
                                         return l->error;
@@ -655,7 +661,7 @@ static int settle(sriov_link *l) {
 
 static int socket_open(sriov_link *l) {
         static const unsigned groups[] = { RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE };
-        int r;
+        int size = SOCKET_BUFFER_SIZE, r;
 
         l->nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (!l->nl)
@@ -668,6 +674,9 @@ static int socket_open(sriov_link *l) {
                 if (mnl_socket_setsockopt(l->nl, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)) < 0)
                         return -errno;
         }
+        /* CAP_NET_ADMIN may go past net.core.rmem_max; else as far as it allows */
+        if (setsockopt(mnl_socket_get_fd(l->nl), SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+                (void) setsockopt(mnl_socket_get_fd(l->nl), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
         l->portid = mnl_socket_get_portid(l->nl);
         want_dumps(l, true, true);
         r = settle(l);
@@ -739,7 +748,7 @@ int sriov_link_new(kdp_backend_ctx *ctx, kdp_backend_fd_fn on_fd, sriov_link **r
         _cleanup_(sriov_link_freep) sriov_link *l = NULL;
         int r;
 
-        assert(ret);
+        assert(ctx && on_fd && ret);
         l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;

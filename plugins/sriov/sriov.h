@@ -226,10 +226,14 @@ int sriov_answer_env_key(const sriov_pool *pool, char **ret);
  * read the table as of the last dispatch; they never block. sriov_link_new() and
  * sriov_link_retry() read the dumps synchronously (the kernel answers at once; at most 10 s).
  *
- * A socket error (not ENOBUFS) is logged, the socket closed and unwatched, and a rescan asked
- * for after a backoff (1 s, doubling up to 60 s) through kdp_backend_rescan_after(); the scan
- * then calls sriov_link_retry(), which opens a new socket once the backoff has passed. Meanwhile
- * the queries answer from the last table.
+ * The socket asks for a 4 MiB receive buffer (past net.core.rmem_max with CAP_NET_ADMIN), so
+ * that bursts of events (pod churn) rarely overflow it.
+ *
+ * A socket error (not ENOBUFS; a message longer than 32 KiB is one) is logged, the socket closed
+ * and unwatched, and a rescan asked for after a backoff (1 s, doubling up to 60 s, back to 1 s
+ * once a socket works) through kdp_backend_rescan_after(); the scan then calls
+ * sriov_link_retry(), which opens a new socket once the backoff has passed. Meanwhile the
+ * queries answer from the last table.
  */
 typedef struct sriov_link sriov_link;
 

@@ -283,10 +283,15 @@ static void injector_send(injector *in, const struct nlmsghdr *nlh) {
 /* ---- link state ---- */
 
 START_TEST(test_sriov_link_state_follows_admin_state_and_carrier) {
+        socklen_t len = sizeof(int);
         link_run run;
+        int size;
 
         enter_netns();
         run_open(&run, true);
+        /* a receive buffer for bursts of events: 4 MiB, which the kernel doubles for its overhead */
+        ck_assert_int_eq(getsockopt(sriov_link_fd(run.link), SOL_SOCKET, SO_RCVBUF, &size, &len), 0);
+        ck_assert_int_eq(size, 8 << 20);
         /* what the dump at open saw: lo, down */
         ck_assert_int_eq(sriov_link_get_state(run.link, "lo"), SRIOV_LINK_DOWN);
         ck_assert_int_eq(sriov_link_get_state(run.link, "vA"), SRIOV_LINK_UNKNOWN);
@@ -759,6 +764,44 @@ START_TEST(test_sriov_link_reopens_a_failed_socket_after_a_backoff) {
 }
 END_TEST
 
+START_TEST(test_sriov_link_drops_a_socket_given_a_message_longer_than_its_buffer) {
+        kdp_test_capture c;
+        _cleanup_free_ char *log = NULL, *big = calloc(1, 40000);
+        struct sockaddr_nl addr;
+        struct nlmsghdr *nlh = (struct nlmsghdr *) big;
+        const char *p;
+        link_run run;
+        injector in;
+
+        enter_netns();
+        run_open(&run, true);
+        injector_open(&in, &run);
+        ck_assert_ptr_nonnull(big);
+        nlh->nlmsg_len = 40000;
+        nlh->nlmsg_type = RTM_NEWLINK;
+        addr = (struct sockaddr_nl){ .nl_family = AF_NETLINK, .nl_pid = in.dst };
+        ck_assert_int_eq(sendto(in.fd, big, 40000, 0, (struct sockaddr *) &addr, sizeof(addr)), 40000);
+
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(run.on_fd(&run, run.watched_fd), 0);
+        log = kdp_test_capture_end(&c);
+        p = log;
+        kdp_test_expect_line(&p, 'E', "link.c",
+                             "\"Failed to read rtnetlink, retrying later\" backend=\"sriov\" retryMs=1000 "
+                             "err=\"Message too long\"");
+        ck_assert_int_eq(sriov_link_fd(run.link), -1);
+        ck_assert_int_eq(run.rescan_ms, 1000);
+        run.now_usec += 1000000;
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(sriov_link_retry(run.link), 0);
+        free(kdp_test_capture_end(&c));
+        sh("ip link add vA type veth peer name vB");
+        wait_for(&run, "vA", SRIOV_LINK_DOWN, 0);
+        (void) close(in.fd);
+        run_close(&run);
+}
+END_TEST
+
 START_TEST(test_sriov_link_state_names) {
         ck_assert_str_eq(sriov_link_state_to_string(SRIOV_LINK_UNKNOWN), "unknown");
         ck_assert_str_eq(sriov_link_state_to_string(SRIOV_LINK_DOWN), "down");
@@ -798,6 +841,7 @@ static Suite *sriov_link_suite(void) {
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, test_sriov_link_rereads_everything_after_lost_events);
         tcase_add_test(tc, test_sriov_link_reopens_a_failed_socket_after_a_backoff);
+        tcase_add_test(tc, test_sriov_link_drops_a_socket_given_a_message_longer_than_its_buffer);
         suite_add_tcase(s, tc);
         return s;
 }
