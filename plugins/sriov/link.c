@@ -560,9 +560,9 @@ static int on_error(const struct nlmsghdr *nlh, void *data) {
         sriov_link *l = data;
         const struct nlmsgerr *err = mnl_nlmsg_get_payload(nlh);
 
-        if (!is_dump_answer(l, nlh) || mnl_nlmsg_get_payload_len(nlh) < sizeof(*err))
-                return MNL_CB_OK;
-        l->error = err->error < 0 ? err->error : -EPROTO;      /* a refused dump request */
+        /* a refused dump request; an acknowledgement (error 0) asks nothing of us */
+        if (is_dump_answer(l, nlh) && mnl_nlmsg_get_payload_len(nlh) >= sizeof(*err) && err->error < 0)
+                l->error = err->error;
         return MNL_CB_OK;
 }
 
