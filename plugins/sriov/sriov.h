@@ -208,7 +208,9 @@ int sriov_answer_env_key(const sriov_pool *pool, char **ret);
  * and what it says about the netdevs of this netns: a table keyed by ifname (and ifindex) of
  * admin flags, operstate (IFLA_OPERSTATE) and carrier (IFLA_CARRIER), and the default routes of
  * the main table (dst_len 0, unicast, IPv4 and IPv6) with the links they go out through (RTA_OIF,
- * and every nexthop of RTA_MULTIPATH, dead or not: the route is still configured through it).
+ * and every nexthop of RTA_MULTIPATH, dead or not: the route is still configured through it; a
+ * route using a nexthop object counts through the RTA_OIF/RTA_MULTIPATH the kernel adds to it in
+ * its default net.ipv4.nexthop_compat_mode=1).
  *
  * Sources (§9): the kernel sends no uevent on a carrier or operstate change, only RTM_NEWLINK.
  * A netdev moved into a pod's netns gives RTM_DELLINK here (§6): its link becomes UNKNOWN (not
