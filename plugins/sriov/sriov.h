@@ -13,12 +13,15 @@
  *               netdev, link type, IOMMU group, uio, RDMA nodes, vDPA...)
  *   answer.c    the Allocate answer of a pool: env (PCIDEVICE_..., ..._INFO),
  *               DeviceSpecs, and the device-info files a CNI reads
+ *   link.c      rtnetlink -> link up/down/unknown of a netdev, and whether the
+ *               default route goes out through it (§9, §11)
  *
  * Ownership: sriov.c owns the sriov_config (replaced whole on reload) and the
  * sriov_func table (an array it rebuilds at each scan). config.c and
  * discover.c fill structs the caller owns and frees with their *_done()
  * functions; answer.c reads both and writes into the caller's
- * kdp_alloc_response. Everything runs under the backend's lock
+ * kdp_alloc_response. sriov.c owns the sriov_link (its socket, fd watch and
+ * tables). Everything runs under the backend's lock
  * (kdp/backend.h): scan on the loop thread, allocate on the gRPC thread.
  *
  * Facts: ../shared/HARDWARE-SRIOV.md (sections cited as §N).
@@ -32,6 +35,7 @@
 #include <stdint.h>
 
 #include <kdp/backend.h>
+#include <kdp/cleanup.h>
 #include <kdp/pci.h>
 
 #define SRIOV_NAME_MAX 128              /* resourceName, resourcePrefix, ibdev, driver names */
@@ -202,3 +206,93 @@ int sriov_answer(const kdp_backend_ctx *ctx, const sriov_pool *pool, const sriov
 
 /* The env key of a pool: "PCIDEVICE_" + prefix + "_" + name, upper-cased, '.' -> '_'. */
 int sriov_answer_env_key(const sriov_pool *pool, char **ret);
+
+/* ---- link.c: link state and the default route, from rtnetlink ---- */
+
+/*
+ * One NETLINK_ROUTE socket subscribed to RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE and RTNLGRP_IPV6_ROUTE,
+ * and what it says about the netdevs of this netns: a table keyed by ifname (and ifindex) of
+ * admin flags, operstate (IFLA_OPERSTATE) and carrier (IFLA_CARRIER), and the default routes of
+ * the main table (dst_len 0, unicast, IPv4 and IPv6) with the links they go out through (RTA_OIF,
+ * and every nexthop of RTA_MULTIPATH, dead or not: the route is still configured through it; a
+ * route using a nexthop object counts through the RTA_OIF/RTA_MULTIPATH the kernel adds to it in
+ * its default net.ipv4.nexthop_compat_mode=1).
+ *
+ * Sources (§9): the kernel sends no uevent on a carrier or operstate change, only RTM_NEWLINK.
+ * A netdev moved into a pod's netns gives RTM_DELLINK here (§6): its link becomes UNKNOWN (not
+ * DOWN; the VF is still there). RTM_NEWLINK/RTM_DELLINK of family AF_BRIDGE (bridge port
+ * events) say nothing about the link itself and are ignored. Routes are re-read by a dump after
+ * each default-route event; an IPv4 route whose every nexthop link went admin-down is dropped at
+ * once, as the kernel flushes it without a message. ENOBUFS (events lost) re-reads links and
+ * routes (a warning the first time, then at --v=4). An unknown attribute is ignored; a
+ * malformed message is skipped (--v=4).
+ *
+ * Ownership and threads: the sriov_link is its creator's (sriov.c's state), as are its socket
+ * and its fd watch on the ctx; sriov_link_free() ends both. Every call runs under the backend's
+ * lock (kdp/backend.h): sriov_link_new() in init, sriov_link_dispatch() from the backend's fd
+ * callback on the loop thread, sriov_link_retry() and the queries from scan/probe. The queries
+ * read the table as of the last dispatch; they never block. sriov_link_new() and
+ * sriov_link_retry() read the dumps synchronously (the kernel answers at once; at most 10 s).
+ *
+ * The socket asks for a 4 MiB receive buffer (past net.core.rmem_max with CAP_NET_ADMIN), so
+ * that bursts of events (pod churn) rarely overflow it.
+ *
+ * A socket error (not ENOBUFS; a message longer than 32 KiB is one) is logged, the socket closed
+ * and unwatched, and a rescan asked for after a backoff (1 s, doubling up to 60 s, back to 1 s
+ * once a socket works) through kdp_backend_rescan_after(); the scan then calls
+ * sriov_link_retry(), which opens a new socket once the backoff has passed. Meanwhile the
+ * queries answer from the last table.
+ */
+typedef struct sriov_link sriov_link;
+
+typedef enum sriov_link_state {
+        SRIOV_LINK_UNKNOWN,                     /* no such netdev here (moved into a pod, gone, not seen) */
+        SRIOV_LINK_DOWN,                        /* admin-down, no carrier, or operstate not up */
+        SRIOV_LINK_UP,                          /* admin-up, and operstate up (or unknown with carrier) */
+        _SRIOV_LINK_STATE_MAX,
+        _SRIOV_LINK_STATE_INVALID = -EINVAL,
+} sriov_link_state;
+
+/*
+ * Opens the socket, reads the links and routes, and watches the socket on ctx's loop with
+ * `on_fd`: the backend's own callback, which finds its sriov_link in its state and returns
+ * sriov_link_dispatch() of it. When kdpd is not there to watch (-EOPNOTSUPP: tools, tests),
+ * the caller calls sriov_link_dispatch() when sriov_link_fd() is readable. A socket failure is
+ * logged and retried as described above (*ret is still made): -ENOMEM only.
+ */
+int sriov_link_new(kdp_backend_ctx *ctx, kdp_backend_fd_fn on_fd, sriov_link **ret);
+sriov_link *sriov_link_free(sriov_link *l);
+
+/*
+ * Reads every message waiting on the socket and applies it. Returns 1 when the state or the
+ * default route of a served ifname (sriov_link_set_served()) changed since the last time it was
+ * reported (the fd callback's "scan please"), 0 otherwise; never fails (a socket error is
+ * handled as described above).
+ */
+int sriov_link_dispatch(sriov_link *l);
+
+/*
+ * For the scan: when the socket failed and its backoff has passed, opens a new one (reading the
+ * dumps). 0 when the socket is open; else the -errno of the last failure, and a rescan is
+ * asked for when the next try is due.
+ */
+int sriov_link_retry(sriov_link *l);
+
+/* The socket's fd; -1 while it failed. */
+int sriov_link_fd(const sriov_link *l);
+
+/*
+ * The ifnames whose changes sriov_link_dispatch() reports (VF netdevs, PF netdevs, the netdevs
+ * of VFs now in pods), copied; replaces the previous set. What the table says of them now is
+ * the reference the next changes are measured from.
+ */
+int sriov_link_set_served(sriov_link *l, const char *const *ifnames, size_t n);
+
+sriov_link_state sriov_link_get_state(const sriov_link *l, const char *ifname);
+/* Whether a default route of the main table goes out through `ifname`; false when unknown. */
+bool sriov_link_has_default_route(const sriov_link *l, const char *ifname);
+
+/* "unknown", "down", "up"; NULL when out of range. */
+const char *sriov_link_state_to_string(sriov_link_state s);
+
+KDP_DEFINE_CLEANUP_FUNC(sriov_link, sriov_link_free)
