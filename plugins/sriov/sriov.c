@@ -520,7 +520,8 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
                 }
         }
         if (!has_member && considered(&s->cfg, p))
-                (void) kdp_device_tree_not_served(tree, p->address, excluded ? excluded : "no pool's selectors take it");
+                (void) kdp_device_tree_not_served(tree, p->address,
+                                                  excluded ? excluded : "no pool's selectors take it");
 }
 
 /* A PCI function libkdp could not read: its members stay, Unhealthy with the reason; else one a pool may want. */
