@@ -18,6 +18,8 @@
 
 #include <kdp/cleanup.h>
 
+#include "alloc.h"
+
 /* §14: root port 0000:89:02.0 on NUMA node 1, PF0 0000:8a:00.0 and PF1 0000:8a:00.1 below it */
 #define KDP_TEST_E810_PORT "pci0000:89/0000:89:02.0"
 #define KDP_TEST_E810_PF0 KDP_TEST_E810_PORT "/0000:8a:00.0"
@@ -274,3 +276,54 @@ static inline void kdp_test_sriov_cx6_tree(const char *root, bool switchdev) {
         kdp_test_tree_write(root, "dev/infiniband/ucm3", "");
         kdp_test_tree_write(root, "dev/infiniband/rdma_cm", "");
 }
+
+/* Removes the RDMA device kdp_test_sriov_rdma_add() made (its class devices stay), as a move into a netns does. */
+static inline void kdp_test_sriov_rdma_remove(const char *root, const char *dev_path, const char *ibdev) {
+        static const char *const files[] = { "node_guid", "ports/1/state", "ports/1/phys_state",
+                                             "ports/1/link_layer", "ports/1/pkeys/0", "ports/1/pkeys",
+                                             "ports/1", "ports", "" };
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *rel = NULL;
+
+                ck_assert_int_ge(asprintf(&rel, "sys/devices/%s/infiniband/%s/%s", dev_path, ibdev, files[i]), 0);
+                kdp_test_tree_remove(root, rel);
+        }
+}
+
+/* ---- Allocate answers ---- */
+
+/* The response's env is exactly `key`=`ids` and `key`_INFO=`info`, in that order. */
+static inline void kdp_test_sriov_expect_env(const kdp_alloc_response *r, const char *key, const char *ids,
+                                             const char *info) {
+        _cleanup_free_ char *info_key = NULL;
+
+        ck_assert_int_ge(asprintf(&info_key, "%s_INFO", key), 0);
+        ck_assert_uint_eq(r->n_envs, 2);
+        ck_assert_str_eq(r->envs[0].key, key);
+        ck_assert_str_eq(r->envs[0].value, ids);
+        ck_assert_str_eq(r->envs[1].key, info_key);
+        ck_assert_str_eq(r->envs[1].value, info);
+}
+
+typedef struct kdp_test_sriov_node {
+        const char *host;               /* relative to <root>/dev */
+        const char *container;
+} kdp_test_sriov_node;
+
+/* The response's DeviceSpecs are exactly `want`, in order, each "rw". */
+static inline void kdp_test_sriov_expect_nodes(const kdp_alloc_response *r, const char *root,
+                                               const kdp_test_sriov_node *want, size_t n) {
+        ck_assert_uint_eq(r->n_dev_nodes, n);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *host = NULL;
+
+                ck_assert_int_ge(asprintf(&host, "%s/dev/%s", root, want[i].host), 0);
+                ck_assert_str_eq(r->dev_nodes[i].host_path, host);
+                ck_assert_str_eq(r->dev_nodes[i].container_path, want[i].container);
+                ck_assert_str_eq(r->dev_nodes[i].permissions, "rw");
+        }
+}
+#define KDP_TEST_SRIOV_EXPECT_NODES(r, root, ...) \
+        kdp_test_sriov_expect_nodes((r), (root), (const kdp_test_sriov_node[]){ __VA_ARGS__ }, \
+                                    KDP_ELEMENTSOF(((const kdp_test_sriov_node[]){ __VA_ARGS__ })))
