@@ -100,6 +100,15 @@ static void run_event(run *r, const char *action, const char *address) {
                                                                 .sysname = address });
 }
 
+/* ops->allocate of `ids` of `resource` into a fresh *resp (emptied first); its result. */
+static int run_allocate(run *r, const char *resource, const char *const *ids, size_t n, kdp_alloc_response *resp) {
+        kdp_alloc_response_done(resp);
+        kdp_alloc_response_init(resp, NULL);
+        return r->b.ops->allocate(r->b.state,
+                                  &(kdp_alloc_request){ .resource = resource, .device_ids = ids, .n_device_ids = n },
+                                  resp);
+}
+
 /*
  * A resource's devices, one a line: "<id> <numa node or -> <Healthy|Unhealthy>[: <reason>]", with
  * the tree root in reasons written as "ROOT".
@@ -337,11 +346,7 @@ START_TEST(test_sriov_backend_netdev_moved_into_a_pod_stays) {
         expect_devices(&r, RDMA, CX6_RDMA_ALL);
         expect_not_served(&r, NOT_SERVED_ALL);
 
-        kdp_alloc_response_init(&resp, NULL);
-        ck_assert_int_eq(r.b.ops->allocate(r.b.state, &(kdp_alloc_request){ .resource = RDMA, .device_ids = ids,
-                                                                            .n_device_ids = 1 },
-                                           &resp),
-                         0);
+        ck_assert_int_eq(run_allocate(&r, RDMA, ids, 1, &resp), 0);
         kdp_test_sriov_expect_env(&resp, "PCIDEVICE_NVIDIA_COM_CX6_RDMA", "0000:3b:00.2",
                                   "{\"0000:3b:00.2\":{\"generic\":{\"deviceID\":\"0000:3b:00.2\"},"
                                   "\"rdma\":{\"issm\":\"/dev/infiniband/issm2\","
@@ -365,11 +370,7 @@ START_TEST(test_sriov_backend_allocate_answers_as_sriovdp) {
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
 
-        kdp_alloc_response_init(&resp, NULL);
-        ck_assert_int_eq(r.b.ops->allocate(r.b.state, &(kdp_alloc_request){ .resource = VFIO, .device_ids = ids,
-                                                                            .n_device_ids = 2 },
-                                           &resp),
-                         0);
+        ck_assert_int_eq(run_allocate(&r, VFIO, ids, 2, &resp), 0);
         kdp_test_sriov_expect_env(&resp, "PCIDEVICE_INTEL_COM_E810_VFIO", "0000:8a:01.7,0000:8a:01.6",
                                   "{\"0000:8a:01.6\":{\"generic\":{\"deviceID\":\"0000:8a:01.6\"},"
                                   "\"vfio\":{\"dev-mount\":\"/dev/vfio/106\",\"mount\":\"/dev/vfio/vfio\"}},"
@@ -378,13 +379,8 @@ START_TEST(test_sriov_backend_allocate_answers_as_sriovdp) {
         KDP_TEST_SRIOV_EXPECT_NODES(&resp, r.root, { "vfio/vfio", "/dev/vfio/vfio" }, { "vfio/107", "/dev/vfio/107" },
                                     { "vfio/106", "/dev/vfio/106" });
         ck_assert_uint_eq(resp.n_cdi_devices, 0);
-        kdp_alloc_response_done(&resp);
 
-        kdp_alloc_response_init(&resp, NULL);
-        ck_assert_int_eq(r.b.ops->allocate(r.b.state, &(kdp_alloc_request){ .resource = NETDEV, .device_ids = ids,
-                                                                            .n_device_ids = 1 },
-                                           &resp),
-                         -EINVAL);
+        ck_assert_int_eq(run_allocate(&r, NETDEV, ids, 1, &resp), -EINVAL);
 }
 END_TEST
 
@@ -394,29 +390,24 @@ START_TEST(test_sriov_backend_allocate_refuses_an_unknown_id) {
         _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
         _cleanup_free_ char *log = NULL;
         const char *const ids[] = { "0000:8a:01.0", "0000:99:00.0" };
+        static const char *const want[] = {
+                "\"Refused Allocate of an unknown device\" backend=\"sriov\" resource=\"intel.com/e810_netdev\" "
+                "device=\"0000:99:00.0\" err=\"Invalid argument\"",
+                "\"Refused Allocate of a resource no pool serves\" backend=\"sriov\" resource=\"intel.com/gone\" "
+                "err=\"Invalid argument\"",
+        };
         kdp_test_capture c;
         const char *p;
 
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
-        kdp_alloc_response_init(&resp, NULL);
         kdp_test_capture_begin(&c);
-        ck_assert_int_eq(r.b.ops->allocate(r.b.state, &(kdp_alloc_request){ .resource = NETDEV, .device_ids = ids,
-                                                                            .n_device_ids = 2 },
-                                           &resp),
-                         -EINVAL);
-        ck_assert_int_eq(r.b.ops->allocate(r.b.state, &(kdp_alloc_request){ .resource = "intel.com/gone",
-                                                                            .device_ids = ids, .n_device_ids = 1 },
-                                           &resp),
-                         -EINVAL);
+        ck_assert_int_eq(run_allocate(&r, NETDEV, ids, 2, &resp), -EINVAL);
+        ck_assert_int_eq(run_allocate(&r, "intel.com/gone", ids, 1, &resp), -EINVAL);
         log = kdp_test_capture_end(&c);
         p = log;
-        kdp_test_expect_line(&p, 'E', "sriov.c",
-                             "\"Refused Allocate of an unknown device\" backend=\"sriov\" "
-                             "resource=\"intel.com/e810_netdev\" device=\"0000:99:00.0\" err=\"Invalid argument\"");
-        kdp_test_expect_line(&p, 'E', "sriov.c",
-                             "\"Refused Allocate of a resource no pool serves\" backend=\"sriov\" "
-                             "resource=\"intel.com/gone\" err=\"Invalid argument\"");
+        for (size_t i = 0; i < KDP_ELEMENTSOF(want); i++)
+                kdp_test_expect_line(&p, 'E', "sriov.c", want[i]);
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -514,11 +505,7 @@ START_TEST(test_sriov_backend_cdi_names_each_device) {
         ck_assert_str_eq(d->dev_nodes[0].container_path, "/dev/infiniband/ucm3");
         ck_assert_str_eq(d->dev_nodes[4].container_path, "/dev/infiniband/rdma_cm");
 
-        kdp_alloc_response_init(&resp, NULL);
-        ck_assert_int_eq(r.b.ops->allocate(r.b.state, &(kdp_alloc_request){ .resource = VFIO, .device_ids = ids,
-                                                                            .n_device_ids = 1 },
-                                           &resp),
-                         0);
+        ck_assert_int_eq(run_allocate(&r, VFIO, ids, 1, &resp), 0);
         ck_assert_uint_eq(resp.n_cdi_devices, 1);
         ck_assert_str_eq(resp.cdi_devices[0], "intel.com/e810_vfio=0000:8a:01.6");
         ck_assert_uint_eq(resp.n_envs, 2);
