@@ -83,9 +83,7 @@ typedef struct sriov_state {
         sriov_config cfg;
         file_id cfg_id;
         char *dev_root;                         /* --dev-root without a trailing '/' */
-        kdp_pci_list *pci;                      /* the PCI functions as last listed */
-        bool pci_dirty;                         /* a pci event came since: list again */
-        uint64_t pci_listed_ms;
+        kdp_pci_list_cache pci;                 /* the PCI functions as last listed */
         member *members;
         size_t n_members;
 } sriov_state;
@@ -96,10 +94,6 @@ static const kdp_param_spec sriov_params[] = {
         { "cdi", "false", "give each device a CDI name <resource>=<address> and write CDI specs into --cdi-dir" },
         { 0 },
 };
-
-static uint64_t now_ms(const sriov_state *s) {
-        return kdp_backend_now_usec(s->ctx) / 1000;
-}
 
 /* ---- the link state (link.c's, to come) ---- */
 
@@ -220,7 +214,7 @@ static void sriov_fini(void *state) {
 
         if (!s)
                 return;
-        kdp_pci_list_free(s->pci);
+        kdp_pci_list_cache_done(&s->pci);
         sriov_config_done(&s->cfg);
         free(s->members);
         free(s->dev_root);
@@ -498,7 +492,7 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
                 has_member = true;
                 m->present = true;
                 m->f = f;
-                numvfs = pf_numvfs(s->pci, f.pf_address);
+                numvfs = pf_numvfs(s->pci.list, f.pf_address);
                 if (numvfs > 0)
                         m->pf_numvfs = numvfs;          /* the cut it belongs to */
                 if (resource && strcmp(m->resource, resource) == 0) {
@@ -511,7 +505,7 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
                 member *m = member_add(s, &f, resource, selector);
 
                 if (m) {
-                        int numvfs = pf_numvfs(s->pci, f.pf_address);
+                        int numvfs = pf_numvfs(s->pci.list, f.pf_address);
 
                         m->present = true;
                         m->pf_numvfs = numvfs > 0 ? numvfs : 0;
@@ -622,26 +616,6 @@ static int emit_member(const sriov_state *s, kdp_device_tree *tree, const member
         return kdp_device_tree_add(tree, m->resource, &info);
 }
 
-/*
- * The PCI functions, listed again only after a pci event that changes them (add, remove, bind,
- * unbind) or PCI_RELIST_MS: the periodic scans between read just each function's own files.
- */
-static int list_pci(sriov_state *s, uint64_t now) {
-        kdp_pci_list *l = NULL;
-        int r;
-
-        if (s->pci && !s->pci_dirty && now - s->pci_listed_ms < PCI_RELIST_MS)
-                return 0;
-        r = kdp_pci_list_scan(s->ctx, &l);
-        if (r < 0 && r != -ENOENT)
-                return r;
-        kdp_pci_list_free(s->pci);
-        s->pci = l;                     /* NULL (no PCI bus) counts as empty */
-        s->pci_dirty = false;
-        s->pci_listed_ms = now;
-        return 0;
-}
-
 /* Members not listed: re-cut with their PF's sriov_numvfs change, or lost (removed, Unhealthy). */
 static void scan_absent(sriov_state *s) {
         for (size_t i = 0; i < s->n_members; i++) {
@@ -650,7 +624,7 @@ static void scan_absent(sriov_state *s) {
 
                 if (m->present || m->recut)
                         continue;
-                n = pf_numvfs(s->pci, m->f.pf_address);
+                n = pf_numvfs(s->pci.list, m->f.pf_address);
                 if (m->f.pf_address[0] && (n == 0 || (n > 0 && n != m->pf_numvfs))) {
                         kdp_backend_log_info(s->ctx, "Function left the list: its PF's SR-IOV VFs changed",
                                              KDP_F_STR("pciAddress", m->f.address), KDP_F_STR("resource", m->resource),
@@ -678,10 +652,10 @@ static int sriov_scan(void *state, kdp_device_tree *tree) {
         int r;
 
         reload_config(s);
-        r = list_pci(s, now_ms(s));
+        r = kdp_pci_list_cache_refresh(s->ctx, &s->pci, PCI_RELIST_MS);
         if (r < 0)
                 return r;
-        l = s->pci;
+        l = s->pci.list;
         for (size_t i = 0; i < s->n_members; i++) {
                 s->members[i].present = false;
                 s->members[i].reason[0] = '\0';
@@ -707,7 +681,7 @@ static void sriov_device_event(void *state, const kdp_device_event *ev) {
 
         if (strcmp(ev->subsystem, "pci") != 0 || strcmp(ev->action, "change") == 0)
                 return;
-        s->pci_dirty = true;
+        s->pci.dirty = true;
         bind = strcmp(ev->action, "bind") == 0 || strcmp(ev->action, "add") == 0;
         for (size_t i = 0; bind && ev->sysname && i < s->n_members; i++)
                 if (strcmp(s->members[i].f.address, ev->sysname) == 0)
