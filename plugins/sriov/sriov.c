@@ -732,14 +732,22 @@ static const char *pf_of(sriov_state *s, const char *resource, const char *id) {
         return m ? m->f.pf_address : NULL;
 }
 
+static bool is_in(const char *id, const char *const *ids, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(ids[i], id) == 0)
+                        return true;
+        return false;
+}
+
 /*
  * VFs of one PF: when every must_include ID is of one PF (or there is none) and one PF has enough
- * available VFs for the rest, its VFs are picked (the must_include PF first, else the PF with the
+ * available VFs for the rest, its VFs are picked (the must_include PF, else the PF with the
  * fewest that suffice, the lowest address on a tie), in available order. Anything else is the
  * framework's PCI locality.
  */
 static int sriov_preferred(void *state, const kdp_pref_request *req, kdp_pref_response *resp) {
         sriov_state *s = state;
+        _cleanup_free_ const char **pfs = NULL;         /* of available[i]; NULL: in must_include */
         const char *want_pf = NULL, *best = NULL;
         size_t need, best_n = 0;
         int r;
@@ -753,25 +761,26 @@ static int sriov_preferred(void *state, const kdp_pref_request *req, kdp_pref_re
                         return -EOPNOTSUPP;
                 want_pf = pf;
         }
+        pfs = calloc(req->n_available + 1, sizeof(*pfs));
+        if (!pfs)
+                return -EOPNOTSUPP;
+        for (size_t i = 0; i < req->n_available; i++) {
+                if (is_in(req->available[i], req->must_include, req->n_must_include))
+                        continue;
+                pfs[i] = pf_of(s, req->resource, req->available[i]);
+                if (!pfs[i])
+                        return -EOPNOTSUPP;
+        }
         need = req->size - req->n_must_include;
         for (size_t i = 0; i < req->n_available; i++) {
-                const char *pf = pf_of(s, req->resource, req->available[i]);
                 size_t n = 0;
 
-                if (!pf)
-                        return -EOPNOTSUPP;
-                if (!pf[0] || (want_pf && strcmp(pf, want_pf) != 0))
+                if (!pfs[i] || !pfs[i][0] || (want_pf && strcmp(pfs[i], want_pf) != 0))
                         continue;
-                for (size_t j = 0; j < req->n_available; j++) {
-                        const char *other = pf_of(s, req->resource, req->available[j]);
-                        bool included = false;
-
-                        for (size_t k = 0; k < req->n_must_include && !included; k++)
-                                included = strcmp(req->must_include[k], req->available[j]) == 0;
-                        n += other && strcmp(other, pf) == 0 && !included;
-                }
-                if (n >= need && (!best || n < best_n || (n == best_n && strcmp(pf, best) < 0))) {
-                        best = pf;
+                for (size_t j = 0; j < req->n_available; j++)
+                        n += pfs[j] && strcmp(pfs[j], pfs[i]) == 0;
+                if (n >= need && (!best || n < best_n || (n == best_n && strcmp(pfs[i], best) < 0))) {
+                        best = pfs[i];
                         best_n = n;
                 }
         }
@@ -783,12 +792,7 @@ static int sriov_preferred(void *state, const kdp_pref_request *req, kdp_pref_re
                         return r;
         }
         for (size_t i = 0; i < req->n_available && need > 0; i++) {
-                const char *pf = pf_of(s, req->resource, req->available[i]);
-                bool included = false;
-
-                for (size_t k = 0; k < req->n_must_include && !included; k++)
-                        included = strcmp(req->must_include[k], req->available[i]) == 0;
-                if (included || strcmp(pf, best) != 0)
+                if (!pfs[i] || strcmp(pfs[i], best) != 0)
                         continue;
                 r = kdp_pref_response_add(resp, req->available[i]);
                 if (r < 0)
