@@ -326,6 +326,44 @@ START_TEST(test_sriov_backend_numvfs_to_zero_takes_the_vfs_away) {
 }
 END_TEST
 
+/* A PF served in a pool leaves it when its VFs are enabled (they are served in its place), and comes back. */
+START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
+        _cleanup_(run_done) run r = {
+                .root = node_tree("{\"resourceList\": [\n"
+                                  "  {\"resourceName\": \"e810_pf\", \"selectors\": [{\"devices\": [\"1593\"]}]},\n"
+                                  "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
+                                  "]}\n"),
+        };
+
+        /* PF1 without its VF */
+        kdp_test_tree_remove(r.root, "sys/bus/pci/devices/0000:8a:05.0");
+        kdp_test_tree_remove(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0");
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "0");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, "intel.com/e810_pf", "0000:8a:00.1 1 Healthy\n");
+        expect_devices(&r, "intel.com/e810_uio", "");
+
+        /* echo 1 > sriov_numvfs: the VF comes, the PF leaves */
+        kdp_test_tree_link(r.root, "sys/bus/pci/devices/0000:8a:05.0",
+                           "../../../devices/" KDP_TEST_E810_PORT "/0000:8a:05.0");
+        kdp_test_tree_link(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0", "../0000:8a:05.0");
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "1");
+        run_event(&r, "add", "0000:8a:05.0");
+        run_scan(&r);
+        expect_devices(&r, "intel.com/e810_pf", "");
+        expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
+        expect_not_served(&r, "0000:3b:00.0: PF with VFs enabled\n"
+                              "0000:3b:00.2: no pool's selectors take it\n0000:3b:00.3: no pool's selectors take it\n"
+                              "0000:3b:00.4: no pool's selectors take it\n0000:3b:00.5: no pool's selectors take it\n"
+                              "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"
+                              "0000:8a:01.0: no pool's selectors take it\n0000:8a:01.1: no pool's selectors take it\n"
+                              "0000:8a:01.2: no pool's selectors take it\n0000:8a:01.3: no pool's selectors take it\n"
+                              "0000:8a:01.4: no pool's selectors take it\n0000:8a:01.5: no pool's selectors take it\n"
+                              "0000:8a:01.6: no pool's selectors take it\n0000:8a:01.7: no pool's selectors take it\n");
+}
+END_TEST
+
 /*
  * A CNI moved the VFs' netdevs (and, in exclusive RDMA mode, the RDMA device) into pods: the
  * VFs stay Healthy in their pools, and Allocate still hands out the RDMA nodes.
@@ -606,6 +644,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back);
         tcase_add_test(tc, test_sriov_backend_vf_unbound_then_rebound);
         tcase_add_test(tc, test_sriov_backend_numvfs_to_zero_takes_the_vfs_away);
+        tcase_add_test(tc, test_sriov_backend_pf_leaves_when_its_vfs_are_enabled);
         tcase_add_test(tc, test_sriov_backend_netdev_moved_into_a_pod_stays);
         tcase_add_test(tc, test_sriov_backend_allocate_answers_as_sriovdp);
         tcase_add_test(tc, test_sriov_backend_allocate_refuses_an_unknown_id);
