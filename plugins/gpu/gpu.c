@@ -75,9 +75,7 @@ typedef struct gpu_state {
         uint64_t n_scans;                       /* scans started: orders Xids against what scans found */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         bool nvidia_shared_present[8];          /* of nvidia_shared_nodes, at the last scan */
-        kdp_pci_list *pci;                      /* the PCI functions as last listed */
-        bool pci_dirty;                         /* a pci event came since: list again */
-        uint64_t pci_listed_ms;
+        kdp_pci_list_cache pci;                 /* the PCI functions as last listed */
         gpu *gpus;
         size_t n_gpus;
         int kfd_error;                          /* reading the KFD topology failed so at the last scan */
@@ -177,7 +175,7 @@ static void gpu_fini(void *state) {
         if (!s)
                 return;
         s->kmsg = gpu_kmsg_free(s->kmsg);
-        kdp_pci_list_free(s->pci);
+        kdp_pci_list_cache_done(&s->pci);
         gpu_config_done(&s->cfg);
         free(s->gpus);
         free(s->dev_root);
@@ -560,26 +558,6 @@ static bool has_nvidia(const gpu_state *s) {
         return false;
 }
 
-/*
- * The PCI functions, listed again only after a pci event that changes them (add, remove, bind,
- * unbind) or PCI_RELIST_MS: the periodic scans between read just each GPU's own files.
- */
-static int list_pci(gpu_state *s, uint64_t now) {
-        kdp_pci_list *l = NULL;
-        int r;
-
-        if (s->pci && !s->pci_dirty && now - s->pci_listed_ms < PCI_RELIST_MS)
-                return 0;
-        r = kdp_pci_list_scan(s->ctx, &l);
-        if (r < 0 && r != -ENOENT)
-                return r;
-        kdp_pci_list_free(s->pci);
-        s->pci = l;                     /* NULL (no PCI bus) counts as empty */
-        s->pci_dirty = false;
-        s->pci_listed_ms = now;
-        return 0;
-}
-
 /* The KFD topology; failing to read it is logged when it starts or changes and when it ends. */
 static void read_kfd(gpu_state *s, amd_kfd *kfd) {
         int r = amd_kfd_read(s->ctx, kfd);
@@ -610,10 +588,10 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         int r;
 
         s->n_scans++;
-        r = list_pci(s, now);
+        r = kdp_pci_list_cache_refresh(s->ctx, &s->pci, PCI_RELIST_MS);
         if (r < 0)
                 return r;
-        l = s->pci;
+        l = s->pci.list;
         if (s->cfg.vendor_on[GPU_AMD])
                 read_kfd(s, &kfd);
         present = calloc(s->n_gpus + kdp_pci_list_size(l) + 1, sizeof(bool));
@@ -685,7 +663,7 @@ static void gpu_device_event(void *state, const kdp_device_event *ev) {
         if (strcmp(ev->subsystem, "pci") != 0)
                 return;
         if (strcmp(ev->action, "change") != 0)
-                s->pci_dirty = true;    /* a function came, went, or changed driver */
+                s->pci.dirty = true;    /* a function came, went, or changed driver */
         if (!ev->sysname || !(g = find_gpu(s, ev->sysname)))
                 return;
         bind = strcmp(ev->action, "bind") == 0 || strcmp(ev->action, "add") == 0;

@@ -5,8 +5,10 @@
  * network device plugin's own config.json, and answers Allocate as that plugin
  * does (the env and DeviceSpecs a CNI and the pod's software expect).
  *
- *   sriov.c     ops; the table of functions seen, scan, pools -> device tree,
- *               health, Allocate, reload (to come)
+ *   sriov.c     ops; the table of members (a function served in a pool, kept
+ *               while lost), scan, pools -> device tree, health, Allocate,
+ *               preferred, config.json re-read when it changes; the link-state
+ *               seam (link_facts_*) for rtnetlink, which nothing reads yet
  *   config.c    config.json -> sriov_config: pools, selectors, ranges; which
  *               pool a function goes to (sriov_config_match)
  *   discover.c  sysfs -> sriov_func: what a function is (VF index, PF name,
@@ -17,7 +19,8 @@
  *               default route goes out through it (§9, §11)
  *
  * Ownership: sriov.c owns the sriov_config (replaced whole on reload) and the
- * sriov_func table (an array it rebuilds at each scan). config.c and
+ * member table (an array of sriov_func copies with their pool, kept across
+ * scans, refreshed by each one, dropped with a changed pool). config.c and
  * discover.c fill structs the caller owns and frees with their *_done()
  * functions; answer.c reads both and writes into the caller's
  * kdp_alloc_response. sriov.c owns the sriov_link (its socket, fd watch and

@@ -21,18 +21,13 @@
 #include "device-tree.h"
 
 #include "kdp-test.h"
+#include "kdp-test-sysfs.h"
+#include "kdp-test-backend.h"
 
 #define EXAMPLE_SO KDP_BUILD_DIR "/plugins/kdp-backend-example.so"
 
 /* One loaded and initialised backend with its scanned tree. */
-typedef struct example_run {
-        void *handle;
-        const kdp_backend_ops *ops;
-        kdp_config *config;
-        kdp_backend_ctx *ctx;
-        void *state;
-        kdp_device_tree *tree;
-} example_run;
+typedef kdp_test_backend example_run;
 
 static const kdp_backend_ops *example_load(void **ret_handle) {
         kdp_backend_entry_fn entry;

@@ -20,72 +20,32 @@
 
 #include "kdp-test.h"
 #include "kdp-test-sysfs.h"
+#include "kdp-test-backend.h"
 
 #define PCITEST_SO KDP_TEST_BACKEND_DIR "/kdp-backend-pcitest.so"
 
-typedef struct pcitest_run {
-        void *handle;
-        const kdp_backend_ops *ops;
-        kdp_config *config;
-        kdp_backend_ctx *ctx;
-        void *state;
-        kdp_device_tree *tree;
-} pcitest_run;
+typedef kdp_test_backend pcitest_run;
 
 static void pcitest_open(pcitest_run *run, const char *root, const char *const *overrides) {
-        _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys");
-        const char *roots[_KDP_PATH_KIND_MAX] = { [KDP_PATH_SYSFS] = sys };
-        kdp_backend_entry_fn entry;
-
-        *run = (pcitest_run){ 0 };
-        run->handle = dlopen(PCITEST_SO, RTLD_NOW | RTLD_LOCAL);
-        ck_assert_msg(run->handle, "dlopen %s: %s", PCITEST_SO, dlerror());
-        entry = (kdp_backend_entry_fn) dlsym(run->handle, KDP_BACKEND_ENTRY_SYMBOL);
-        ck_assert_ptr_nonnull(entry);
-        run->ops = entry();
-        ck_assert_int_eq(kdp_config_load(NULL, &run->config), 0);
-        for (size_t i = 0; overrides && overrides[i]; i++)
-                ck_assert_int_eq(kdp_config_add_override(run->config, overrides[i]), 0);
-        ck_assert_int_eq(kdp_backend_ctx_new("pcitest", roots, run->ops->params, run->config, &run->ctx), 0);
-        ck_assert_int_eq(run->ops->init(run->ctx, &run->state), 0);
+        ck_assert_int_eq(kdp_test_backend_open(run, PCITEST_SO, "pcitest", root, overrides), 0);
 }
 
 /* One scan into a fresh tree; returns what it logged (free()). */
 static char *pcitest_scan(pcitest_run *run, const char *root) {
-        _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys");
         kdp_test_capture c;
 
-        run->tree = kdp_device_tree_free(run->tree);
-        ck_assert_int_eq(kdp_device_tree_new(sys, &run->tree), 0);
         kdp_test_capture_begin(&c);
-        ck_assert_int_eq(run->ops->scan(run->state, run->tree), 0);
-        kdp_device_tree_finish(run->tree);
+        kdp_test_backend_scan(run, root);
         return kdp_test_capture_end(&c);
 }
 
 static void pcitest_done(pcitest_run *run) {
-        run->tree = kdp_device_tree_free(run->tree);
-        if (run->state)
-                run->ops->fini(run->state);
-        run->ctx = kdp_backend_ctx_free(run->ctx);
-        run->config = kdp_config_free(run->config);
-        if (run->handle)
-                ck_assert_int_eq(dlclose(run->handle), 0);
+        kdp_test_backend_done(run);
 }
 
 /* The notes of the last scan, one a line: "<address>: <reason>". */
 static char *not_served_text(const pcitest_run *run) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-
-        ck_assert_ptr_nonnull(m);
-        for (size_t i = 0; i < run->tree->n_notes; i++) {
-                ck_assert_int_eq(run->tree->notes[i].kind, KDP_TREE_NOTE_NOT_SERVED);
-                fprintf(m, "%s: %s\n", run->tree->notes[i].key, run->tree->notes[i].text);
-        }
-        ck_assert_int_eq(fclose(m), 0);
-        return buf;
+        return kdp_test_backend_not_served(run);
 }
 
 START_TEST(test_backend_pcitest_declares_the_functions_it_cannot_read) {

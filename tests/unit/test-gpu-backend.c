@@ -18,100 +18,31 @@
 #include "backend-ctx.h"
 #include "config.h"
 #include "device-tree.h"
-#include "kdp-test-sysfs.h"
 #include "kdp-test.h"
+#include "kdp-test-sysfs.h"
+#include "kdp-test-backend.h"
 
 #define GPU_SO KDP_BUILD_DIR "/plugins/kdp-backend-gpu.so"
 
-typedef struct gpu_run {
-        void *handle;
-        const kdp_backend_ops *ops;
-        kdp_config *config;
-        kdp_backend_ctx *ctx;
-        void *state;
-        kdp_device_tree *tree;
-        int watched_fd;
-        uint64_t now_usec;              /* the fake clock the backend reads */
-        int64_t rescan_ms;              /* the last kdp_backend_rescan_after(), -1: none */
-        kdp_backend_fd_fn on_fd;        /* the kernel log's handler */
-} gpu_run;
+typedef kdp_test_backend gpu_run;
 
-/* Any "now": the backend sees only this clock, never the machine's uptime. */
-#define FAKE_NOW_USEC UINT64_C(1234000000)
-
-static uint64_t fake_clock(void *data) {
-        return ((gpu_run *) data)->now_usec;
-}
-
-static int host_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
-        ((gpu_run *) data)->watched_fd = fd;
-        ((gpu_run *) data)->on_fd = fn;
-        return 0;
-}
-
-static void host_unwatch_fd(void *data, int fd) {
-        (void) data;
-        (void) fd;
-}
-
-static int host_rescan_after(void *data, uint32_t ms) {
-        ((gpu_run *) data)->rescan_ms = ms;
-        return 0;
-}
-
-static const kdp_backend_host host = {
-        .watch_fd = host_watch_fd, .unwatch_fd = host_unwatch_fd, .rescan_after = host_rescan_after,
-};
+#define FAKE_NOW_USEC KDP_TEST_BACKEND_NOW_USEC
 
 /* Loads the backend with roots under `root` and "gpu.key=value" overrides; init's result. */
 static int gpu_open(gpu_run *run, const char *root, const char *const *overrides) {
-        _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys"), *dev = kdp_test_tree_path(root, "dev"),
-                            *proc = kdp_test_tree_path(root, "proc"), *cdi = kdp_test_tree_path(root, "cdi");
-        const char *roots[_KDP_PATH_KIND_MAX] = {
-                [KDP_PATH_SYSFS] = sys, [KDP_PATH_DEV] = dev, [KDP_PATH_PROC] = proc, [KDP_PATH_CDI] = cdi,
-        };
-        kdp_backend_entry_fn entry;
-
-        *run = (gpu_run){ .watched_fd = -1, .now_usec = FAKE_NOW_USEC, .rescan_ms = -1 };
-        run->handle = dlopen(GPU_SO, RTLD_NOW | RTLD_LOCAL);
-        ck_assert_msg(run->handle, "dlopen %s: %s", GPU_SO, dlerror());
-        entry = (kdp_backend_entry_fn) dlsym(run->handle, KDP_BACKEND_ENTRY_SYMBOL);
-        ck_assert_ptr_nonnull(entry);
-        run->ops = entry();
-        ck_assert_int_eq(kdp_config_load(NULL, &run->config), 0);
-        for (size_t i = 0; overrides && overrides[i]; i++)
-                ck_assert_int_eq(kdp_config_add_override(run->config, overrides[i]), 0);
-        ck_assert_int_eq(kdp_backend_ctx_new("gpu", roots, run->ops->params, run->config, &run->ctx), 0);
-        kdp_backend_ctx_set_host(run->ctx, &host, run);
-        kdp_backend_ctx_set_clock(run->ctx, fake_clock, run);
-        return run->ops->init(run->ctx, &run->state);
+        return kdp_test_backend_open(run, GPU_SO, "gpu", root, overrides);
 }
 
 static void gpu_scan(gpu_run *run, const char *root) {
-        _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys");
-
-        run->tree = kdp_device_tree_free(run->tree);
-        ck_assert_int_eq(kdp_device_tree_new(sys, &run->tree), 0);
-        ck_assert_int_eq(run->ops->scan(run->state, run->tree), 0);
-        kdp_device_tree_finish(run->tree);
-        ck_assert_uint_eq(run->tree->n_rejected, 0);
+        kdp_test_backend_scan(run, root);
 }
 
 static void gpu_done(gpu_run *run) {
-        run->tree = kdp_device_tree_free(run->tree);
-        if (run->state)
-                run->ops->fini(run->state);
-        run->ctx = kdp_backend_ctx_free(run->ctx);
-        run->config = kdp_config_free(run->config);
-        if (run->handle)
-                ck_assert_int_eq(dlclose(run->handle), 0);
+        kdp_test_backend_done(run);
 }
 
 static const kdp_device_list *resource(const gpu_run *run, const char *name) {
-        for (size_t i = 0; i < run->tree->n_resources; i++)
-                if (strcmp(run->tree->resources[i].resource, name) == 0)
-                        return &run->tree->resources[i];
-        return NULL;
+        return kdp_test_backend_resource(run, name);
 }
 
 static const kdp_test_pci_dev h100_a = {
@@ -443,17 +374,7 @@ static const kdp_test_pci_dev mi300x = {
 
 /* The backend's notes, one a line: "<address>: <reason>". */
 static char *not_served_text(const gpu_run *run) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-
-        ck_assert_ptr_nonnull(m);
-        for (size_t i = 0; i < run->tree->n_notes; i++) {
-                ck_assert_int_eq(run->tree->notes[i].kind, KDP_TREE_NOTE_NOT_SERVED);
-                fprintf(m, "%s: %s\n", run->tree->notes[i].key, run->tree->notes[i].text);
-        }
-        ck_assert_int_eq(fclose(m), 0);
-        return buf;
+        return kdp_test_backend_not_served(run);
 }
 
 /* Each GPU looked at and not taken is declared with its reason; functions that are no GPUs are not. */

@@ -438,6 +438,51 @@ START_TEST(test_pci_list_scan_uses_the_ctx_sysfs_root) {
 }
 END_TEST
 
+static uint64_t cache_clock(void *data) {
+        return *(const uint64_t *) data;
+}
+
+/* Read again only when marked dirty or old enough on the backend's clock; the empty list without a bus. */
+START_TEST(test_pci_list_cache_reads_again_when_dirty_or_old) {
+        _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("pci");
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        kdp_pci_list_cache c = { 0 };
+        uint64_t now_usec = UINT64_C(5000000);
+        const kdp_test_pci_dev second = { .path = "pci0000:00/0000:00:02.0", .vendor = "0x8086",
+                                          .device = "0x1889", .class_code = "0x020000" };
+
+        kdp_backend_ctx_set_clock(ctx, cache_clock, &now_usec);
+        ck_assert_int_eq(kdp_pci_list_cache_refresh(ctx, &c, 1000), 0);
+        ck_assert_ptr_null(c.list);     /* no PCI bus: empty */
+        ck_assert(c.listed);
+
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:00/0000:00:01.0", .vendor = "0x8086",
+                                                    .device = "0x1889", .class_code = "0x020000" });
+        now_usec += 999000;
+        ck_assert_int_eq(kdp_pci_list_cache_refresh(ctx, &c, 1000), 0);
+        ck_assert_ptr_null(c.list);     /* not old enough, not dirty: not read */
+        now_usec += 1000;
+        ck_assert_int_eq(kdp_pci_list_cache_refresh(ctx, &c, 1000), 0);
+        ck_assert_uint_eq(kdp_pci_list_size(c.list), 1);
+
+        kdp_test_pci_add(root, &second);
+        ck_assert_int_eq(kdp_pci_list_cache_refresh(ctx, &c, 1000), 0);
+        ck_assert_uint_eq(kdp_pci_list_size(c.list), 1);
+        c.dirty = true;
+        ck_assert_int_eq(kdp_pci_list_cache_refresh(ctx, &c, 1000), 0);
+        ck_assert_uint_eq(kdp_pci_list_size(c.list), 2);
+        ck_assert(!c.dirty);
+        ck_assert_uint_eq(c.listed_ms, 6000);
+
+        ck_assert_int_eq(kdp_pci_list_cache_refresh(NULL, &c, 1000), -EINVAL);
+        ck_assert_int_eq(kdp_pci_list_cache_refresh(ctx, NULL, 1000), -EINVAL);
+        kdp_pci_list_cache_done(&c);
+        ck_assert_ptr_null(c.list);
+        ck_assert(!c.listed);
+        kdp_pci_list_cache_done(NULL);
+}
+END_TEST
+
 START_TEST(test_pci_list_scan_without_pci_bus_is_enoent) {
         _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("pci");
         _cleanup_free_ char *sys = kdp_test_tree_path(root, "sys");
@@ -921,6 +966,7 @@ static Suite *pci_suite(void) {
 
         tc = tcase_create("discover");
         tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_pci_list_cache_reads_again_when_dirty_or_old);
         tcase_add_test(tc, test_pci_kdpctl_discover_prints_the_tree);
         tcase_add_test(tc, test_pci_kdpctl_discover_without_pci_bus_fails);
         suite_add_tcase(s, tc);

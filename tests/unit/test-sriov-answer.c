@@ -18,6 +18,7 @@
 #include "backend-ctx.h"
 #include "kdp-test.h"
 #include "kdp-test-sysfs.h"
+#include "kdp-test-sriov.h"
 #include "sriov.h"
 
 /* ---- fixtures ---- */
@@ -79,39 +80,6 @@ static void answer(kdp_alloc_response *r, const kdp_backend_ctx *ctx, const srio
         ck_assert_uint_eq(r->n_cdi_devices, 0);
 }
 
-/* The response's env is exactly `key`=`ids` and `key`_INFO=`info`, in that order. */
-static void expect_env(const kdp_alloc_response *r, const char *key, const char *ids, const char *info) {
-        _cleanup_free_ char *info_key = NULL;
-
-        ck_assert_int_ge(asprintf(&info_key, "%s_INFO", key), 0);
-        ck_assert_uint_eq(r->n_envs, 2);
-        ck_assert_str_eq(r->envs[0].key, key);
-        ck_assert_str_eq(r->envs[0].value, ids);
-        ck_assert_str_eq(r->envs[1].key, info_key);
-        ck_assert_str_eq(r->envs[1].value, info);
-}
-
-typedef struct want_node {
-        const char *host;               /* relative to <root>/dev */
-        const char *container;
-} want_node;
-
-/* The response's DeviceSpecs are exactly `want`, in order, each "rw". */
-static void expect_nodes(const kdp_alloc_response *r, const char *root, const want_node *want, size_t n) {
-        ck_assert_uint_eq(r->n_dev_nodes, n);
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *host = NULL;
-
-                ck_assert_int_ge(asprintf(&host, "%s/dev/%s", root, want[i].host), 0);
-                ck_assert_str_eq(r->dev_nodes[i].host_path, host);
-                ck_assert_str_eq(r->dev_nodes[i].container_path, want[i].container);
-                ck_assert_str_eq(r->dev_nodes[i].permissions, "rw");
-        }
-}
-#define EXPECT_NODES(r, root, ...) \
-        expect_nodes((r), (root), (const want_node[]){ __VA_ARGS__ }, \
-                     KDP_ELEMENTSOF(((const want_node[]){ __VA_ARGS__ })))
-
 /* ---- vfio ---- */
 
 /* §13's example, byte for byte, with our own values: a vfio VF of a needVhostNet selector. */
@@ -124,11 +92,11 @@ START_TEST(test_sriov_answer_vfio_with_vhost_net_is_sriovdps_shape) {
         sriov_func f = func_of("0000:5e:01.3", "vfio-pci", 61);
 
         answer(&r, ctx, &pool, (const sriov_func *const[]){ &f }, (const size_t[]){ 0 }, 1);
-        expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_VFIO", "0000:5e:01.3",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_VFIO", "0000:5e:01.3",
                    "{\"0000:5e:01.3\":{\"generic\":{\"deviceID\":\"0000:5e:01.3\"},"
                    "\"vfio\":{\"dev-mount\":\"/dev/vfio/61\",\"mount\":\"/dev/vfio/vfio\"},"
                    "\"vhost\":{\"net-mount\":\"/dev/vhost-net\",\"tun-mount\":\"/dev/net/tun\"}}}");
-        EXPECT_NODES(&r, root,
+        KDP_TEST_SRIOV_EXPECT_NODES(&r, root,
                      { "vfio/vfio", "/dev/vfio/vfio" }, { "vfio/61", "/dev/vfio/61" },
                      { "vhost-net", "/dev/vhost-net" }, { "net/tun", "/dev/net/tun" });
 }
@@ -144,12 +112,12 @@ START_TEST(test_sriov_answer_two_vfio_vfs_share_the_container_node) {
         sriov_func a = func_of("0000:5e:01.3", "vfio-pci", 61), b = func_of("0000:5e:01.4", "vfio-pci", 62);
 
         answer(&r, ctx, &pool, (const sriov_func *const[]){ &b, &a }, (const size_t[]){ 0, 0 }, 2);
-        expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_VFIO", "0000:5e:01.4,0000:5e:01.3",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_VFIO", "0000:5e:01.4,0000:5e:01.3",
                    "{\"0000:5e:01.3\":{\"generic\":{\"deviceID\":\"0000:5e:01.3\"},"
                    "\"vfio\":{\"dev-mount\":\"/dev/vfio/61\",\"mount\":\"/dev/vfio/vfio\"}},"
                    "\"0000:5e:01.4\":{\"generic\":{\"deviceID\":\"0000:5e:01.4\"},"
                    "\"vfio\":{\"dev-mount\":\"/dev/vfio/62\",\"mount\":\"/dev/vfio/vfio\"}}}");
-        EXPECT_NODES(&r, root,
+        KDP_TEST_SRIOV_EXPECT_NODES(&r, root,
                      { "vfio/vfio", "/dev/vfio/vfio" }, { "vfio/62", "/dev/vfio/62" },
                      { "vfio/61", "/dev/vfio/61" });
 }
@@ -165,12 +133,13 @@ START_TEST(test_sriov_answer_noiommu_group_keeps_the_container_name) {
 
         a.noiommu = true;
         answer(&r, ctx, &pool, (const sriov_func *const[]){ &a, &b }, NULL, 2);
-        expect_env(&r, "PCIDEVICE_EXAMPLE_COM_VFIO", "0000:5e:01.5,0000:5e:01.6",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_EXAMPLE_COM_VFIO", "0000:5e:01.5,0000:5e:01.6",
                    "{\"0000:5e:01.5\":{\"generic\":{\"deviceID\":\"0000:5e:01.5\"},"
                    "\"vfio\":{\"dev-mount\":\"/dev/vfio/107\",\"mount\":\"/dev/vfio/vfio\"}},"
                    "\"0000:5e:01.6\":{\"generic\":{\"deviceID\":\"0000:5e:01.6\"},"
                    "\"vfio\":{\"mount\":\"/dev/vfio/vfio\"}}}");
-        EXPECT_NODES(&r, root, { "vfio/vfio", "/dev/vfio/vfio" }, { "vfio/noiommu-107", "/dev/vfio/107" });
+        KDP_TEST_SRIOV_EXPECT_NODES(&r, root, { "vfio/vfio", "/dev/vfio/vfio" },
+                                    { "vfio/noiommu-107", "/dev/vfio/107" });
 }
 END_TEST
 
@@ -185,10 +154,10 @@ START_TEST(test_sriov_answer_uio_gives_its_node) {
 
         a.uio_index = 3;                /* b has no uio node */
         answer(&r, ctx, &pool, (const sriov_func *const[]){ &a, &b }, NULL, 2);
-        expect_env(&r, "PCIDEVICE_EXAMPLE_COM_DPDK", "0000:5e:02.0,0000:5e:02.1",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_EXAMPLE_COM_DPDK", "0000:5e:02.0,0000:5e:02.1",
                    "{\"0000:5e:02.0\":{\"generic\":{\"deviceID\":\"0000:5e:02.0\"},\"uio\":{\"mount\":\"/dev/uio3\"}},"
                    "\"0000:5e:02.1\":{\"generic\":{\"deviceID\":\"0000:5e:02.1\"},\"uio\":{}}}");
-        EXPECT_NODES(&r, root, { "uio3", "/dev/uio3" });
+        KDP_TEST_SRIOV_EXPECT_NODES(&r, root, { "uio3", "/dev/uio3" });
 }
 END_TEST
 
@@ -210,7 +179,7 @@ START_TEST(test_sriov_answer_rdma_vfs_give_their_char_devices) {
         kdp_test_capture_begin(&cap);
         answer(&r, ctx, &pool, (const sriov_func *const[]){ &a, &b, &c }, (const size_t[]){ 0, 0, 0 }, 3);
         log = kdp_test_capture_end(&cap);
-        expect_env(&r, "PCIDEVICE_NVIDIA_COM_CX6_RDMA", "0000:3b:00.2,0000:3b:00.3,0000:3b:00.4",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_NVIDIA_COM_CX6_RDMA", "0000:3b:00.2,0000:3b:00.3,0000:3b:00.4",
                    "{\"0000:3b:00.2\":{\"generic\":{\"deviceID\":\"0000:3b:00.2\"},"
                    "\"rdma\":{\"issm\":\"/dev/infiniband/issm2\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\","
                    "\"rdma_dev\":\"mlx5_2\",\"umad\":\"/dev/infiniband/umad2\",\"uverbs\":\"/dev/infiniband/uverbs2\"}},"
@@ -218,7 +187,7 @@ START_TEST(test_sriov_answer_rdma_vfs_give_their_char_devices) {
                    "\"rdma\":{\"issm\":\"/dev/infiniband/issm3\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\","
                    "\"rdma_dev\":\"mlx5_3\",\"umad\":\"/dev/infiniband/umad3\",\"uverbs\":\"/dev/infiniband/uverbs3\"}},"
                    "\"0000:3b:00.4\":{\"generic\":{\"deviceID\":\"0000:3b:00.4\"}}}");
-        EXPECT_NODES(&r, root,
+        KDP_TEST_SRIOV_EXPECT_NODES(&r, root,
                      { "infiniband/ucm2", "/dev/infiniband/ucm2" }, { "infiniband/issm2", "/dev/infiniband/issm2" },
                      { "infiniband/umad2", "/dev/infiniband/umad2" },
                      { "infiniband/uverbs2", "/dev/infiniband/uverbs2" },
@@ -233,7 +202,7 @@ START_TEST(test_sriov_answer_rdma_vfs_give_their_char_devices) {
 
         /* the same VF taken by a selector without isRdma: no RDMA at all */
         answer(&plain, ctx, &pool, (const sriov_func *const[]){ &a }, (const size_t[]){ 1 }, 1);
-        expect_env(&plain, "PCIDEVICE_NVIDIA_COM_CX6_RDMA", "0000:3b:00.2",
+        kdp_test_sriov_expect_env(&plain, "PCIDEVICE_NVIDIA_COM_CX6_RDMA", "0000:3b:00.2",
                    "{\"0000:3b:00.2\":{\"generic\":{\"deviceID\":\"0000:3b:00.2\"}}}");
         ck_assert_uint_eq(plain.n_dev_nodes, 0);
 }
@@ -260,11 +229,11 @@ START_TEST(test_sriov_answer_vhost_net_needs_both_nodes) {
         answer(&no_vhost, ctx, &pool, (const sriov_func *const[]){ &f }, (const size_t[]){ 0 }, 1);
         log = kdp_test_capture_end(&cap);
 
-        expect_env(&no_tun, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.0",
+        kdp_test_sriov_expect_env(&no_tun, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.0",
                    "{\"0000:8a:01.0\":{\"generic\":{\"deviceID\":\"0000:8a:01.0\"},"
                    "\"vhost\":{\"net-mount\":\"/dev/vhost-net\",\"tun-mount\":\"/dev/net/tun\"}}}");
         ck_assert_uint_eq(no_tun.n_dev_nodes, 0);
-        expect_env(&no_vhost, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.0",
+        kdp_test_sriov_expect_env(&no_vhost, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.0",
                    "{\"0000:8a:01.0\":{\"generic\":{\"deviceID\":\"0000:8a:01.0\"}}}");
         ck_assert_uint_eq(no_vhost.n_dev_nodes, 0);
 
@@ -294,13 +263,13 @@ START_TEST(test_sriov_answer_vdpa_vhost_gives_its_node) {
         snprintf(a.vdpa_path, sizeof(a.vdpa_path), "/dev/vhost-vdpa-0");
         snprintf(b.vdpa_type, sizeof(b.vdpa_type), "virtio");
         answer(&vhost, ctx, &pool, (const sriov_func *const[]){ &a }, (const size_t[]){ 0 }, 1);
-        expect_env(&vhost, "PCIDEVICE_EXAMPLE_COM_VDPA", "0000:65:00.2",
+        kdp_test_sriov_expect_env(&vhost, "PCIDEVICE_EXAMPLE_COM_VDPA", "0000:65:00.2",
                    "{\"0000:65:00.2\":{\"generic\":{\"deviceID\":\"0000:65:00.2\"},"
                    "\"vdpa\":{\"mount\":\"/dev/vhost-vdpa-0\"}}}");
-        EXPECT_NODES(&vhost, root, { "vhost-vdpa-0", "/dev/vhost-vdpa-0" });
+        KDP_TEST_SRIOV_EXPECT_NODES(&vhost, root, { "vhost-vdpa-0", "/dev/vhost-vdpa-0" });
 
         answer(&virtio, ctx, &pool, (const sriov_func *const[]){ &b }, (const size_t[]){ 1 }, 1);
-        expect_env(&virtio, "PCIDEVICE_EXAMPLE_COM_VDPA", "0000:65:00.3",
+        kdp_test_sriov_expect_env(&virtio, "PCIDEVICE_EXAMPLE_COM_VDPA", "0000:65:00.3",
                    "{\"0000:65:00.3\":{\"generic\":{\"deviceID\":\"0000:65:00.3\"},\"vdpa\":{}}}");
         ck_assert_uint_eq(virtio.n_dev_nodes, 0);
 }
@@ -323,7 +292,7 @@ START_TEST(test_sriov_answer_additional_info_own_entry_wins) {
         pool.info = info;
         pool.n_info = 2;
         answer(&r, ctx, &pool, (const sriov_func *const[]){ &a, &b }, NULL, 2);
-        expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.1,0000:8a:01.2",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.1,0000:8a:01.2",
                    "{\"0000:8a:01.1\":{\"extra\":{\"a\":\"1\",\"b\":\"3\",\"c\":\"4\"},"
                    "\"generic\":{\"deviceID\":\"0000:8a:01.1\"}},"
                    "\"0000:8a:01.2\":{\"extra\":{\"a\":\"1\",\"b\":\"2\"},"
@@ -334,7 +303,7 @@ START_TEST(test_sriov_answer_additional_info_own_entry_wins) {
         only_one.info = info;
         only_one.n_info = 1;
         answer(&other, ctx, &only_one, (const sriov_func *const[]){ &b }, NULL, 1);
-        expect_env(&other, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.2",
+        kdp_test_sriov_expect_env(&other, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.2",
                    "{\"0000:8a:01.2\":{\"extra\":{},\"generic\":{\"deviceID\":\"0000:8a:01.2\"}}}");
 }
 END_TEST
@@ -363,7 +332,7 @@ START_TEST(test_sriov_answer_escapes_json_as_go_does) {
         pool.n_info = 1;
         answer(&r, ctx, &pool, (const sriov_func *const[]){ &f }, NULL, 1);
         /* what Go 1.22 prints for the same map */
-        expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.6",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.6",
                    "{\"0000:8a:01.6\":{\"extra\":{"
                    "\"\\u003ck\\u003e\":\"key\",\"B\":\"upper\",\"Z-1\":\"\",\"a\":\"lower\","
                    "\"v\":\"q\\\"b\\\\s/\\u003ca\\u003e\\u0026\\u0001\\u001f\x7f\\n\\r\\t\\b\\f"
@@ -396,7 +365,7 @@ START_TEST(test_sriov_answer_env_key_keeps_hyphens_and_replaces_dots) {
         ck_assert_str_eq(k3, "PCIDEVICE_INTEL_COM_INTEL_SRIOV_NETDEVICE");
 
         answer(&r, ctx, &hyphen, (const sriov_func *const[]){ &f }, NULL, 1);
-        expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810-VFIO", "0000:8a:01.0",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810-VFIO", "0000:8a:01.0",
                    "{\"0000:8a:01.0\":{\"generic\":{\"deviceID\":\"0000:8a:01.0\"}}}");
 }
 END_TEST
@@ -412,7 +381,7 @@ START_TEST(test_sriov_answer_keeps_request_order) {
                    c = func_of("0000:8a:01.0", "iavf", -1);
 
         answer(&r, ctx, &pool, (const sriov_func *const[]){ &a, &b, &c }, NULL, 3);
-        expect_env(&r, "PCIDEVICE_INTEL_COM_SRIOV", "0000:8a:01.2,0000:03:02.1,0000:8a:01.0",
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_INTEL_COM_SRIOV", "0000:8a:01.2,0000:03:02.1,0000:8a:01.0",
                    "{\"0000:03:02.1\":{\"generic\":{\"deviceID\":\"0000:03:02.1\"}},"
                    "\"0000:8a:01.0\":{\"generic\":{\"deviceID\":\"0000:8a:01.0\"}},"
                    "\"0000:8a:01.2\":{\"generic\":{\"deviceID\":\"0000:8a:01.2\"}}}");

@@ -77,6 +77,28 @@ const kdp_pci_device *kdp_pci_list_get(const kdp_pci_list *l, size_t i);
 const kdp_pci_device *kdp_pci_list_find(const kdp_pci_list *l, const char *address);
 
 /*
+ * A PCI list a backend keeps between its scans and reads again only when it may have changed:
+ * after a pci event that adds, removes, binds or unbinds a function (the backend's device_event
+ * sets `dirty`), or once the list is `max_age_ms` old on the backend's clock
+ * (kdp_backend_now_usec()), for what sends no event. The scans in between read each function's
+ * own files only.
+ */
+typedef struct kdp_pci_list_cache {
+        kdp_pci_list *list;                     /* as last read; NULL before that and without a PCI bus */
+        bool dirty;                             /* set by the backend: read again at the next refresh */
+        bool listed;                            /* read at least once */
+        uint64_t listed_ms;                     /* when, on the backend's clock */
+} kdp_pci_list_cache;
+
+/*
+ * Reads the list again (kdp_pci_list_scan()) when it is due as above; a node without a PCI bus
+ * has the empty list (NULL). 0, or the scan's negative errno with the previous list kept.
+ */
+int kdp_pci_list_cache_refresh(const kdp_backend_ctx *ctx, kdp_pci_list_cache *c, uint32_t max_age_ms);
+/* Frees the list: the cache is as new. */
+void kdp_pci_list_cache_done(kdp_pci_list_cache *c);
+
+/*
  * A PCI function the scan skipped: its entry in <sysfs root>/bus/pci/devices/
  * is a PCI address, but the function could not be read (its directory is
  * gone or unreadable, libpci failed on it, a file is missing or malformed).

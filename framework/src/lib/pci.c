@@ -703,6 +703,34 @@ kdp_pci_list *kdp_pci_list_free(kdp_pci_list *l) {
         return NULL;
 }
 
+int kdp_pci_list_cache_refresh(const kdp_backend_ctx *ctx, kdp_pci_list_cache *c, uint32_t max_age_ms) {
+        uint64_t now;
+        kdp_pci_list *l = NULL;
+        int r;
+
+        if (!ctx || !c)
+                return -EINVAL;
+        now = kdp_backend_now_usec(ctx) / 1000;
+        if (c->listed && !c->dirty && now - c->listed_ms < max_age_ms)
+                return 0;
+        r = kdp_pci_list_scan(ctx, &l);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        kdp_pci_list_free(c->list);
+        c->list = l;                    /* NULL (no PCI bus) counts as empty */
+        c->dirty = false;
+        c->listed = true;
+        c->listed_ms = now;
+        return 0;
+}
+
+void kdp_pci_list_cache_done(kdp_pci_list_cache *c) {
+        if (!c)
+                return;
+        kdp_pci_list_free(c->list);
+        *c = (kdp_pci_list_cache){ 0 };
+}
+
 size_t kdp_pci_list_skipped_size(const kdp_pci_list *l) {
         return l ? l->n_skipped : 0;
 }

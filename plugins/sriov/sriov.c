@@ -1,0 +1,822 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sriov: pools of PCI functions (SR-IOV VFs above all) as resources, configured by the SR-IOV
+ * network device plugin's config.json and answering Allocate as it does (README.md).
+ *
+ *   init   params -> config.json -> pools (config.c)
+ *   scan   config.json changed on disk? -> read again; PCI list -> each function a pool may
+ *          want (discover.c) -> its pool (sriov_config_match) -> the table of members
+ *          (members[]) -> devices; every pool declared, also when empty
+ *   device_event (pci add/remove/bind/unbind) -> the PCI list is read again; a bind or add
+ *          starts a member's AER counters anew
+ *   allocate -> sriov_answer (answer.c) for the members named; preferred -> VFs of one PF
+ *
+ * A member is one function served in one pool: the pair (address, resource). A member once
+ * served stays in the table while the function is there or lost: removed, unbound, bound to a
+ * driver its pool's selectors do not take, or no longer taken for another reason (excluded), it
+ * is Unhealthy with the reason, and Healthy again by itself when its pool takes it again. The
+ * pool that takes the function now gets its own member, so a VF rebound from iavf to vfio-pci
+ * is Healthy in the vfio pool and Unhealthy ("bound to vfio-pci") in the netdevice pool.
+ * SR-IOV re-cuts a function instead of losing it, and so it leaves the table: a PF whose VFs
+ * were enabled (excluded, as a kdpd started now would), a VF that went with its PF's
+ * sriov_numvfs change. A config.json change that alters a pool drops that pool's members
+ * (they are the new pool's to take); an unchanged pool keeps its members and its stream.
+ *
+ * A VF whose netdev a CNI moved into a pod's network namespace (its net/ empty) is not gone:
+ * its member keeps the netdev facts read while it was free (netdev name, link type, PF name,
+ * pkey, RDMA device and nodes), so its pool's selectors still take it and it stays Healthy.
+ *
+ * Link state (the seam for link.c, rtnetlink, to come): link_facts_read() is what the backend
+ * knows of a netdev's carrier and default route. Today it knows nothing (carrier unknown, no
+ * default route), so a netdev carrying the default route is not yet excluded and a PF whose
+ * link is down does not make its VFs Unhealthy; link_facts_apply() is where both facts act.
+ *
+ * Every function of a class a pool considers (base class 0x02 for netDevice pools, 0x12 for
+ * accelerator pools, the vendors/devices of pci pools) that no pool takes is declared not
+ * served, with the reason: excluded (a PF with VFs enabled) or "no pool's selectors take it".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <kdp/backend.h>
+#include <kdp/cleanup.h>
+#include <kdp/health.h>
+#include <kdp/pci.h>
+
+#include "sriov.h"
+
+#define REASON_MAX 256
+#define PCI_RELIST_MS 30000     /* the PCI list is read again at least this often, events or not */
+#define NODES_MAX (SRIOV_RDMA_NODES_MAX + 4)
+
+typedef struct member {
+        sriov_func f;                           /* as last read, netdev facts kept while in a pod */
+        char resource[2 * SRIOV_NAME_MAX];      /* the pool it is served in */
+        size_t selector;                        /* of that pool, the selector that took it */
+        char driver[64];                        /* the driver its pool took it with */
+        kdp_health_pci pci;
+        bool taken;                             /* its pool took it at the last scan */
+        bool rebound;                           /* a bind/add event came since the last scan */
+        bool present;                           /* listed in this scan */
+        int pf_numvfs;                          /* a VF: its PF's sriov_numvfs (> 0) when last seen */
+        bool recut;                             /* SR-IOV re-cut it: it leaves the table after this scan */
+        char reason[REASON_MAX];                /* "" when healthy */
+} member;
+
+/* The config file as last read: a scan reads it again when any of these changed. */
+typedef struct file_id {
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime, ctime;
+        int error;                              /* stat()'s -errno, 0 when it worked */
+} file_id;
+
+typedef struct sriov_state {
+        kdp_backend_ctx *ctx;
+        char *config_path;
+        char *prefix;
+        bool cdi;
+        sriov_config cfg;
+        file_id cfg_id;
+        char *dev_root;                         /* --dev-root without a trailing '/' */
+        kdp_pci_list_cache pci;                 /* the PCI functions as last listed */
+        member *members;
+        size_t n_members;
+} sriov_state;
+
+static const kdp_param_spec sriov_params[] = {
+        { "config_file", "/etc/pcidp/config.json", "the SR-IOV network device plugin's config.json: the pools" },
+        { "resource_prefix", "intel.com", "resourcePrefix of pools without one (sriovdp's -resource-prefix)" },
+        { "cdi", "false", "give each device a CDI name <resource>=<address> and write CDI specs into --cdi-dir" },
+        { 0 },
+};
+
+/* ---- the link state (link.c's, to come) ---- */
+
+typedef struct link_facts {
+        int carrier;                            /* 1 up, 0 down, -1 unknown */
+        bool default_route;                     /* the netdev carries the default route */
+} link_facts;
+
+/* What is known of netdev `ifname`'s link. Nothing yet: no source reads it. */
+static link_facts link_facts_read(const sriov_state *s, const char *ifname) {
+        (void) s;
+        (void) ifname;
+        return (link_facts){ .carrier = -1, .default_route = false };
+}
+
+/* The function's own netdev's facts go into `f`: a netdev carrying the default route is excluded. */
+static void link_facts_apply(sriov_func *f, const link_facts *own) {
+        f->default_route = own->default_route;
+}
+
+/* Why a member is Unhealthy for its PF's link, into `why` (size); false while the link is not known down. */
+static bool link_facts_pf_down(const sriov_func *f, const link_facts *pf, char *why, size_t size) {
+        if (!f->pf_name[0] || pf->carrier != 0)
+                return false;
+        snprintf(why, size, "PF %s link down", f->pf_name);
+        return true;
+}
+
+/* ---- the config ---- */
+
+static file_id file_id_of(const char *path) {
+        struct stat st;
+
+        if (stat(path, &st) < 0)
+                return (file_id){ .error = -errno };
+        return (file_id){ .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = st.st_mtim,
+                          .ctime = st.st_ctim };
+}
+
+static bool file_id_equal(const file_id *a, const file_id *b) {
+        return a->error == b->error && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+               a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+               a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+static const sriov_pool *pool_of(const sriov_config *c, const char *resource) {
+        for (size_t i = 0; i < c->n_pools; i++)
+                if (strcmp(c->pools[i].resource, resource) == 0)
+                        return &c->pools[i];
+        return NULL;
+}
+
+static void log_pools(const sriov_state *s) {
+        for (size_t i = 0; i < s->cfg.n_pools; i++) {
+                const sriov_pool *p = &s->cfg.pools[i];
+
+                kdp_backend_log_info(s->ctx, "Configured pool", KDP_F_STR("resource", p->resource),
+                                     KDP_F_STR("deviceType", sriov_config_device_type_to_string(p->type)),
+                                     KDP_F_INT("selectors", (int64_t) p->n_selectors));
+                if (p->type == SRIOV_AUX_NET_DEVICE)
+                        kdp_backend_log_warning(s->ctx, "Pool serves no device: auxiliary devices are not discovered",
+                                                KDP_F_STR("resource", p->resource),
+                                                KDP_F_STR("path", s->config_path));
+        }
+}
+
+/*
+ * Reads config.json again when it changed on disk (another inode, size, mtime or ctime: an
+ * edit, a ConfigMap's symlink swap). A file that fails to load leaves the running pools as
+ * they are (config.c logged why, naming file:line:key) until it changes again. A pool that
+ * did not change keeps its members; the members of a changed or dropped pool leave.
+ */
+static void reload_config(sriov_state *s) {
+        file_id id = file_id_of(s->config_path);
+        sriov_config next;
+        size_t k = 0, kept = 0;
+        int r;
+
+        if (file_id_equal(&id, &s->cfg_id))
+                return;
+        s->cfg_id = id;
+        if (id.error < 0) {
+                kdp_backend_log_warning(s->ctx, "Kept the running pools: cannot read the config file",
+                                        KDP_F_STR("path", s->config_path), KDP_F_STR("err", strerror(-id.error)));
+                return;
+        }
+        r = sriov_config_load(s->ctx, s->config_path, s->prefix, &next);
+        if (r < 0) {
+                sriov_config_done(&next);
+                kdp_backend_log_error(s->ctx, r, "Kept the running pools after a failed reload of the config file",
+                                      KDP_F_STR("path", s->config_path));
+                return;
+        }
+        for (size_t i = 0; i < s->cfg.n_pools; i++) {
+                const sriov_pool *now = pool_of(&next, s->cfg.pools[i].resource);
+
+                kept += now && sriov_config_pool_equal(&s->cfg.pools[i], now);
+        }
+        for (size_t i = 0; i < s->n_members; i++) {
+                const sriov_pool *was = pool_of(&s->cfg, s->members[i].resource);
+                const sriov_pool *now = pool_of(&next, s->members[i].resource);
+
+                if (was && now && sriov_config_pool_equal(was, now))
+                        s->members[k++] = s->members[i];
+        }
+        s->n_members = k;
+        sriov_config_done(&s->cfg);
+        s->cfg = next;
+        kdp_backend_log_info(s->ctx, "Reloaded the config file", KDP_F_STR("path", s->config_path),
+                             KDP_F_INT("pools", (int64_t) s->cfg.n_pools), KDP_F_INT("unchangedPools", (int64_t) kept));
+        log_pools(s);
+}
+
+/* ---- ops: init, fini ---- */
+
+static void sriov_fini(void *state) {
+        sriov_state *s = state;
+
+        if (!s)
+                return;
+        kdp_pci_list_cache_done(&s->pci);
+        sriov_config_done(&s->cfg);
+        free(s->members);
+        free(s->dev_root);
+        free(s->prefix);
+        free(s->config_path);
+        free(s);
+}
+
+static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
+        sriov_state *s = calloc(1, sizeof(*s));
+        const char *path = kdp_backend_param(ctx, "config_file"), *prefix = kdp_backend_param(ctx, "resource_prefix");
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        s->ctx = ctx;
+        if (!path || !*path || !prefix || !*prefix) {
+                sriov_fini(s);
+                return kdp_backend_log_error(ctx, -EINVAL, "Refused an empty config_file or resource_prefix",
+                                             KDP_F_STR("origin", kdp_backend_param_origin(ctx, path && *path ?
+                                                                                              "resource_prefix" :
+                                                                                              "config_file")));
+        }
+        s->config_path = strdup(path);
+        s->prefix = strdup(prefix);
+        r = s->config_path && s->prefix ? 0 : -ENOMEM;
+        if (r >= 0)
+                r = kdp_backend_param_bool(ctx, "cdi", &s->cdi);
+        if (r >= 0)
+                r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
+        if (r >= 0) {
+                size_t n = strlen(s->dev_root);
+
+                while (n > 1 && s->dev_root[n - 1] == '/')
+                        s->dev_root[--n] = '\0';
+                s->cfg_id = file_id_of(s->config_path);
+                r = sriov_config_load(ctx, s->config_path, s->prefix, &s->cfg);
+        }
+        if (r < 0) {
+                sriov_fini(s);
+                return r;
+        }
+        log_pools(s);
+        *ret_state = s;
+        return 0;
+}
+
+/* ---- the table ---- */
+
+static void reason_add(member *m, const char *text) {
+        size_t n = strlen(m->reason);
+
+        snprintf(m->reason + n, sizeof(m->reason) - n, "%s%s", n ? "; " : "", text);
+}
+
+static member *member_find(sriov_state *s, const char *address, const char *resource) {
+        for (size_t i = 0; i < s->n_members; i++)
+                if (strcmp(s->members[i].f.address, address) == 0 && strcmp(s->members[i].resource, resource) == 0)
+                        return &s->members[i];
+        return NULL;
+}
+
+static member *member_add(sriov_state *s, const sriov_func *f, const char *resource, size_t selector) {
+        member *n = realloc(s->members, (s->n_members + 1) * sizeof(*n));
+        member *m;
+
+        if (!n)
+                return NULL;
+        s->members = n;
+        m = &s->members[s->n_members++];
+        *m = (member){ .f = *f, .selector = selector };
+        snprintf(m->resource, sizeof(m->resource), "%s", resource);
+        return m;
+}
+
+/* Whether a pool looks at functions like `p` at all: their class (netDevice, accelerator) or IDs (pci). */
+static bool considered(const sriov_config *c, const kdp_pci_device *p) {
+        char vendor[5], device[5];
+
+        if (p->is_bridge)
+                return false;
+        snprintf(vendor, sizeof(vendor), "%04x", p->vendor_id);
+        snprintf(device, sizeof(device), "%04x", p->device_id);
+        for (size_t i = 0; i < c->n_pools; i++) {
+                const sriov_pool *pool = &c->pools[i];
+
+                if ((pool->type == SRIOV_NET_DEVICE && (p->class_code >> 16) == 0x02) ||
+                    (pool->type == SRIOV_ACCELERATOR && (p->class_code >> 16) == 0x12))
+                        return true;
+                if (pool->type != SRIOV_PCI)
+                        continue;
+                for (size_t j = 0; j < pool->n_selectors; j++) {
+                        const sriov_selector *sel = &pool->selectors[j];
+                        bool v = sel->vendors.n == 0, d = sel->devices.n == 0;
+
+                        for (size_t k = 0; k < sel->vendors.n && !v; k++)
+                                v = strcmp(sel->vendors.v[k], vendor) == 0;
+                        for (size_t k = 0; k < sel->devices.n && !d; k++)
+                                d = strcmp(sel->devices.v[k], device) == 0;
+                        if (v && d)
+                                return true;
+                }
+        }
+        return false;
+}
+
+/* The PF's sriov_numvfs of a VF, -1 when the PF is not listed. */
+static int pf_numvfs(const kdp_pci_list *l, const char *pf_address) {
+        const kdp_pci_device *pf = pf_address[0] ? kdp_pci_list_find(l, pf_address) : NULL;
+
+        return pf ? pf->sriov_numvfs : -1;
+}
+
+#define KEEP_FIELD(dst, src, field)                                                    \
+        do {                                                                          \
+                if (!(dst)->field[0])                                                 \
+                        snprintf((dst)->field, sizeof((dst)->field), "%s", (src)->field); \
+        } while (0)
+
+/*
+ * A VF whose netdev left (net/ empty: moved into a pod) keeps what was read while it was free,
+ * taken from a member that saw it with its netdev and the same driver.
+ */
+static void keep_pod_facts(const sriov_state *s, sriov_func *f) {
+        if (f->netdev[0])
+                return;
+        for (size_t i = 0; i < s->n_members; i++) {
+                const sriov_func *was = &s->members[i].f;
+
+                if (strcmp(was->address, f->address) != 0 || !was->netdev[0] || strcmp(was->driver, f->driver) != 0)
+                        continue;
+                KEEP_FIELD(f, was, netdev);
+                KEEP_FIELD(f, was, link_type);
+                KEEP_FIELD(f, was, pf_name);
+                KEEP_FIELD(f, was, pkey);
+                if (!f->rdma_dev[0] && was->rdma_dev[0]) {
+                        memcpy(f->rdma_dev, was->rdma_dev, sizeof(f->rdma_dev));
+                        memcpy(f->rdma_nodes, was->rdma_nodes, sizeof(f->rdma_nodes));
+                        f->n_rdma_nodes = was->n_rdma_nodes;
+                }
+                return;
+        }
+}
+
+static void check_node(const sriov_state *s, member *m, const char *path) {
+        _cleanup_free_ char *why = NULL;
+
+        if (strncmp(path, "/dev/", 5) == 0)
+                path += 5;
+        if (kdp_health_check_dev_node(s->ctx, path, &why) == KDP_UNHEALTHY && why)
+                reason_add(m, why);
+}
+
+/* The node a vfio function's group has under the dev root: vfio/<N>, or vfio/noiommu-<N>. */
+static void vfio_group_node(const sriov_func *f, char *buf, size_t size) {
+        snprintf(buf, size, "vfio/%s%d", f->noiommu ? "noiommu-" : "", f->iommu_group);
+}
+
+/* The health of a member its pool takes: PCI state, the nodes its Allocate answer hands out, the PF link. */
+static void refresh_taken(const sriov_state *s, member *m, const link_facts *pf) {
+        const sriov_pool *pool = pool_of(&s->cfg, m->resource);
+        const sriov_selector *sel = pool && m->selector < pool->n_selectors ? &pool->selectors[m->selector] : NULL;
+        unsigned checks = KDP_HEALTH_PCI_ENABLED | KDP_HEALTH_PCI_AER_FATAL | KDP_HEALTH_PCI_AER_NONFATAL;
+        _cleanup_free_ char *why = NULL;
+        char text[REASON_MAX];
+
+        if (!m->taken || m->rebound || strcmp(m->driver, m->f.driver) != 0) {
+                (void) kdp_health_pci_rebase(s->ctx, m->f.address, &m->pci);  /* (re)bound: counters start anew */
+                snprintf(m->driver, sizeof(m->driver), "%s", m->f.driver);
+        }
+        m->taken = true;
+        m->rebound = false;
+        if (kdp_health_pci_check(s->ctx, m->f.address, NULL, checks, &m->pci, &why) == KDP_UNHEALTHY && why)
+                reason_add(m, why);
+        if (strcmp(m->f.driver, "vfio-pci") == 0) {
+                if (m->f.iommu_group < 0)
+                        reason_add(m, "bound to vfio-pci without an IOMMU group");
+                else {
+                        check_node(s, m, "vfio/vfio");
+                        vfio_group_node(&m->f, text, sizeof(text));
+                        check_node(s, m, text);
+                }
+        }
+        if (m->f.uio_index >= 0) {
+                snprintf(text, sizeof(text), "uio%d", m->f.uio_index);
+                check_node(s, m, text);
+        }
+        if (sel && sel->is_rdma && !sel->vdpa_type[0]) {
+                if (!m->f.rdma_dev[0])
+                        reason_add(m, "no RDMA device");
+                for (size_t i = 0; i < m->f.n_rdma_nodes; i++)
+                        check_node(s, m, m->f.rdma_nodes[i]);
+        }
+        if (sel && strcmp(sel->vdpa_type, "vhost") == 0 && m->f.vdpa_path[0])
+                check_node(s, m, m->f.vdpa_path);
+        if (link_facts_pf_down(&m->f, pf, text, sizeof(text)))
+                reason_add(m, text);
+}
+
+/* Why a member's pool does not take its function now. */
+static void refresh_not_taken(member *m, const char *excluded) {
+        char text[96];
+
+        m->taken = false;
+        if (excluded)
+                reason_add(m, excluded);
+        else if (!m->f.driver[0])
+                reason_add(m, "driver unbound");
+        else if (strcmp(m->f.driver, m->driver) != 0) {
+                snprintf(text, sizeof(text), "bound to %s", m->f.driver);
+                reason_add(m, text);
+        } else
+                reason_add(m, "its pool's selectors no longer take it");
+}
+
+/*
+ * One PCI function: its members are refreshed, the pool that takes it gets a member if it has
+ * none; a function a pool looks at and none takes, with no member, is declared not served.
+ */
+static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_device *p) {
+        const char *why = NULL, *excluded, *resource = NULL;
+        bool known = false, has_member = false;
+        size_t selector = 0;
+        link_facts own, pf;
+        sriov_func f;
+        int r, pool;
+
+        for (size_t i = 0; i < s->n_members && !known; i++)
+                known = strcmp(s->members[i].f.address, p->address) == 0;
+        if (!known && !considered(&s->cfg, p))
+                return;
+        r = sriov_discover(s->ctx, p, &f, &why);
+        if (r == -ENOENT)
+                return;                 /* going away: as if not listed */
+        if (r < 0) {
+                char text[REASON_MAX];
+
+                snprintf(text, sizeof(text), "%s", why ? why : strerror(-r));
+                for (size_t i = 0; i < s->n_members; i++) {
+                        member *m = &s->members[i];
+
+                        if (strcmp(m->f.address, p->address) != 0)
+                                continue;
+                        m->present = true;
+                        m->taken = false;
+                        reason_add(m, text);
+                }
+                if (!known)
+                        (void) kdp_device_tree_not_served(tree, p->address, text);
+                return;
+        }
+        keep_pod_facts(s, &f);
+        own = link_facts_read(s, f.netdev);
+        pf = link_facts_read(s, f.pf_name);
+        link_facts_apply(&f, &own);
+        excluded = sriov_config_excluded(&f);
+        pool = sriov_config_match(&s->cfg, &f, &selector);
+        if (pool >= 0)
+                resource = s->cfg.pools[pool].resource;
+
+        for (size_t i = 0; i < s->n_members; i++) {
+                member *m = &s->members[i];
+                int numvfs;
+
+                if (strcmp(m->f.address, p->address) != 0 || m->recut)
+                        continue;
+                if (f.is_pf_with_vfs) {
+                        /* its VFs are served in its place */
+                        kdp_backend_log_info(s->ctx, "Function left the list: SR-IOV VFs are served in its place",
+                                             KDP_F_STR("pciAddress", p->address), KDP_F_STR("resource", m->resource),
+                                             KDP_F_INT("numVFs", p->sriov_numvfs));
+                        m->recut = true;
+                        continue;
+                }
+                has_member = true;
+                m->present = true;
+                m->f = f;
+                numvfs = pf_numvfs(s->pci.list, f.pf_address);
+                if (numvfs > 0)
+                        m->pf_numvfs = numvfs;          /* the cut it belongs to */
+                if (resource && strcmp(m->resource, resource) == 0) {
+                        m->selector = selector;
+                        refresh_taken(s, m, &pf);
+                } else
+                        refresh_not_taken(m, excluded);
+        }
+        if (resource && !member_find(s, p->address, resource)) {
+                member *m = member_add(s, &f, resource, selector);
+
+                if (m) {
+                        int numvfs = pf_numvfs(s->pci.list, f.pf_address);
+
+                        m->present = true;
+                        m->pf_numvfs = numvfs > 0 ? numvfs : 0;
+                        refresh_taken(s, m, &pf);
+                        has_member = true;
+                }
+        }
+        if (!has_member && considered(&s->cfg, p))
+                (void) kdp_device_tree_not_served(tree, p->address,
+                                                  excluded ? excluded : "no pool's selectors take it");
+}
+
+/* A PCI function libkdp could not read: its members stay, Unhealthy with the reason; else one a pool may want. */
+static void scan_skipped(sriov_state *s, kdp_device_tree *tree, const kdp_pci_skipped *k) {
+        kdp_pci_device p = { .vendor_id = k->vendor_id, .device_id = k->device_id, .class_code = 0x020000 };
+        bool known = false;
+
+        for (size_t i = 0; i < s->n_members; i++) {
+                member *m = &s->members[i];
+
+                if (strcmp(m->f.address, k->address) != 0 || m->recut)
+                        continue;
+                known = true;
+                m->present = true;
+                m->taken = false;
+                reason_add(m, k->reason);
+        }
+        snprintf(p.address, sizeof(p.address), "%s", k->address);
+        if (!known && k->vendor_id && considered(&s->cfg, &p))
+                (void) kdp_device_tree_not_served(tree, k->address, k->reason);
+}
+
+/* ---- devices ---- */
+
+/* A member's nodes as its Allocate answer hands them out (for CDI specs), with the strings they point at. */
+typedef struct node_set {
+        char host[NODES_MAX][SRIOV_PATH_MAX + 64];
+        char container[NODES_MAX][SRIOV_PATH_MAX];
+        kdp_dev_node nodes[NODES_MAX + 1];      /* { 0 }-terminated */
+        size_t n;
+} node_set;
+
+static void node_set_add(node_set *ns, const sriov_state *s, const char *host_rel, const char *container) {
+        if (ns->n >= NODES_MAX)
+                return;
+        if (strncmp(host_rel, "/dev/", 5) == 0)
+                host_rel += 5;
+        snprintf(ns->host[ns->n], sizeof(ns->host[0]), "%s/%s", s->dev_root, host_rel);
+        snprintf(ns->container[ns->n], sizeof(ns->container[0]), "%s", container);
+        ns->nodes[ns->n] = (kdp_dev_node){ .host_path = ns->host[ns->n], .container_path = ns->container[ns->n],
+                                           .permissions = "rw" };
+        ns->nodes[++ns->n] = (kdp_dev_node){ 0 };
+}
+
+static void node_set_fill(node_set *ns, const sriov_state *s, const member *m) {
+        const sriov_pool *pool = pool_of(&s->cfg, m->resource);
+        const sriov_selector *sel = pool && m->selector < pool->n_selectors ? &pool->selectors[m->selector] : NULL;
+        char rel[64], container[64];
+
+        *ns = (node_set){ 0 };
+        if (strcmp(m->f.driver, "vfio-pci") == 0 && m->f.iommu_group >= 0) {
+                node_set_add(ns, s, "vfio/vfio", "/dev/vfio/vfio");
+                vfio_group_node(&m->f, rel, sizeof(rel));
+                snprintf(container, sizeof(container), "/dev/vfio/%d", m->f.iommu_group);
+                node_set_add(ns, s, rel, container);
+        }
+        if (m->f.uio_index >= 0) {
+                snprintf(rel, sizeof(rel), "uio%d", m->f.uio_index);
+                snprintf(container, sizeof(container), "/dev/uio%d", m->f.uio_index);
+                node_set_add(ns, s, rel, container);
+        }
+        if (sel && strcmp(sel->vdpa_type, "vhost") == 0 && m->f.vdpa_path[0])
+                node_set_add(ns, s, m->f.vdpa_path, m->f.vdpa_path);
+        if (sel && sel->is_rdma && !sel->vdpa_type[0])
+                for (size_t i = 0; i < m->f.n_rdma_nodes; i++)
+                        node_set_add(ns, s, m->f.rdma_nodes[i], m->f.rdma_nodes[i]);
+}
+
+static void cdi_name(const member *m, char *buf, size_t size) {
+        snprintf(buf, size, "%s=%s", m->resource, m->f.address);
+}
+
+static int emit_member(const sriov_state *s, kdp_device_tree *tree, const member *m) {
+        const sriov_pool *pool = pool_of(&s->cfg, m->resource);
+        char cdi[2 * SRIOV_NAME_MAX + KDP_PCI_ADDRESS_MAX + 2];
+        const char *cdis[2] = { cdi, NULL };
+        kdp_device_info info = {
+                .id = m->f.address,
+                .health = m->reason[0] ? KDP_UNHEALTHY : KDP_HEALTHY,
+                .health_reason = m->reason[0] ? m->reason : NULL,
+                .pci_address = m->f.address,
+        };
+        _cleanup_free_ node_set *ns = NULL;
+
+        if (m->f.numa_node >= 0 && pool && !pool->exclude_topology) {
+                info.numa_nodes[0] = m->f.numa_node;
+                info.n_numa_nodes = 1;
+        }
+        if (s->cdi) {
+                ns = malloc(sizeof(*ns));
+                if (!ns)
+                        return -ENOMEM;
+                node_set_fill(ns, s, m);
+                info.dev_nodes = ns->nodes;
+                cdi_name(m, cdi, sizeof(cdi));
+                info.cdi_devices = cdis;
+        }
+        return kdp_device_tree_add(tree, m->resource, &info);
+}
+
+/* Members not listed: re-cut with their PF's sriov_numvfs change, or lost (removed, Unhealthy). */
+static void scan_absent(sriov_state *s) {
+        for (size_t i = 0; i < s->n_members; i++) {
+                member *m = &s->members[i];
+                int n;
+
+                if (m->present || m->recut)
+                        continue;
+                n = pf_numvfs(s->pci.list, m->f.pf_address);
+                if (m->f.pf_address[0] && (n == 0 || (n > 0 && n != m->pf_numvfs))) {
+                        kdp_backend_log_info(s->ctx, "Function left the list: its PF's SR-IOV VFs changed",
+                                             KDP_F_STR("pciAddress", m->f.address), KDP_F_STR("resource", m->resource),
+                                             KDP_F_STR("physfn", m->f.pf_address), KDP_F_INT("numVFs", n));
+                        m->recut = true;
+                        continue;
+                }
+                m->taken = false;
+                reason_add(m, "removed from the PCI bus");
+        }
+}
+
+static void forget_recut(sriov_state *s) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < s->n_members; i++)
+                if (!s->members[i].recut)
+                        s->members[k++] = s->members[i];
+        s->n_members = k;
+}
+
+static int sriov_scan(void *state, kdp_device_tree *tree) {
+        sriov_state *s = state;
+        kdp_pci_list *l;
+        int r;
+
+        reload_config(s);
+        r = kdp_pci_list_cache_refresh(s->ctx, &s->pci, PCI_RELIST_MS);
+        if (r < 0)
+                return r;
+        l = s->pci.list;
+        for (size_t i = 0; i < s->n_members; i++) {
+                s->members[i].present = false;
+                s->members[i].reason[0] = '\0';
+        }
+        for (size_t i = 0; i < kdp_pci_list_size(l); i++)
+                scan_function(s, tree, kdp_pci_list_get(l, i));
+        for (size_t i = 0; i < kdp_pci_list_skipped_size(l); i++)
+                scan_skipped(s, tree, kdp_pci_list_skipped_get(l, i));
+        scan_absent(s);
+        forget_recut(s);
+
+        for (size_t i = 0; i < s->cfg.n_pools; i++)
+                (void) kdp_device_tree_add_resource(tree, s->cfg.pools[i].resource);
+        for (size_t i = 0; i < s->n_members; i++)
+                (void) emit_member(s, tree, &s->members[i]);   /* a refused device is noted by the tree */
+        return 0;
+}
+
+/* A function came, went or changed driver: list again. A bind or add starts its AER counters anew. */
+static void sriov_device_event(void *state, const kdp_device_event *ev) {
+        sriov_state *s = state;
+        bool bind;
+
+        if (strcmp(ev->subsystem, "pci") != 0 || strcmp(ev->action, "change") == 0)
+                return;
+        s->pci.dirty = true;
+        bind = strcmp(ev->action, "bind") == 0 || strcmp(ev->action, "add") == 0;
+        for (size_t i = 0; bind && ev->sysname && i < s->n_members; i++)
+                if (strcmp(s->members[i].f.address, ev->sysname) == 0)
+                        s->members[i].rebound = true;
+}
+
+/* ---- Allocate and GetPreferredAllocation ---- */
+
+static int sriov_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_response *resp) {
+        sriov_state *s = state;
+        const sriov_pool *pool = pool_of(&s->cfg, req->resource);
+        _cleanup_free_ const sriov_func **funcs = NULL;
+        _cleanup_free_ size_t *selectors = NULL;
+        char cdi[2 * SRIOV_NAME_MAX + KDP_PCI_ADDRESS_MAX + 2];
+        int r;
+
+        if (!pool)
+                return kdp_backend_log_error(s->ctx, -EINVAL, "Refused Allocate of a resource no pool serves",
+                                             KDP_F_STR("resource", req->resource));
+        if (req->n_device_ids == 0)
+                return -EOPNOTSUPP;
+        funcs = calloc(req->n_device_ids, sizeof(*funcs));
+        selectors = calloc(req->n_device_ids, sizeof(*selectors));
+        if (!funcs || !selectors)
+                return -ENOMEM;
+        for (size_t i = 0; i < req->n_device_ids; i++) {
+                const member *m = member_find(s, req->device_ids[i], req->resource);
+
+                if (!m)
+                        return kdp_backend_log_error(s->ctx, -EINVAL, "Refused Allocate of an unknown device",
+                                                     KDP_F_STR("resource", req->resource),
+                                                     KDP_F_STR("device", req->device_ids[i]));
+                funcs[i] = &m->f;
+                selectors[i] = m->selector;
+        }
+        r = sriov_answer(s->ctx, pool, funcs, selectors, req->n_device_ids, resp);
+        for (size_t i = 0; r >= 0 && s->cdi && i < req->n_device_ids; i++) {
+                snprintf(cdi, sizeof(cdi), "%s=%s", req->resource, req->device_ids[i]);
+                r = kdp_alloc_response_add_cdi_device(resp, cdi);
+        }
+        return r;
+}
+
+/* The PF of an available ID ("" for a function that is no VF); NULL when the ID is not a member. */
+static const char *pf_of(sriov_state *s, const char *resource, const char *id) {
+        const member *m = member_find(s, id, resource);
+
+        return m ? m->f.pf_address : NULL;
+}
+
+static bool is_in(const char *id, const char *const *ids, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(ids[i], id) == 0)
+                        return true;
+        return false;
+}
+
+/*
+ * VFs of one PF: when every must_include ID is of one PF (or there is none) and one PF has enough
+ * available VFs for the rest, its VFs are picked (the must_include PF, else the PF with the
+ * fewest that suffice, the lowest address on a tie), in available order. Anything else is the
+ * framework's PCI locality.
+ */
+static int sriov_preferred(void *state, const kdp_pref_request *req, kdp_pref_response *resp) {
+        sriov_state *s = state;
+        _cleanup_free_ const char **pfs = NULL;         /* of available[i]; NULL: in must_include */
+        const char *want_pf = NULL, *best = NULL;
+        size_t need, best_n = 0;
+        int r;
+
+        if (req->n_must_include >= req->size)
+                return -EOPNOTSUPP;
+        for (size_t i = 0; i < req->n_must_include; i++) {
+                const char *pf = pf_of(s, req->resource, req->must_include[i]);
+
+                if (!pf || !pf[0] || (want_pf && strcmp(pf, want_pf) != 0))
+                        return -EOPNOTSUPP;
+                want_pf = pf;
+        }
+        pfs = calloc(req->n_available + 1, sizeof(*pfs));
+        if (!pfs)
+                return -EOPNOTSUPP;
+        for (size_t i = 0; i < req->n_available; i++) {
+                if (is_in(req->available[i], req->must_include, req->n_must_include))
+                        continue;
+                pfs[i] = pf_of(s, req->resource, req->available[i]);
+                if (!pfs[i])
+                        return -EOPNOTSUPP;
+        }
+        need = req->size - req->n_must_include;
+        for (size_t i = 0; i < req->n_available; i++) {
+                size_t n = 0;
+
+                if (!pfs[i] || !pfs[i][0] || (want_pf && strcmp(pfs[i], want_pf) != 0))
+                        continue;
+                for (size_t j = 0; j < req->n_available; j++)
+                        n += pfs[j] && strcmp(pfs[j], pfs[i]) == 0;
+                if (n >= need && (!best || n < best_n || (n == best_n && strcmp(pfs[i], best) < 0))) {
+                        best = pfs[i];
+                        best_n = n;
+                }
+        }
+        if (!best)
+                return -EOPNOTSUPP;
+        for (size_t i = 0; i < req->n_must_include; i++) {
+                r = kdp_pref_response_add(resp, req->must_include[i]);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < req->n_available && need > 0; i++) {
+                if (!pfs[i] || strcmp(pfs[i], best) != 0)
+                        continue;
+                r = kdp_pref_response_add(resp, req->available[i]);
+                if (r < 0)
+                        return r;
+                need--;
+        }
+        return 0;
+}
+
+static const char *const sriov_subsystems[] = { "pci", "net", "infiniband", "vfio", NULL };
+
+static const kdp_backend_ops sriov_ops = {
+        .abi_major = KDP_BACKEND_ABI_MAJOR,
+        .struct_size = sizeof(kdp_backend_ops),
+        .name = "sriov",
+        .udev_subsystems = sriov_subsystems,
+        .params = sriov_params,
+        .init = sriov_init,
+        .scan = sriov_scan,
+        .fini = sriov_fini,
+        .allocate = sriov_allocate,
+        .preferred = sriov_preferred,
+        .rescan_interval_ms = 2000,     /* AER counters, /dev nodes and config.json send no uevent */
+        .device_event = sriov_device_event,
+};
+
+KDP_BACKEND_REGISTER(sriov_ops);

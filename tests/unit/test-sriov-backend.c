@@ -1,0 +1,661 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The built SR-IOV backend (kdp-backend-sriov.so) through its ABI, on plain sysfs/dev trees
+ * shaped as HARDWARE-SRIOV §14 (E810: iavf, vfio-pci and igb_uio VFs) and §15 (ConnectX-6 Dx
+ * RDMA VFs) with a config.json in the tree: the pools it serves and what it does not serve,
+ * health and its reasons, Allocate and GetPreferredAllocation through the ops, and what the
+ * hardware does next (a VF unbound and rebound, sriov_numvfs 8 -> 0, a netdev moved into a pod,
+ * device nodes going away, config.json rewritten).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kdp/backend.h>
+#include <kdp/cleanup.h>
+
+#include "alloc.h"
+#include "backend-ctx.h"
+#include "config.h"
+#include "device-tree.h"
+
+#include "kdp-test.h"
+#include "kdp-test-sysfs.h"
+#include "kdp-test-sriov.h"
+#include "kdp-test-backend.h"
+
+#define SRIOV_SO KDP_BUILD_DIR "/plugins/kdp-backend-sriov.so"
+
+#define NETDEV "intel.com/e810_netdev"
+#define VFIO "intel.com/e810_vfio"
+#define RDMA "nvidia.com/cx6_rdma"
+#define QAT "intel.com/qat"
+
+/* Four pools: iavf VFs, vfio-pci VFs, RDMA VFs, and an accelerator pool nothing on the node fits. */
+static const char config_json[] =
+        "{\n"
+        "  \"resourceList\": [\n"
+        "    {\n"
+        "      \"resourceName\": \"e810_netdev\",\n"
+        "      \"selectors\": [{ \"vendors\": [\"8086\"], \"devices\": [\"1889\"], \"drivers\": [\"iavf\"] }]\n"
+        "    },\n"
+        "    {\n"
+        "      \"resourceName\": \"e810_vfio\",\n"
+        "      \"selectors\": [{ \"vendors\": [\"8086\"], \"devices\": [\"1889\"], \"drivers\": [\"vfio-pci\"] }]\n"
+        "    },\n"
+        "    {\n"
+        "      \"resourceName\": \"cx6_rdma\", \"resourcePrefix\": \"nvidia.com\",\n"
+        "      \"selectors\": [{ \"vendors\": [\"15b3\"], \"devices\": [\"101e\"], \"drivers\": [\"mlx5_core\"],\n"
+        "                       \"isRdma\": true }]\n"
+        "    },\n"
+        "    {\n"
+        "      \"resourceName\": \"qat\", \"deviceType\": \"accelerator\",\n"
+        "      \"selectors\": [{ \"vendors\": [\"8086\"], \"devices\": [\"4941\"] }]\n"
+        "    }\n"
+        "  ]\n"
+        "}\n";
+
+typedef struct run {
+        char *root;
+        kdp_test_backend b;
+        bool opened;
+} run;
+
+static void run_done(run *r) {
+        if (r->opened)
+                kdp_test_backend_done(&r->b);
+        kdp_test_rm_rfp(&r->root);
+}
+
+/* §14 and §15 in one tree, with `config` at <root>/config.json. */
+static char *node_tree(const char *config) {
+        char *root = kdp_test_tree_new("sriov-backend");
+
+        kdp_test_sriov_e810_tree(root);
+        kdp_test_sriov_cx6_tree(root, false);
+        kdp_test_tree_write(root, "config.json", config);
+        return root;
+}
+
+/* init with config_file=<root>/config.json and more "sriov.key=value" (NULL-terminated, may be NULL). */
+static int run_open(run *r, const char *extra) {
+        _cleanup_free_ char *file = NULL;
+        int ret;
+
+        ck_assert_int_ge(asprintf(&file, "sriov.config_file=%s/config.json", r->root), 0);
+        ret = kdp_test_backend_open(&r->b, SRIOV_SO, "sriov", r->root, (const char *const[]){ file, extra, NULL });
+        r->opened = true;
+        return ret;
+}
+
+static void run_scan(run *r) {
+        kdp_test_backend_scan(&r->b, r->root);
+}
+
+/* A pci uevent, as kdpd hands it over before the scan it triggers. */
+static void run_event(run *r, const char *action, const char *address) {
+        r->b.ops->device_event(r->b.state, &(kdp_device_event){ .action = action, .subsystem = "pci",
+                                                                .sysname = address });
+}
+
+/* ops->allocate of `ids` of `resource` into a fresh *resp (emptied first); its result. */
+static int run_allocate(run *r, const char *resource, const char *const *ids, size_t n, kdp_alloc_response *resp) {
+        kdp_alloc_response_done(resp);
+        kdp_alloc_response_init(resp, NULL);
+        return r->b.ops->allocate(r->b.state,
+                                  &(kdp_alloc_request){ .resource = resource, .device_ids = ids, .n_device_ids = n },
+                                  resp);
+}
+
+/*
+ * A resource's devices, one a line: "<id> <numa node or -> <Healthy|Unhealthy>[: <reason>]", with
+ * the tree root in reasons written as "ROOT".
+ */
+static char *devices_text(const run *r, const char *resource) {
+        const kdp_device_list *l = kdp_test_backend_resource(&r->b, resource);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m;
+
+        ck_assert_msg(l, "%s is not declared", resource);
+        m = open_memstream(&buf, &len);
+        ck_assert_ptr_nonnull(m);
+        for (size_t i = 0; i < l->n_devices; i++) {
+                const kdp_device *d = &l->devices[i];
+                const char *reason = d->health_reason, *at;
+
+                ck_assert_str_eq(d->pci_address, d->id);
+                fprintf(m, "%s ", d->id);
+                if (d->n_numa_nodes == 1)
+                        fprintf(m, "%d ", d->numa_nodes[0]);
+                else
+                        fprintf(m, "- ");
+                fprintf(m, "%s", d->health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
+                ck_assert_int_eq(d->health == KDP_HEALTHY, reason == NULL);
+                if (reason) {
+                        fprintf(m, ": ");
+                        while ((at = strstr(reason, r->root))) {
+                                fprintf(m, "%.*sROOT", (int) (at - reason), reason);
+                                reason = at + strlen(r->root);
+                        }
+                        fprintf(m, "%s", reason);
+                }
+                fprintf(m, "\n");
+        }
+        ck_assert_int_eq(fclose(m), 0);
+        return buf;
+}
+
+static void expect_devices(const run *r, const char *resource, const char *want) {
+        _cleanup_free_ char *text = devices_text(r, resource);
+
+        ck_assert_str_eq(text, want);
+}
+
+static void expect_not_served(const run *r, const char *want) {
+        _cleanup_free_ char *text = kdp_test_backend_not_served(&r->b);
+
+        ck_assert_str_eq(text, want);
+}
+
+#define E810_NETDEV_ALL                                                                          \
+        "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n"               \
+        "0000:8a:01.3 1 Healthy\n0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n"
+#define E810_VFIO_ALL "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Healthy\n"
+#define CX6_RDMA_ALL \
+        "0000:3b:00.2 0 Healthy\n0000:3b:00.3 0 Healthy\n0000:3b:00.4 0 Healthy\n0000:3b:00.5 0 Healthy\n"
+#define NOT_SERVED_ALL                                                                           \
+        "0000:3b:00.0: PF with VFs enabled\n0000:8a:00.0: PF with VFs enabled\n"                 \
+        "0000:8a:00.1: PF with VFs enabled\n0000:8a:05.0: no pool's selectors take it\n"
+
+/* The VF at `address` (below the E810 port), its PF0 VF index `index`. */
+#define E810_VF_PATH(fn) KDP_TEST_E810_PORT "/0000:8a:01." #fn
+
+/* ---- what it serves ---- */
+
+START_TEST(test_sriov_backend_serves_every_pool_and_names_what_it_does_not) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        const kdp_device_list *l;
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        ck_assert_uint_eq(r.b.tree->n_resources, 4);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_devices(&r, VFIO, E810_VFIO_ALL);
+        expect_devices(&r, RDMA, CX6_RDMA_ALL);
+        /* declared although empty: the kubelet keeps seeing it, with capacity 0 */
+        ck_assert_uint_eq(kdp_test_backend_resource(&r.b, QAT)->n_devices, 0);
+        /* PFs with VFs are excluded; the igb_uio VF is of a class the pools look at; the bridge is not */
+        expect_not_served(&r, NOT_SERVED_ALL);
+        /* no CDI unless asked for, and no nodes in the records: Allocate answers */
+        l = kdp_test_backend_resource(&r.b, VFIO);
+        ck_assert_uint_eq(l->devices[0].n_cdi_devices, 0);
+        ck_assert_uint_eq(l->devices[0].n_dev_nodes, 0);
+        ck_assert_uint_eq(l->devices[0].n_envs, 0);
+        /* a scan that finds nothing new changes nothing */
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_not_served(&r, NOT_SERVED_ALL);
+}
+END_TEST
+
+/* excludeTopology: the pool's devices carry no NUMA node (sriovdp's rule). */
+START_TEST(test_sriov_backend_exclude_topology_drops_the_numa_node) {
+        _cleanup_(run_done) run r = {
+                .root = node_tree("{\"resourceList\": [{\"resourceName\": \"e810_vfio\", \"excludeTopology\": true,\n"
+                                  "  \"selectors\": [{\"drivers\": [\"vfio-pci\"]}]}]}\n"),
+        };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, VFIO, "0000:8a:01.6 - Healthy\n0000:8a:01.7 - Healthy\n");
+}
+END_TEST
+
+/* ---- health ---- */
+
+START_TEST(test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        kdp_test_tree_remove(r.root, "dev/vfio/107");
+        kdp_test_tree_remove(r.root, "dev/infiniband/uverbs3");
+        kdp_test_tree_remove(r.root, "dev/infiniband/umad3");
+        run_scan(&r);           /* no event: the periodic scan sees it */
+        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n"
+                                 "0000:8a:01.7 1 Unhealthy: device node ROOT/dev/vfio/107 missing\n");
+        expect_devices(&r, RDMA, "0000:3b:00.2 0 Healthy\n"
+                                 "0000:3b:00.3 0 Unhealthy: device node ROOT/dev/infiniband/umad3 missing; "
+                                 "device node ROOT/dev/infiniband/uverbs3 missing\n"
+                                 "0000:3b:00.4 0 Healthy\n0000:3b:00.5 0 Healthy\n");
+        expect_not_served(&r, NOT_SERVED_ALL);
+
+        kdp_test_tree_write(r.root, "dev/vfio/107", "");
+        kdp_test_tree_write(r.root, "dev/infiniband/uverbs3", "");
+        kdp_test_tree_write(r.root, "dev/infiniband/umad3", "");
+        run_scan(&r);
+        expect_devices(&r, VFIO, E810_VFIO_ALL);
+        expect_devices(&r, RDMA, CX6_RDMA_ALL);
+}
+END_TEST
+
+/*
+ * A served VF unbound stays Unhealthy in its pool; bound to vfio-pci it joins the vfio pool
+ * (Unhealthy while its group's node is missing) and stays Unhealthy in the netdev pool; bound
+ * back to iavf, it is Healthy in the netdev pool again and Unhealthy in the vfio pool.
+ */
+START_TEST(test_sriov_backend_vf_unbound_then_rebound) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        const kdp_test_pci_dev vf1 = { .path = E810_VF_PATH(1) };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+
+        kdp_test_sriov_net_remove(r.root, E810_VF_PATH(1), "ens3f0v1");
+        kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
+        run_event(&r, "unbind", "0000:8a:01.1");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: driver unbound\n"
+                                   "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
+                                   "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n");
+        expect_devices(&r, VFIO, E810_VFIO_ALL);
+        expect_not_served(&r, NOT_SERVED_ALL);  /* it is in its pool's list, not among these */
+
+        kdp_test_pci_sys_link(r.root, &vf1, "driver", "bus/pci/drivers/vfio-pci");
+        run_event(&r, "bind", "0000:8a:01.1");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: bound to vfio-pci\n"
+                                   "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
+                                   "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n");
+        expect_devices(&r, VFIO, "0000:8a:01.1 1 Unhealthy: device node ROOT/dev/vfio/101 missing\n"
+                                 E810_VFIO_ALL);
+        kdp_test_tree_write(r.root, "dev/vfio/101", "");
+        run_scan(&r);
+        expect_devices(&r, VFIO, "0000:8a:01.1 1 Healthy\n" E810_VFIO_ALL);
+
+        kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
+        kdp_test_pci_sys_link(r.root, &vf1, "driver", "bus/pci/drivers/iavf");
+        kdp_test_sriov_net_add(r.root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
+        run_event(&r, "bind", "0000:8a:01.1");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_devices(&r, VFIO, "0000:8a:01.1 1 Unhealthy: bound to iavf\n" E810_VFIO_ALL);
+        expect_not_served(&r, NOT_SERVED_ALL);
+}
+END_TEST
+
+/* Removes the VF at 0000:8a:01.<fn> from the bus, and, with `from_pf`, from its PF's virtfn links. */
+static void e810_vf_remove(const char *root, int fn, bool from_pf) {
+        _cleanup_free_ char *bus = NULL, *virtfn = NULL;
+
+        ck_assert_int_ge(asprintf(&bus, "sys/bus/pci/devices/0000:8a:01.%d", fn), 0);
+        kdp_test_tree_remove(root, bus);
+        if (!from_pf)
+                return;
+        ck_assert_int_ge(asprintf(&virtfn, "sys/devices/%s/virtfn%d", KDP_TEST_E810_PF0, fn), 0);
+        kdp_test_tree_remove(root, virtfn);
+}
+
+/* A VF lost alone stays, Unhealthy; the VFs of a sriov_numvfs 8 -> 0 leave; the PF is seen again. */
+START_TEST(test_sriov_backend_numvfs_to_zero_takes_the_vfs_away) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+
+        e810_vf_remove(r.root, 7, false);       /* the PF still has 8 VFs: this one is lost */
+        run_event(&r, "remove", "0000:8a:01.7");
+        run_scan(&r);
+        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
+
+        for (int i = 0; i < 7; i++)
+                e810_vf_remove(r.root, i, true);
+        kdp_test_tree_remove(r.root, "sys/devices/" KDP_TEST_E810_PF0 "/virtfn7");
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF0, "sriov_numvfs", "0");
+        run_event(&r, "remove", "0000:8a:01.0");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, "");
+        expect_devices(&r, VFIO, "");
+        expect_devices(&r, RDMA, CX6_RDMA_ALL);
+        /* PF0 is no longer excluded, and no pool takes an ice PF */
+        expect_not_served(&r, "0000:3b:00.0: PF with VFs enabled\n0000:8a:00.0: no pool's selectors take it\n"
+                              "0000:8a:00.1: PF with VFs enabled\n0000:8a:05.0: no pool's selectors take it\n");
+}
+END_TEST
+
+/* A PF served in a pool leaves it when its VFs are enabled (they are served in its place), and comes back. */
+START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
+        _cleanup_(run_done) run r = {
+                .root = node_tree("{\"resourceList\": [\n"
+                                  "  {\"resourceName\": \"e810_pf\", \"selectors\": [{\"devices\": [\"1593\"]}]},\n"
+                                  "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
+                                  "]}\n"),
+        };
+
+        /* PF1 without its VF */
+        kdp_test_tree_remove(r.root, "sys/bus/pci/devices/0000:8a:05.0");
+        kdp_test_tree_remove(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0");
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "0");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, "intel.com/e810_pf", "0000:8a:00.1 1 Healthy\n");
+        expect_devices(&r, "intel.com/e810_uio", "");
+
+        /* echo 1 > sriov_numvfs: the VF comes, the PF leaves */
+        kdp_test_tree_link(r.root, "sys/bus/pci/devices/0000:8a:05.0",
+                           "../../../devices/" KDP_TEST_E810_PORT "/0000:8a:05.0");
+        kdp_test_tree_link(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0", "../0000:8a:05.0");
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "1");
+        run_event(&r, "add", "0000:8a:05.0");
+        run_scan(&r);
+        expect_devices(&r, "intel.com/e810_pf", "");
+        expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
+        expect_not_served(&r, "0000:3b:00.0: PF with VFs enabled\n"
+                              "0000:3b:00.2: no pool's selectors take it\n0000:3b:00.3: no pool's selectors take it\n"
+                              "0000:3b:00.4: no pool's selectors take it\n0000:3b:00.5: no pool's selectors take it\n"
+                              "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"
+                              "0000:8a:01.0: no pool's selectors take it\n0000:8a:01.1: no pool's selectors take it\n"
+                              "0000:8a:01.2: no pool's selectors take it\n0000:8a:01.3: no pool's selectors take it\n"
+                              "0000:8a:01.4: no pool's selectors take it\n0000:8a:01.5: no pool's selectors take it\n"
+                              "0000:8a:01.6: no pool's selectors take it\n0000:8a:01.7: no pool's selectors take it\n");
+}
+END_TEST
+
+/*
+ * A CNI moved the VFs' netdevs (and, in exclusive RDMA mode, the RDMA device) into pods: the
+ * VFs stay Healthy in their pools, and Allocate still hands out the RDMA nodes.
+ */
+START_TEST(test_sriov_backend_netdev_moved_into_a_pod_stays) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        const char *const ids[] = { "0000:3b:00.2" };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+
+        kdp_test_sriov_net_remove(r.root, E810_VF_PATH(0), "ens3f0v0");
+        kdp_test_sriov_net_remove(r.root, KDP_TEST_CX6_PORT "/0000:3b:00.2", "ens1f0v0");
+        kdp_test_sriov_rdma_remove(r.root, KDP_TEST_CX6_PORT "/0000:3b:00.2", "mlx5_2");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_devices(&r, RDMA, CX6_RDMA_ALL);
+        expect_not_served(&r, NOT_SERVED_ALL);
+
+        ck_assert_int_eq(run_allocate(&r, RDMA, ids, 1, &resp), 0);
+        kdp_test_sriov_expect_env(&resp, "PCIDEVICE_NVIDIA_COM_CX6_RDMA", "0000:3b:00.2",
+                                  "{\"0000:3b:00.2\":{\"generic\":{\"deviceID\":\"0000:3b:00.2\"},"
+                                  "\"rdma\":{\"issm\":\"/dev/infiniband/issm2\","
+                                  "\"rdma_cm\":\"/dev/infiniband/rdma_cm\","
+                                  "\"rdma_dev\":\"mlx5_2\",\"umad\":\"/dev/infiniband/umad2\","
+                                  "\"uverbs\":\"/dev/infiniband/uverbs2\"}}}");
+        KDP_TEST_SRIOV_EXPECT_NODES(&resp, r.root, { "infiniband/issm2", "/dev/infiniband/issm2" },
+                                    { "infiniband/umad2", "/dev/infiniband/umad2" },
+                                    { "infiniband/uverbs2", "/dev/infiniband/uverbs2" },
+                                    { "infiniband/rdma_cm", "/dev/infiniband/rdma_cm" });
+}
+END_TEST
+
+/* ---- Allocate ---- */
+
+START_TEST(test_sriov_backend_allocate_answers_as_sriovdp) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        const char *const ids[] = { "0000:8a:01.7", "0000:8a:01.6" };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+
+        ck_assert_int_eq(run_allocate(&r, VFIO, ids, 2, &resp), 0);
+        kdp_test_sriov_expect_env(&resp, "PCIDEVICE_INTEL_COM_E810_VFIO", "0000:8a:01.7,0000:8a:01.6",
+                                  "{\"0000:8a:01.6\":{\"generic\":{\"deviceID\":\"0000:8a:01.6\"},"
+                                  "\"vfio\":{\"dev-mount\":\"/dev/vfio/106\",\"mount\":\"/dev/vfio/vfio\"}},"
+                                  "\"0000:8a:01.7\":{\"generic\":{\"deviceID\":\"0000:8a:01.7\"},"
+                                  "\"vfio\":{\"dev-mount\":\"/dev/vfio/107\",\"mount\":\"/dev/vfio/vfio\"}}}");
+        KDP_TEST_SRIOV_EXPECT_NODES(&resp, r.root, { "vfio/vfio", "/dev/vfio/vfio" }, { "vfio/107", "/dev/vfio/107" },
+                                    { "vfio/106", "/dev/vfio/106" });
+        ck_assert_uint_eq(resp.n_cdi_devices, 0);
+
+        ck_assert_int_eq(run_allocate(&r, NETDEV, ids, 1, &resp), -EINVAL);
+}
+END_TEST
+
+/* An ID the pool does not hold is refused, naming it; so is a resource no pool serves. */
+START_TEST(test_sriov_backend_allocate_refuses_an_unknown_id) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        _cleanup_free_ char *log = NULL;
+        const char *const ids[] = { "0000:8a:01.0", "0000:99:00.0" };
+        static const char *const want[] = {
+                "\"Refused Allocate of an unknown device\" backend=\"sriov\" resource=\"intel.com/e810_netdev\" "
+                "device=\"0000:99:00.0\" err=\"Invalid argument\"",
+                "\"Refused Allocate of a resource no pool serves\" backend=\"sriov\" resource=\"intel.com/gone\" "
+                "err=\"Invalid argument\"",
+        };
+        kdp_test_capture c;
+        const char *p;
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(run_allocate(&r, NETDEV, ids, 2, &resp), -EINVAL);
+        ck_assert_int_eq(run_allocate(&r, "intel.com/gone", ids, 1, &resp), -EINVAL);
+        log = kdp_test_capture_end(&c);
+        p = log;
+        for (size_t i = 0; i < KDP_ELEMENTSOF(want); i++)
+                kdp_test_expect_line(&p, 'E', "sriov.c", want[i]);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+/* ---- GetPreferredAllocation ---- */
+
+/* ops->preferred's answer as "a,b,c", or "default" for -EOPNOTSUPP. */
+static char *preferred(run *r, const char *const *available, size_t n_available, const char *const *must,
+                       size_t n_must, size_t size) {
+        kdp_pref_request req = { .resource = "intel.com/e810", .available = available, .n_available = n_available,
+                                 .must_include = must, .n_must_include = n_must, .size = size };
+        kdp_pref_response resp;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        int ret;
+
+        ck_assert_ptr_nonnull(m);
+        kdp_pref_response_init(&resp, &req);
+        ret = r->b.ops->preferred(r->b.state, &req, &resp);
+        ck_assert_msg(ret == 0 || ret == -EOPNOTSUPP, "preferred: %d", ret);
+        if (ret < 0)
+                fprintf(m, "default");
+        for (size_t i = 0; ret >= 0 && i < resp.n_ids; i++)
+                fprintf(m, "%s%s", i ? "," : "", resp.ids[i]);
+        kdp_pref_response_done(&resp);
+        ck_assert_int_eq(fclose(m), 0);
+        return buf;
+}
+
+#define PREFERRED(r, available, must, n_must, size, want)                                                     \
+        do {                                                                                                 \
+                _cleanup_free_ char *got_ = preferred((r), (available), KDP_ELEMENTSOF(available), (must),   \
+                                                      (n_must), (size));                                     \
+                ck_assert_str_eq(got_, (want));                                                              \
+        } while (0)
+
+/* One pool of PF0's eight VFs and PF1's one: VFs of one PF first, best fit, else the framework's locality. */
+START_TEST(test_sriov_backend_preferred_keeps_to_one_pf) {
+        _cleanup_(run_done) run r = {
+                .root = node_tree("{\"resourceList\": [{\"resourceName\": \"e810\",\n"
+                                  "  \"selectors\": [{\"vendors\": [\"8086\"], \"devices\": [\"1889\"]}]}]}\n"),
+        };
+        const char *const avail[] = { "0000:8a:05.0", "0000:8a:01.0", "0000:8a:01.1", "0000:8a:01.2" };
+        const char *const avail_unknown[] = { "0000:8a:01.0", "0000:8a:01.1", "0000:99:00.0" };
+        const char *const must_vf2[] = { "0000:8a:01.2" };
+        const char *const must_both[] = { "0000:8a:01.2", "0000:8a:05.0" };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, "intel.com/e810",
+                       "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n"
+                       "0000:8a:01.3 1 Healthy\n0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n"
+                       "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Healthy\n0000:8a:05.0 1 Healthy\n");
+
+        /* two: only PF0 has two */
+        PREFERRED(&r, avail, NULL, 0, 2, "0000:8a:01.0,0000:8a:01.1");
+        /* one: PF1's single VF is the best fit, PF0's three stay together */
+        PREFERRED(&r, avail, NULL, 0, 1, "0000:8a:05.0");
+        /* must_include first, then its PF's VFs */
+        PREFERRED(&r, avail, must_vf2, 1, 3, "0000:8a:01.2,0000:8a:01.0,0000:8a:01.1");
+        /* no PF has four, must_include of two PFs, an unknown ID: the framework's locality */
+        PREFERRED(&r, avail, NULL, 0, 4, "default");
+        PREFERRED(&r, avail, must_both, 2, 3, "default");
+        PREFERRED(&r, avail_unknown, NULL, 0, 2, "default");
+}
+END_TEST
+
+/* ---- CDI ---- */
+
+START_TEST(test_sriov_backend_cdi_names_each_device) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        _cleanup_free_ char *host_vfio = NULL, *host_group = NULL;
+        const char *const ids[] = { "0000:8a:01.6" };
+        const kdp_device *d;
+
+        ck_assert_int_eq(run_open(&r, "sriov.cdi=true"), 0);
+        run_scan(&r);
+        d = &kdp_test_backend_resource(&r.b, VFIO)->devices[0];
+        ck_assert_str_eq(d->id, "0000:8a:01.6");
+        ck_assert_uint_eq(d->n_cdi_devices, 1);
+        ck_assert_str_eq(d->cdi_devices[0], "intel.com/e810_vfio=0000:8a:01.6");
+        /* the nodes its Allocate hands out, for the CDI spec kdpd writes */
+        ck_assert_int_ge(asprintf(&host_vfio, "%s/dev/vfio/vfio", r.root), 0);
+        ck_assert_int_ge(asprintf(&host_group, "%s/dev/vfio/106", r.root), 0);
+        ck_assert_uint_eq(d->n_dev_nodes, 2);
+        ck_assert_str_eq(d->dev_nodes[0].host_path, host_vfio);
+        ck_assert_str_eq(d->dev_nodes[0].container_path, "/dev/vfio/vfio");
+        ck_assert_str_eq(d->dev_nodes[1].host_path, host_group);
+        ck_assert_str_eq(d->dev_nodes[1].container_path, "/dev/vfio/106");
+        d = &kdp_test_backend_resource(&r.b, RDMA)->devices[1];
+        ck_assert_str_eq(d->cdi_devices[0], "nvidia.com/cx6_rdma=0000:3b:00.3");
+        ck_assert_uint_eq(d->n_dev_nodes, 5);   /* ucm3, issm3, umad3, uverbs3, rdma_cm */
+        ck_assert_str_eq(d->dev_nodes[0].container_path, "/dev/infiniband/ucm3");
+        ck_assert_str_eq(d->dev_nodes[4].container_path, "/dev/infiniband/rdma_cm");
+
+        ck_assert_int_eq(run_allocate(&r, VFIO, ids, 1, &resp), 0);
+        ck_assert_uint_eq(resp.n_cdi_devices, 1);
+        ck_assert_str_eq(resp.cdi_devices[0], "intel.com/e810_vfio=0000:8a:01.6");
+        ck_assert_uint_eq(resp.n_envs, 2);
+        ck_assert_uint_eq(resp.n_dev_nodes, 2);
+}
+END_TEST
+
+/* ---- config ---- */
+
+START_TEST(test_sriov_backend_init_fails_on_a_bad_config) {
+        _cleanup_(run_done) run r = {
+                .root = node_tree("{\"resourceList\": [\n  {\"resourceName\": \"bad name!\"}\n]}\n"),
+        };
+        _cleanup_free_ char *log = NULL, *want = NULL;
+        kdp_test_capture c;
+
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(run_open(&r, NULL), -EINVAL);
+        log = kdp_test_capture_end(&c);
+        r.b.state = NULL;
+        ck_assert_int_ge(asprintf(&want, "path=\"%s/config.json\" line=2 key=\"resourceList[0].resourceName\"",
+                                  r.root), 0);
+        ck_assert_msg(strstr(log, want), "the error does not name %s: %s", want, log);
+
+        kdp_test_backend_done(&r.b);
+        r.opened = false;
+        kdp_test_tree_remove(r.root, "config.json");
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(run_open(&r, NULL), -ENOENT);
+        free(kdp_test_capture_end(&c));
+        r.b.state = NULL;
+}
+END_TEST
+
+/*
+ * config.json rewritten: an unchanged pool keeps its members (the lost VF stays, Unhealthy), a
+ * changed pool is taken anew, a dropped pool goes, a new one comes; a broken file keeps the pools.
+ */
+START_TEST(test_sriov_backend_config_change_takes_effect_at_the_next_scan) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_free_ char *log = NULL;
+        kdp_test_capture c;
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        e810_vf_remove(r.root, 7, false);
+        run_event(&r, "remove", "0000:8a:01.7");
+        run_scan(&r);
+        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
+
+        /* e810_vfio as it was; e810_netdev now takes VFs 0-2 only; cx6_rdma and qat gone; igb_uio new */
+        kdp_test_tree_write(r.root, "config.json",
+                            "{\"resourceList\": [\n"
+                            "  {\"resourceName\": \"e810_netdev\",\n"
+                            "   \"selectors\": [{\"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
+                            "                   \"drivers\": [\"iavf\"],\n"
+                            "                   \"pfNames\": [\"ens3f0np0#0-2\"]}]},\n"
+                            "  {\"resourceName\": \"e810_vfio\",\n"
+                            "   \"selectors\": [{ \"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
+                            "                    \"drivers\": [\"vfio-pci\"] }]},\n"
+                            "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
+                            "]}\n");
+        kdp_test_capture_begin(&c);
+        run_scan(&r);
+        free(kdp_test_capture_end(&c));
+        ck_assert_uint_eq(r.b.tree->n_resources, 3);
+        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n");
+        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
+        expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
+        ck_assert_ptr_null(kdp_test_backend_resource(&r.b, RDMA));
+        expect_not_served(&r, "0000:3b:00.0: PF with VFs enabled\n"
+                              "0000:3b:00.2: no pool's selectors take it\n0000:3b:00.3: no pool's selectors take it\n"
+                              "0000:3b:00.4: no pool's selectors take it\n0000:3b:00.5: no pool's selectors take it\n"
+                              "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"
+                              "0000:8a:01.3: no pool's selectors take it\n0000:8a:01.4: no pool's selectors take it\n"
+                              "0000:8a:01.5: no pool's selectors take it\n");
+
+        /* broken: logged with file:line:key, the running pools stay, and it is not read again unchanged */
+        kdp_test_tree_write(r.root, "config.json", "{\"resourceList\": [\n  {\"resourceName\": 7}\n]}\n");
+        kdp_test_capture_begin(&c);
+        run_scan(&r);
+        run_scan(&r);
+        log = kdp_test_capture_end(&c);
+        ck_assert_ptr_nonnull(strstr(log, "config.json\" line=2 key=\"resourceList[0].resourceName\""));
+        ck_assert_ptr_nonnull(strstr(log, "\"Kept the running pools after a failed reload of the config file\""));
+        ck_assert_ptr_null(strstr(strstr(log, "\"Kept the running pools") + 1, "\"Kept the running pools"));
+        ck_assert_uint_eq(r.b.tree->n_resources, 3);
+        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
+}
+END_TEST
+
+static Suite *sriov_backend_suite(void) {
+        Suite *s = suite_create("sriov-backend");
+        TCase *tc = tcase_create("core");
+
+        tcase_add_test(tc, test_sriov_backend_serves_every_pool_and_names_what_it_does_not);
+        tcase_add_test(tc, test_sriov_backend_exclude_topology_drops_the_numa_node);
+        tcase_add_test(tc, test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back);
+        tcase_add_test(tc, test_sriov_backend_vf_unbound_then_rebound);
+        tcase_add_test(tc, test_sriov_backend_numvfs_to_zero_takes_the_vfs_away);
+        tcase_add_test(tc, test_sriov_backend_pf_leaves_when_its_vfs_are_enabled);
+        tcase_add_test(tc, test_sriov_backend_netdev_moved_into_a_pod_stays);
+        tcase_add_test(tc, test_sriov_backend_allocate_answers_as_sriovdp);
+        tcase_add_test(tc, test_sriov_backend_allocate_refuses_an_unknown_id);
+        tcase_add_test(tc, test_sriov_backend_preferred_keeps_to_one_pf);
+        tcase_add_test(tc, test_sriov_backend_cdi_names_each_device);
+        tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_config);
+        tcase_add_test(tc, test_sriov_backend_config_change_takes_effect_at_the_next_scan);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return kdp_test_run(sriov_backend_suite());
+}
