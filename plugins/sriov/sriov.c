@@ -9,6 +9,7 @@
  *          (members[]) -> devices; every pool declared, also when empty
  *   device_event (pci add/remove/bind/unbind) -> the PCI list is read again; a bind or add
  *          starts a member's AER counters anew
+ *   the rtnetlink fd (link.c) -> a PF link or a default route that matters changed: scan
  *   allocate -> sriov_answer (answer.c) for the members named; preferred -> VFs of one PF
  *
  * A member is one function served in one pool: the pair (address, resource). A member once
@@ -26,14 +27,23 @@
  * its member keeps the netdev facts read while it was free (netdev name, link type, PF name,
  * pkey, RDMA device and nodes), so its pool's selectors still take it and it stays Healthy.
  *
- * Link state (the seam for link.c, rtnetlink, to come): link_facts_read() is what the backend
- * knows of a netdev's carrier and default route. Today it knows nothing (carrier unknown, no
- * default route), so a netdev carrying the default route is not yet excluded and a PF whose
- * link is down does not make its VFs Unhealthy; link_facts_apply() is where both facts act.
+ * Link state (link.c, rtnetlink): a VF's PF netdev whose link is down (admin-down, no carrier,
+ * operstate not up) makes every member of that PF Unhealthy, "PF <name> link down", and Healthy
+ * again once it is up (param pf_link_down=unhealthy, the default; =ignore leaves them be). A PF
+ * netdev this netns does not have (UNKNOWN: gone, renamed, moved) is not down. A VF's own netdev
+ * being down is no reason: a CNI or a pod may hold it admin-down legitimately, before use or
+ * inside the pod. A function whose own netdev (the one in this netns now, not the name kept
+ * while it is in a pod) carries a default route is excluded, "carries the default route", as
+ * sriovdp excludes it; it is served again once the route is gone. The scan tells link.c which
+ * names matter (the PF netdevs of the members, the netdevs of the functions looked at), and the
+ * socket's fd callback asks kdpd for a scan when one of those changes, so a carrier change
+ * reaches the kubelet at once, not at the next periodic scan. When rtnetlink cannot be read,
+ * the backend serves without it (nothing is down, no route known) and each scan retries it.
  *
  * Every function of a class a pool considers (base class 0x02 for netDevice pools, 0x12 for
  * accelerator pools, the vendors/devices of pci pools) that no pool takes is declared not
- * served, with the reason: excluded (a PF with VFs enabled) or "no pool's selectors take it".
+ * served, with the reason: excluded (a PF with VFs enabled, a netdev carrying the default route)
+ * or "no pool's selectors take it".
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,27 +96,34 @@ typedef struct sriov_state {
         kdp_pci_list_cache pci;                 /* the PCI functions as last listed */
         member *members;
         size_t n_members;
+        sriov_link *link;                       /* rtnetlink: link state, default routes */
+        bool pf_link_down_unhealthy;            /* pf_link_down=unhealthy */
+        char (*watch)[IF_NAMESIZE];             /* the netdevs the scan found that matter (no duplicates) */
+        size_t n_watch;
 } sriov_state;
 
 static const kdp_param_spec sriov_params[] = {
         { "config_file", "/etc/pcidp/config.json", "the SR-IOV network device plugin's config.json: the pools" },
         { "resource_prefix", "intel.com", "resourcePrefix of pools without one (sriovdp's -resource-prefix)" },
         { "cdi", "false", "give each device a CDI name <resource>=<address> and write CDI specs into --cdi-dir" },
+        { "pf_link_down", "unhealthy",
+          "a PF whose link is down makes its VFs Unhealthy (unhealthy) or leaves them Healthy (ignore)" },
         { 0 },
 };
 
-/* ---- the link state (link.c's, to come) ---- */
+/* ---- the link state (link.c) ---- */
 
 typedef struct link_facts {
-        int carrier;                            /* 1 up, 0 down, -1 unknown */
-        bool default_route;                     /* the netdev carries the default route */
+        sriov_link_state state;
+        bool default_route;                     /* the netdev carries a default route */
 } link_facts;
 
-/* What is known of netdev `ifname`'s link. Nothing yet: no source reads it. */
+/* What rtnetlink said of netdev `ifname` (unknown, no route: "" or no socket yet). */
 static link_facts link_facts_read(const sriov_state *s, const char *ifname) {
-        (void) s;
-        (void) ifname;
-        return (link_facts){ .carrier = -1, .default_route = false };
+        if (!s->link || !ifname[0])
+                return (link_facts){ .state = SRIOV_LINK_UNKNOWN };
+        return (link_facts){ .state = sriov_link_get_state(s->link, ifname),
+                             .default_route = sriov_link_has_default_route(s->link, ifname) };
 }
 
 /* The function's own netdev's facts go into `f`: a netdev carrying the default route is excluded. */
@@ -114,12 +131,52 @@ static void link_facts_apply(sriov_func *f, const link_facts *own) {
         f->default_route = own->default_route;
 }
 
-/* Why a member is Unhealthy for its PF's link, into `why` (size); false while the link is not known down. */
-static bool link_facts_pf_down(const sriov_func *f, const link_facts *pf, char *why, size_t size) {
-        if (!f->pf_name[0] || pf->carrier != 0)
+/* Why a member is Unhealthy for its PF's link, into `why` (size); false unless the link is known down. */
+static bool link_facts_pf_down(const sriov_state *s, const sriov_func *f, const link_facts *pf, char *why,
+                               size_t size) {
+        if (!s->pf_link_down_unhealthy || !f->pf_name[0] || pf->state != SRIOV_LINK_DOWN)
                 return false;
         snprintf(why, size, "PF %s link down", f->pf_name);
         return true;
+}
+
+/* Adds `ifname` ("" adds nothing) to the netdevs whose changes ask for a scan. */
+static int link_watch_add(sriov_state *s, const char *ifname) {
+        char (*v)[IF_NAMESIZE];
+
+        if (!ifname[0])
+                return 0;
+        for (size_t i = 0; i < s->n_watch; i++)
+                if (strcmp(s->watch[i], ifname) == 0)
+                        return 0;
+        v = realloc(s->watch, (s->n_watch + 1) * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        s->watch = v;
+        snprintf(s->watch[s->n_watch++], IF_NAMESIZE, "%s", ifname);
+        return 0;
+}
+
+/* Hands link.c the netdevs this scan found that matter: a change of one of them asks for a scan. */
+static void link_watch_commit(sriov_state *s) {
+        _cleanup_free_ const char **names = NULL;
+
+        if (!s->link)
+                return;
+        names = calloc(s->n_watch + 1, sizeof(*names));
+        if (!names)
+                return;         /* the previous set stays; the periodic scan still sees every change */
+        for (size_t i = 0; i < s->n_watch; i++)
+                names[i] = s->watch[i];
+        (void) sriov_link_set_served(s->link, names, s->n_watch);
+}
+
+/* The rtnetlink socket is readable (kdpd's loop): >0 asks for a scan. */
+static int link_on_fd(void *state, int fd) {
+        sriov_state *s = state;
+
+        (void) fd;
+        return sriov_link_dispatch(s->link);
 }
 
 /* ---- the config ---- */
@@ -209,11 +266,30 @@ static void reload_config(sriov_state *s) {
 
 /* ---- ops: init, fini ---- */
 
+/* pf_link_down: "unhealthy" or "ignore"; anything else is logged with where it was set. */
+static int parse_pf_link_down(const kdp_backend_ctx *ctx, bool *ret) {
+        const char *v = kdp_backend_param(ctx, "pf_link_down");
+        const char *origin = kdp_backend_param_origin(ctx, "pf_link_down");
+
+        if (v && strcmp(v, "unhealthy") == 0)
+                *ret = true;
+        else if (v && strcmp(v, "ignore") == 0)
+                *ret = false;
+        else
+                return kdp_backend_log_error(ctx, -EINVAL, "Rejected config value",
+                                             KDP_F_STR("key", "sriov.pf_link_down"), KDP_F_STR("value", v ? v : ""),
+                                             KDP_F_STR("origin", origin ? origin : "?"),
+                                             KDP_F_STR("reason", "neither unhealthy nor ignore"));
+        return 0;
+}
+
 static void sriov_fini(void *state) {
         sriov_state *s = state;
 
         if (!s)
                 return;
+        s->link = sriov_link_free(s->link);
+        free(s->watch);
         kdp_pci_list_cache_done(&s->pci);
         sriov_config_done(&s->cfg);
         free(s->members);
@@ -244,6 +320,8 @@ static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
         if (r >= 0)
                 r = kdp_backend_param_bool(ctx, "cdi", &s->cdi);
         if (r >= 0)
+                r = parse_pf_link_down(ctx, &s->pf_link_down_unhealthy);
+        if (r >= 0)
                 r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
         if (r >= 0) {
                 size_t n = strlen(s->dev_root);
@@ -253,6 +331,9 @@ static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
                 s->cfg_id = file_id_of(s->config_path);
                 r = sriov_config_load(ctx, s->config_path, s->prefix, &s->cfg);
         }
+        /* a socket that fails is logged and retried at each scan: only -ENOMEM ends init */
+        if (r >= 0)
+                r = sriov_link_new(ctx, link_on_fd, &s->link);
         if (r < 0) {
                 sriov_fini(s);
                 return r;
@@ -410,7 +491,7 @@ static void refresh_taken(const sriov_state *s, member *m, const link_facts *pf)
         }
         if (sel && strcmp(sel->vdpa_type, "vhost") == 0 && m->f.vdpa_path[0])
                 check_node(s, m, m->f.vdpa_path);
-        if (link_facts_pf_down(&m->f, pf, text, sizeof(text)))
+        if (link_facts_pf_down(s, &m->f, pf, text, sizeof(text)))
                 reason_add(m, text);
 }
 
@@ -466,8 +547,10 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
                         (void) kdp_device_tree_not_served(tree, p->address, text);
                 return;
         }
-        keep_pod_facts(s, &f);
+        /* its netdev in this netns now: not the name kept while it is in a pod */
         own = link_facts_read(s, f.netdev);
+        (void) link_watch_add(s, f.netdev);     /* out of memory: the periodic scan still sees it */
+        keep_pod_facts(s, &f);
         pf = link_facts_read(s, f.pf_name);
         link_facts_apply(&f, &own);
         excluded = sriov_config_excluded(&f);
@@ -652,9 +735,12 @@ static int sriov_scan(void *state, kdp_device_tree *tree) {
         int r;
 
         reload_config(s);
+        if (s->link)
+                (void) sriov_link_retry(s->link);       /* a failed socket, once its backoff passed */
         r = kdp_pci_list_cache_refresh(s->ctx, &s->pci, PCI_RELIST_MS);
         if (r < 0)
                 return r;
+        s->n_watch = 0;
         l = s->pci.list;
         for (size_t i = 0; i < s->n_members; i++) {
                 s->members[i].present = false;
@@ -666,6 +752,9 @@ static int sriov_scan(void *state, kdp_device_tree *tree) {
                 scan_skipped(s, tree, kdp_pci_list_skipped_get(l, i));
         scan_absent(s);
         forget_recut(s);
+        for (size_t i = 0; s->pf_link_down_unhealthy && i < s->n_members; i++)
+                (void) link_watch_add(s, s->members[i].f.pf_name);
+        link_watch_commit(s);
 
         for (size_t i = 0; i < s->cfg.n_pools; i++)
                 (void) kdp_device_tree_add_resource(tree, s->cfg.pools[i].resource);
