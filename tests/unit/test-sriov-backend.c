@@ -6,9 +6,17 @@
  * health and its reasons, Allocate and GetPreferredAllocation through the ops, and what the
  * hardware does next (a VF unbound and rebound, sriov_numvfs 8 -> 0, a netdev moved into a pod,
  * device nodes going away, config.json rewritten).
+ *
+ * Every test runs in a network namespace of its own when it may (root; kdp-test-netns.h), so that
+ * no link or route of the machine reaches the backend's rtnetlink view. The link tests (root
+ * only; skipped otherwise, with a note) build veth pairs named like the fixture's netdevs there
+ * and run the backend's rtnetlink fd callback as kdpd's loop does, scanning only when it asks
+ * for a scan, until the devices show what each step must give (a generous deadline, no timing
+ * asserted).
  */
 #include <check.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +33,7 @@
 #include "kdp-test-sysfs.h"
 #include "kdp-test-sriov.h"
 #include "kdp-test-backend.h"
+#include "kdp-test-netns.h"
 
 #define SRIOV_SO KDP_BUILD_DIR "/plugins/kdp-backend-sriov.so"
 
@@ -578,6 +587,26 @@ START_TEST(test_sriov_backend_init_fails_on_a_bad_config) {
 }
 END_TEST
 
+/* A pf_link_down value other than unhealthy or ignore fails init, naming the key, the value and where it was set. */
+START_TEST(test_sriov_backend_init_fails_on_a_bad_pf_link_down) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_free_ char *log = NULL;
+        const char *p;
+        kdp_test_capture c;
+
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(run_open(&r, "sriov.pf_link_down=sometimes"), -EINVAL);
+        log = kdp_test_capture_end(&c);
+        r.b.state = NULL;
+        p = log;
+        kdp_test_expect_line(&p, 'E', "sriov.c",
+                             "\"Rejected config value\" backend=\"sriov\" key=\"sriov.pf_link_down\" "
+                             "value=\"sometimes\" origin=\"-o sriov.pf_link_down=sometimes\" "
+                             "reason=\"neither unhealthy nor ignore\" err=\"Invalid argument\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
 /*
  * config.json rewritten: an unchanged pool keeps its members (the lost VF stays, Unhealthy), a
  * changed pool is taken anew, a dropped pool goes, a new one comes; a broken file keeps the pools.
@@ -635,10 +664,220 @@ START_TEST(test_sriov_backend_config_change_takes_effect_at_the_next_scan) {
 }
 END_TEST
 
+/* ---- link state and default routes (rtnetlink) ---- */
+
+#define LINK_DEADLINE_MS 120000 /* a loaded machine, valgrind: the kernel answers in microseconds anyway */
+
+/* One resource's devices as devices_text() writes them; a NULL resource: the not-served notes. */
+typedef struct shown {
+        const char *resource;
+        const char *text;
+} shown;
+
+/* What the last scan shows of `want`'s resources, in `want`'s order, each under "== <resource>" (free()). */
+static char *shown_text(const run *r, const shown *want, size_t n) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+
+        ck_assert_ptr_nonnull(m);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *text = want[i].resource ? devices_text(r, want[i].resource) :
+                                                                kdp_test_backend_not_served(&r->b);
+
+                fprintf(m, "== %s\n%s", want[i].resource ? want[i].resource : "not served", text);
+        }
+        ck_assert_int_eq(fclose(m), 0);
+        return buf;
+}
+
+/*
+ * Runs the backend's rtnetlink callback as kdpd's loop does, and a scan each time it asks for one
+ * (and only then), until the last scan shows `want`.
+ */
+static void wait_shown(run *r, const shown *want, size_t n) {
+        int64_t deadline = kdp_test_monotonic_ms() + LINK_DEADLINE_MS;
+        _cleanup_free_ char *expected = NULL;
+        shown all[8];
+
+        ck_assert_uint_le(n, KDP_ELEMENTSOF(all));
+        for (size_t i = 0; i < n; i++)
+                all[i] = (shown){ want[i].resource, "" };
+        ck_assert_int_ge(r->b.watched_fd, 0);   /* init put the rtnetlink socket on the loop */
+        ck_assert_ptr_nonnull(r->b.on_fd);
+        {
+                char *buf = NULL;
+                size_t len = 0;
+                FILE *m = open_memstream(&buf, &len);
+
+                ck_assert_ptr_nonnull(m);
+                for (size_t i = 0; i < n; i++)
+                        fprintf(m, "== %s\n%s", want[i].resource ? want[i].resource : "not served", want[i].text);
+                ck_assert_int_eq(fclose(m), 0);
+                expected = buf;
+        }
+        for (;;) {
+                struct pollfd pfd = { .fd = r->b.watched_fd, .events = POLLIN };
+                _cleanup_free_ char *got = NULL;
+                int64_t left;
+                int ret = r->b.on_fd(r->b.state, r->b.watched_fd);
+
+                ck_assert_int_ge(ret, 0);
+                if (ret > 0)
+                        run_scan(r);
+                got = shown_text(r, want, n);
+                if (strcmp(got, expected) == 0)
+                        return;
+                left = deadline - kdp_test_monotonic_ms();
+                if (left <= 0)
+                        ck_assert_str_eq(got, expected);
+                ck_assert_int_ge(poll(&pfd, 1, (int) left), 0);
+        }
+}
+#define WAIT_SHOWN(r, ...) \
+        wait_shown((r), (const shown[]){ __VA_ARGS__ }, KDP_ELEMENTSOF(((const shown[]){ __VA_ARGS__ })))
+
+/* A veth pair `name`/`peer`, both admin-up. */
+static void veth_add(const char *name, const char *peer) {
+        kdp_test_sh("ip link add %s type veth peer name %s && ip link set %s up && ip link set %s up", name, peer,
+                    name, peer);
+}
+
+#define PF0_DOWN "Unhealthy: PF ens3f0np0 link down\n"
+#define E810_NETDEV_PF0_DOWN                                                             \
+        "0000:8a:01.0 1 " PF0_DOWN "0000:8a:01.1 1 " PF0_DOWN "0000:8a:01.2 1 " PF0_DOWN \
+        "0000:8a:01.3 1 " PF0_DOWN "0000:8a:01.4 1 " PF0_DOWN "0000:8a:01.5 1 " PF0_DOWN
+#define E810_VFIO_PF0_DOWN "0000:8a:01.6 1 " PF0_DOWN "0000:8a:01.7 1 " PF0_DOWN
+#define CX6_DOWN "Unhealthy: PF ens1f0np0 link down\n"
+#define CX6_RDMA_DOWN \
+        "0000:3b:00.2 0 " CX6_DOWN "0000:3b:00.3 0 " CX6_DOWN "0000:3b:00.4 0 " CX6_DOWN "0000:3b:00.5 0 " CX6_DOWN
+
+/*
+ * A PF's link down (its carrier lost, or itself admin-down) makes each VF of that PF Unhealthy,
+ * in every pool, at once (the rtnetlink callback asks for the scan: no uevent comes), and
+ * Healthy again when it is up; the other PF's VFs stay Healthy.
+ */
+START_TEST(test_sriov_backend_pf_link_down_makes_its_vfs_unhealthy_until_up) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        veth_add("ens3f0np0", "e810peer");
+        veth_add("ens1f0np0", "cx6peer");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL }, { RDMA, CX6_RDMA_ALL },
+                   { NULL, NOT_SERVED_ALL });
+
+        /* the peer down: ens3f0np0 is admin-up without a carrier */
+        kdp_test_sh("ip link set e810peer down");
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_PF0_DOWN }, { VFIO, E810_VFIO_PF0_DOWN }, { RDMA, CX6_RDMA_ALL },
+                   { NULL, NOT_SERVED_ALL });
+        kdp_test_sh("ip link set e810peer up");
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL }, { RDMA, CX6_RDMA_ALL });
+
+        /* the PF itself admin-down */
+        kdp_test_sh("ip link set ens1f0np0 down");
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL }, { RDMA, CX6_RDMA_DOWN });
+        kdp_test_sh("ip link set ens1f0np0 up");
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL }, { RDMA, CX6_RDMA_ALL });
+}
+END_TEST
+
+/*
+ * pf_link_down=ignore: a PF down changes nothing. A default route added after it (on the same
+ * socket, so seen after the PF's change) shows when the backend has seen both.
+ */
+START_TEST(test_sriov_backend_pf_link_down_ignored) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        veth_add("ens3f0np0", "e810peer");
+        veth_add("ens3f0v5", "vf5peer");
+        ck_assert_int_eq(run_open(&r, "sriov.pf_link_down=ignore"), 0);
+        run_scan(&r);
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL });
+
+        kdp_test_sh("ip link set ens3f0np0 down");
+        kdp_test_sh("ip route add default dev ens3f0v5");
+        WAIT_SHOWN(&r,
+                   { NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n"
+                             "0000:8a:01.3 1 Healthy\n0000:8a:01.4 1 Healthy\n"
+                             "0000:8a:01.5 1 Unhealthy: carries the default route\n" },
+                   { VFIO, E810_VFIO_ALL }, { NULL, NOT_SERVED_ALL });
+}
+END_TEST
+
+/*
+ * A VF whose own netdev carries a default route is not served (as sriovdp), and is served once
+ * the route is gone; a route added to a served VF's netdev makes it Unhealthy (its pool no
+ * longer takes it) until removed. A VF's own netdev down is no reason.
+ */
+START_TEST(test_sriov_backend_default_route_on_a_vf_netdev_excludes_it) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        veth_add("ens3f0np0", "e810peer");
+        veth_add("ens3f0v1", "vf1peer");
+        veth_add("ens3f0v2", "vf2peer");
+        kdp_test_sh("ip route add default dev ens3f0v1");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        WAIT_SHOWN(&r,
+                   { NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
+                             "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n" },
+                   { VFIO, E810_VFIO_ALL },
+                   { NULL, "0000:3b:00.0: PF with VFs enabled\n0000:8a:00.0: PF with VFs enabled\n"
+                           "0000:8a:00.1: PF with VFs enabled\n0000:8a:01.1: carries the default route\n"
+                           "0000:8a:05.0: no pool's selectors take it\n" });
+
+        kdp_test_sh("ip route del default dev ens3f0v1");
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL }, { NULL, NOT_SERVED_ALL });
+
+        /* VF 2's netdev admin-down, then a route on VF 1's (seen after it): only the route counts */
+        kdp_test_sh("ip link set ens3f0v2 down");
+        kdp_test_sh("ip -6 route add default dev ens3f0v1");
+        WAIT_SHOWN(&r,
+                   { NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: carries the default route\n"
+                             "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
+                             "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n" },
+                   { NULL, NOT_SERVED_ALL });
+        kdp_test_sh("ip -6 route del default dev ens3f0v1");
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { NULL, NOT_SERVED_ALL });
+}
+END_TEST
+
+/*
+ * A PF netdev this netns does not have is not down: ens1f0np0 never exists here (its VFs stay
+ * Healthy), and ens3f0np0, admin-down, then moved into a pod's netns, no longer counts.
+ */
+START_TEST(test_sriov_backend_pf_link_not_in_this_netns_is_not_down) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        kdp_test_pod p;
+
+        veth_add("ens3f0np0", "e810peer");
+        kdp_test_sh("ip link set ens3f0np0 down");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_PF0_DOWN }, { VFIO, E810_VFIO_PF0_DOWN }, { RDMA, CX6_RDMA_ALL });
+
+        kdp_test_pod_start(&p);
+        kdp_test_sh("ip link set ens3f0np0 netns %d", (int) p.pid);
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL }, { RDMA, CX6_RDMA_ALL },
+                   { NULL, NOT_SERVED_ALL });
+        kdp_test_pod_stop(&p);
+}
+END_TEST
+
+static bool netns_usable;
+
+/* Each test in a netns of its own when it may: the machine's links and routes stay out of it. */
+static void netns_setup(void) {
+        if (netns_usable)
+                kdp_test_netns_enter();
+}
+
 static Suite *sriov_backend_suite(void) {
         Suite *s = suite_create("sriov-backend");
         TCase *tc = tcase_create("core");
 
+        tcase_add_checked_fixture(tc, netns_setup, NULL);
         tcase_add_test(tc, test_sriov_backend_serves_every_pool_and_names_what_it_does_not);
         tcase_add_test(tc, test_sriov_backend_exclude_topology_drops_the_numa_node);
         tcase_add_test(tc, test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back);
@@ -651,11 +890,25 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_preferred_keeps_to_one_pf);
         tcase_add_test(tc, test_sriov_backend_cdi_names_each_device);
         tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_config);
+        tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_pf_link_down);
         tcase_add_test(tc, test_sriov_backend_config_change_takes_effect_at_the_next_scan);
         suite_add_tcase(s, tc);
+
+        if (netns_usable) {
+                tc = tcase_create("link");
+                tcase_add_checked_fixture(tc, netns_setup, NULL);
+                tcase_set_timeout(tc, 240);
+                tcase_add_test(tc, test_sriov_backend_pf_link_down_makes_its_vfs_unhealthy_until_up);
+                tcase_add_test(tc, test_sriov_backend_pf_link_down_ignored);
+                tcase_add_test(tc, test_sriov_backend_default_route_on_a_vf_netdev_excludes_it);
+                tcase_add_test(tc, test_sriov_backend_pf_link_not_in_this_netns_is_not_down);
+                suite_add_tcase(s, tc);
+        } else
+                fprintf(stderr, "unit/sriov-backend: link tests skipped: they need root, to make network namespaces\n");
         return s;
 }
 
 int main(void) {
+        netns_usable = kdp_test_netns_usable();
         return kdp_test_run(sriov_backend_suite());
 }

@@ -18,15 +18,9 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <poll.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <kdp/backend.h>
@@ -35,6 +29,7 @@
 
 #include "backend-ctx.h"
 #include "kdp-test.h"
+#include "kdp-test-netns.h"
 #include "sriov.h"
 
 #define DEADLINE_MS 120000      /* a loaded machine, valgrind: the kernel answers in microseconds anyway */
@@ -92,11 +87,6 @@ static int backend_on_link_fd(void *state, int fd) {
         return sriov_link_dispatch(run->link);
 }
 
-/* A fresh network namespace for this test, with `lo` only (down). */
-static void enter_netns(void) {
-        ck_assert_msg(unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET): %s", strerror(errno));
-}
-
 static void run_open(link_run *run, bool with_host) {
         const char *roots[_KDP_PATH_KIND_MAX] = { 0 };
 
@@ -132,16 +122,9 @@ static void run_dispatch(link_run *run) {
         run->changed |= r;
 }
 
-static int64_t monotonic_ms(void) {
-        struct timespec ts;
-
-        ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Runs the callback until `ifname` is `state` and its default route is `dr` (-1: either, for both). */
 static void wait_for(link_run *run, const char *ifname, int state, int dr) {
-        int64_t deadline = monotonic_ms() + DEADLINE_MS;
+        int64_t deadline = kdp_test_monotonic_ms() + DEADLINE_MS;
 
         for (;;) {
                 struct pollfd p = { .fd = sriov_link_fd(run->link), .events = POLLIN };
@@ -152,7 +135,7 @@ static void wait_for(link_run *run, const char *ifname, int state, int dr) {
                 if ((state < 0 || (int) sriov_link_get_state(run->link, ifname) == state) &&
                     (dr < 0 || sriov_link_has_default_route(run->link, ifname) == (dr == 1)))
                         return;
-                left = deadline - monotonic_ms();
+                left = deadline - kdp_test_monotonic_ms();
                 ck_assert_msg(left > 0, "%s: still %s, default route %d; waited for %s, %d", ifname,
                               sriov_link_state_to_string(sriov_link_get_state(run->link, ifname)),
                               sriov_link_has_default_route(run->link, ifname),
@@ -168,77 +151,11 @@ static void wait_route(link_run *run, const char *ifname, bool dr) {
 
 /* ---- ip(8) ---- */
 
-/* Runs "sh -c `command`" and asserts it succeeded. */
-static void sh(const char *format, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *format, ...) {
-        _cleanup_free_ char *cmd = NULL, *full = NULL, *out = NULL;
-        va_list ap;
-        int status;
-
-        va_start(ap, format);
-        ck_assert_int_ge(vasprintf(&cmd, format, ap), 0);
-        va_end(ap);
-        ck_assert_int_ge(asprintf(&full, "%s 2>&1", cmd), 0);
-        out = kdp_test_command_output(full, &status);
-        ck_assert_msg(status == 0, "'%s' failed (%d): %s", cmd, status, out);
-}
-
-/* What "sh -c `command`" prints, which must succeed (free()). */
-static char *sh_output(const char *command) {
-        int status;
-        char *out = kdp_test_command_output(command, &status);
-
-        ck_assert_msg(status == 0, "'%s' failed (%d): %s", command, status, out);
-        return out;
-}
-
 /* A veth pair a/b, both admin-up, seen up. */
 static void veth_up(link_run *run, const char *a, const char *b) {
-        sh("ip link add %s type veth peer name %s && ip link set %s up && ip link set %s up", a, b, a, b);
+        kdp_test_sh("ip link add %s type veth peer name %s && ip link set %s up && ip link set %s up", a, b, a, b);
         wait_for(run, a, SRIOV_LINK_UP, -1);
         wait_for(run, b, SRIOV_LINK_UP, -1);
-}
-
-/* ---- a pod: a process in a netns of its own ---- */
-
-typedef struct pod {
-        pid_t pid;
-        int hold;                       /* the pod lives until this pipe end closes */
-} pod;
-
-static void pod_start(pod *p) {
-        int ready[2], hold[2];
-        char c;
-        pid_t pid;
-
-        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
-        ck_assert_int_eq(pipe2(hold, O_CLOEXEC), 0);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                /*
-                 * Ends with the test whatever happens: cat sees EOF on the pipe, or the parent dies.
-                 * An exec, not code of ours, so that a leak checker has nothing to say of this copy.
-                 */
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (dup2(hold[0], STDIN_FILENO) < 0 || unshare(CLONE_NEWNET) < 0 || write(ready[1], "r", 1) != 1)
-                        _exit(1);
-                execlp("cat", "cat", (char *) NULL);
-                _exit(127);
-        }
-        (void) close(ready[1]);
-        (void) close(hold[0]);
-        ck_assert_int_eq(read(ready[0], &c, 1), 1);
-        (void) close(ready[0]);
-        *p = (pod){ .pid = pid, .hold = hold[1] };
-}
-
-static void pod_stop(pod *p) {
-        int status;
-
-        (void) close(p->hold);
-        ck_assert_int_eq(waitpid(p->pid, &status, 0), p->pid);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "pod ended with status 0x%x", status);
 }
 
 /* ---- messages sent to the module's socket by another socket ---- */
@@ -287,7 +204,7 @@ START_TEST(test_sriov_link_state_follows_admin_state_and_carrier) {
         link_run run;
         int size;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         /* a receive buffer for bursts of events: 4 MiB, which the kernel doubles for its overhead */
         ck_assert_int_eq(getsockopt(sriov_link_fd(run.link), SOL_SOCKET, SO_RCVBUF, &size, &len), 0);
@@ -296,23 +213,23 @@ START_TEST(test_sriov_link_state_follows_admin_state_and_carrier) {
         ck_assert_int_eq(sriov_link_get_state(run.link, "lo"), SRIOV_LINK_DOWN);
         ck_assert_int_eq(sriov_link_get_state(run.link, "vA"), SRIOV_LINK_UNKNOWN);
 
-        sh("ip link add vA type veth peer name vB");
+        kdp_test_sh("ip link add vA type veth peer name vB");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, 0);
         wait_for(&run, "vB", SRIOV_LINK_DOWN, 0);
         /* admin-up with its peer down: no carrier, operstate lowerlayerdown */
-        sh("ip link set vA up");
+        kdp_test_sh("ip link set vA up");
         /* lo: operstate "unknown" (its driver does not tell), carrier on: up; and an event after vA's */
-        sh("ip link set lo up");
+        kdp_test_sh("ip link set lo up");
         wait_for(&run, "lo", SRIOV_LINK_UP, 0);
         ck_assert_int_eq(sriov_link_get_state(run.link, "vA"), SRIOV_LINK_DOWN);
-        sh("ip link set vB up");
+        kdp_test_sh("ip link set vB up");
         wait_for(&run, "vA", SRIOV_LINK_UP, 0);
         wait_for(&run, "vB", SRIOV_LINK_UP, 0);
         /* the peer down takes vA's carrier */
-        sh("ip link set vB down");
+        kdp_test_sh("ip link set vB down");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, 0);
         wait_for(&run, "vB", SRIOV_LINK_DOWN, 0);
-        sh("ip link set lo down");
+        kdp_test_sh("ip link set lo down");
         wait_for(&run, "lo", SRIOV_LINK_DOWN, 0);
         ck_assert_int_eq(sriov_link_get_state(run.link, "nosuch0"), SRIOV_LINK_UNKNOWN);
         ck_assert(!sriov_link_has_default_route(run.link, "nosuch0"));
@@ -323,17 +240,17 @@ END_TEST
 START_TEST(test_sriov_link_state_follows_renames_and_deletions) {
         link_run run;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         veth_up(&run, "vA", "vB");
-        sh("ip link set vA down && ip link set vA name vC && ip link set vC up");
+        kdp_test_sh("ip link set vA down && ip link set vA name vC && ip link set vC up");
         wait_for(&run, "vA", SRIOV_LINK_UNKNOWN, 0);
         wait_for(&run, "vC", SRIOV_LINK_UP, 0);
         /* a new link takes the old name */
-        sh("ip link add vA type veth peer name vD");
+        kdp_test_sh("ip link add vA type veth peer name vD");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, 0);
         /* deleting one end of a pair deletes both */
-        sh("ip link del vC");
+        kdp_test_sh("ip link del vC");
         wait_for(&run, "vC", SRIOV_LINK_UNKNOWN, 0);
         wait_for(&run, "vB", SRIOV_LINK_UNKNOWN, 0);
         ck_assert_int_eq(sriov_link_get_state(run.link, "vA"), SRIOV_LINK_DOWN);
@@ -344,16 +261,16 @@ END_TEST
 START_TEST(test_sriov_link_moved_into_a_pod_is_unknown_not_down) {
         _cleanup_free_ char *back = NULL;
         link_run run;
-        pod p;
+        kdp_test_pod p;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         veth_up(&run, "vA", "vB");
         ck_assert_int_eq(sriov_link_set_served(run.link, (const char *const[]){ "vB" }, 1), 0);
-        pod_start(&p);
+        kdp_test_pod_start(&p);
 
         run.changed = 0;
-        sh("ip link set vB netns %d", (int) p.pid);
+        kdp_test_sh("ip link set vB netns %d", (int) p.pid);
         wait_for(&run, "vB", SRIOV_LINK_UNKNOWN, 0);
         ck_assert_int_eq(run.changed, 1);
         /* its peer stays here and loses its carrier */
@@ -363,13 +280,13 @@ START_TEST(test_sriov_link_moved_into_a_pod_is_unknown_not_down) {
         run.changed = 0;
         ck_assert_int_ge(asprintf(&back, "nsenter --net=/proc/%d/ns/net ip link set vB netns %d", (int) p.pid,
                                   (int) getpid()), 0);
-        sh("%s", back);
+        kdp_test_sh("%s", back);
         wait_for(&run, "vB", SRIOV_LINK_DOWN, 0);
         ck_assert_int_eq(run.changed, 1);
-        sh("ip link set vB up");
+        kdp_test_sh("ip link set vB up");
         wait_for(&run, "vB", SRIOV_LINK_UP, 0);
         wait_for(&run, "vA", SRIOV_LINK_UP, 0);
-        pod_stop(&p);
+        kdp_test_pod_stop(&p);
         run_close(&run);
 }
 END_TEST
@@ -377,7 +294,7 @@ END_TEST
 START_TEST(test_sriov_link_reports_changes_of_served_links_only) {
         link_run run;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         veth_up(&run, "vA", "vB");
         veth_up(&run, "vC", "vD");
@@ -385,37 +302,37 @@ START_TEST(test_sriov_link_reports_changes_of_served_links_only) {
 
         /* vC, vD are not served: nothing to rescan for */
         run.changed = 0;
-        sh("ip link set vD down");
+        kdp_test_sh("ip link set vD down");
         wait_for(&run, "vC", SRIOV_LINK_DOWN, -1);
-        sh("ip route add default dev vC");
+        kdp_test_sh("ip route add default dev vC");
         wait_for(&run, "vC", SRIOV_LINK_DOWN, 1);       /* no carrier, but admin-up: the route stays */
-        sh("ip link set vD up");
+        kdp_test_sh("ip link set vD up");
         wait_for(&run, "vC", SRIOV_LINK_UP, 1);
         ck_assert_int_eq(run.changed, 0);
 
         /* vA's link state */
-        sh("ip link set vB down");
+        kdp_test_sh("ip link set vB down");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, 0);
         ck_assert_int_eq(run.changed, 1);
         run.changed = 0;
-        sh("ip link set vB up");
+        kdp_test_sh("ip link set vB up");
         wait_for(&run, "vA", SRIOV_LINK_UP, 0);
         ck_assert_int_eq(run.changed, 1);
         /* vA's default route */
         run.changed = 0;
-        sh("ip route add default dev vA metric 10");
+        kdp_test_sh("ip route add default dev vA metric 10");
         wait_for(&run, "vA", SRIOV_LINK_UP, 1);
         ck_assert_int_eq(run.changed, 1);
         /* vZ appears */
         run.changed = 0;
-        sh("ip link add vZ type veth peer name vY");
+        kdp_test_sh("ip link add vZ type veth peer name vY");
         wait_for(&run, "vZ", SRIOV_LINK_DOWN, 0);
         ck_assert_int_eq(run.changed, 1);
 
         /* a new served set: vA no longer counts */
         ck_assert_int_eq(sriov_link_set_served(run.link, (const char *const[]){ "vC" }, 1), 0);
         run.changed = 0;
-        sh("ip link set vB down");
+        kdp_test_sh("ip link set vB down");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, 1);
         ck_assert_int_eq(run.changed, 0);
         ck_assert_int_eq(sriov_link_set_served(run.link, NULL, 0), 0);
@@ -426,10 +343,10 @@ END_TEST
 START_TEST(test_sriov_link_without_kdpd_is_dispatched_by_its_owner) {
         link_run run;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, false);
         ck_assert_uint_eq(run.n_watches, 0);
-        sh("ip link add vA type veth peer name vB");
+        kdp_test_sh("ip link add vA type veth peer name vB");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, 0);
         run_close(&run);
 }
@@ -442,7 +359,7 @@ START_TEST(test_sriov_link_ignores_unknown_attributes_and_skips_malformed_messag
         injector in;
         struct nlmsghdr *nlh;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         injector_open(&in, &run);
 
@@ -498,36 +415,36 @@ END_TEST
 START_TEST(test_sriov_link_default_route_ipv4) {
         link_run run;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         veth_up(&run, "vA", "vB");
         veth_up(&run, "vC", "vD");
 
-        sh("ip route add default dev vA");
+        kdp_test_sh("ip route add default dev vA");
         wait_route(&run, "vA", true);
         ck_assert(!sriov_link_has_default_route(run.link, "vB"));
-        sh("ip route del default dev vA");
+        kdp_test_sh("ip route del default dev vA");
         wait_route(&run, "vA", false);
 
         /* through a gateway */
-        sh("ip addr add 10.7.0.2/24 dev vB && ip route add default via 10.7.0.1 metric 20");
+        kdp_test_sh("ip addr add 10.7.0.2/24 dev vB && ip route add default via 10.7.0.1 metric 20");
         wait_route(&run, "vB", true);
         ck_assert(!sriov_link_has_default_route(run.link, "vA"));
 
         /* other tables and other prefixes do not count: seen once a later default route is */
-        sh("ip route add default dev vA table 100 && ip route add 10.9.0.0/16 dev vA && "
+        kdp_test_sh("ip route add default dev vA table 100 && ip route add 10.9.0.0/16 dev vA && "
            "ip route add 0.0.0.0/1 dev vA && ip route add default dev vC metric 30");
         wait_route(&run, "vC", true);
         ck_assert(!sriov_link_has_default_route(run.link, "vA"));
-        sh("ip route del default via 10.7.0.1 metric 20");
+        kdp_test_sh("ip route del default via 10.7.0.1 metric 20");
         wait_route(&run, "vB", false);
         ck_assert(sriov_link_has_default_route(run.link, "vC"));
 
         /* multipath: every nexthop's link carries it */
-        sh("ip route add default metric 40 nexthop dev vA nexthop via 10.7.0.1 dev vB");
+        kdp_test_sh("ip route add default metric 40 nexthop dev vA nexthop via 10.7.0.1 dev vB");
         wait_route(&run, "vA", true);
         wait_route(&run, "vB", true);
-        sh("ip route del default metric 40");
+        kdp_test_sh("ip route del default metric 40");
         wait_route(&run, "vA", false);
         wait_route(&run, "vB", false);
         ck_assert(sriov_link_has_default_route(run.link, "vC"));
@@ -538,33 +455,33 @@ END_TEST
 START_TEST(test_sriov_link_default_route_ipv6) {
         link_run run;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         veth_up(&run, "vA", "vB");
 
-        sh("ip -6 route add default dev vA");
+        kdp_test_sh("ip -6 route add default dev vA");
         wait_route(&run, "vA", true);
         ck_assert(!sriov_link_has_default_route(run.link, "vB"));
-        sh("ip -6 route del default dev vA");
+        kdp_test_sh("ip -6 route del default dev vA");
         wait_route(&run, "vA", false);
 
-        sh("ip -6 route add default via fe80::1 dev vB");
+        kdp_test_sh("ip -6 route add default via fe80::1 dev vB");
         wait_route(&run, "vB", true);
-        sh("ip -6 route del default via fe80::1 dev vB");
+        kdp_test_sh("ip -6 route del default via fe80::1 dev vB");
         wait_route(&run, "vB", false);
 
-        sh("ip -6 route add default metric 5 nexthop via fe80::1 dev vA nexthop via fe80::2 dev vB");
+        kdp_test_sh("ip -6 route add default metric 5 nexthop via fe80::1 dev vA nexthop via fe80::2 dev vB");
         wait_route(&run, "vA", true);
         wait_route(&run, "vB", true);
         /* one nexthop removed: the route is re-read */
-        sh("ip -6 route del default metric 5 via fe80::1 dev vA");
+        kdp_test_sh("ip -6 route del default metric 5 via fe80::1 dev vA");
         wait_route(&run, "vA", false);
         ck_assert(sriov_link_has_default_route(run.link, "vB"));
-        sh("ip -6 route del default metric 5");
+        kdp_test_sh("ip -6 route del default metric 5");
         wait_route(&run, "vB", false);
 
         /* a table other than main does not count */
-        sh("ip -6 route add default dev vA table 100 && ip -6 route add default dev vB metric 9");
+        kdp_test_sh("ip -6 route add default dev vA table 100 && ip -6 route add default dev vB metric 9");
         wait_route(&run, "vB", true);
         ck_assert(!sriov_link_has_default_route(run.link, "vA"));
         run_close(&run);
@@ -574,48 +491,48 @@ END_TEST
 START_TEST(test_sriov_link_default_route_goes_with_its_link) {
         _cleanup_free_ char *routes = NULL;
         link_run run;
-        pod p;
+        kdp_test_pod p;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         veth_up(&run, "vA", "vB");
         veth_up(&run, "vC", "vD");
 
         /* the kernel drops an IPv4 route whose link goes admin-down, and says nothing */
-        sh("ip route add default dev vA");
+        kdp_test_sh("ip route add default dev vA");
         wait_route(&run, "vA", true);
-        sh("ip link set vA down");
+        kdp_test_sh("ip link set vA down");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, 0);
-        sh("ip link set vA up");
+        kdp_test_sh("ip link set vA up");
         wait_for(&run, "vA", SRIOV_LINK_UP, 0);
 
         /* multipath: it stays while one of its links is up, and goes with the last one */
-        sh("ip route add default nexthop dev vA nexthop dev vC");
+        kdp_test_sh("ip route add default nexthop dev vA nexthop dev vC");
         wait_route(&run, "vA", true);
         wait_route(&run, "vC", true);
-        sh("ip link set vA down");
+        kdp_test_sh("ip link set vA down");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, -1);
-        routes = sh_output("ip -4 route show default");
+        routes = kdp_test_sh_output("ip -4 route show default");
         ck_assert_msg(strstr(routes, "nexthop dev vA") && strstr(routes, "nexthop dev vC"), "%s", routes);
         ck_assert(sriov_link_has_default_route(run.link, "vA"));
         ck_assert(sriov_link_has_default_route(run.link, "vC"));
-        sh("ip link set vC down");
+        kdp_test_sh("ip link set vC down");
         wait_for(&run, "vC", SRIOV_LINK_DOWN, 0);
         ck_assert(!sriov_link_has_default_route(run.link, "vA"));
         free(routes);
-        routes = sh_output("ip -4 route show default");
+        routes = kdp_test_sh_output("ip -4 route show default");
         ck_assert_str_eq(routes, "");
 
         /* a link carrying IPv6 and IPv4 default routes moved into a pod: gone with it, and back without */
-        sh("ip link set vA up && ip link set vC up && ip route add default dev vD && ip -6 route add default dev vD");
+        kdp_test_sh("ip link set vA up && ip link set vC up && ip route add default dev vD && ip -6 route add default dev vD");
         wait_for(&run, "vD", SRIOV_LINK_UP, 1);
-        pod_start(&p);
-        sh("ip link set vD netns %d", (int) p.pid);
+        kdp_test_pod_start(&p);
+        kdp_test_sh("ip link set vD netns %d", (int) p.pid);
         wait_for(&run, "vD", SRIOV_LINK_UNKNOWN, 0);
-        sh("nsenter --net=/proc/%d/ns/net ip link set vD netns %d", (int) p.pid, (int) getpid());
-        sh("ip link set vD up");
+        kdp_test_sh("nsenter --net=/proc/%d/ns/net ip link set vD netns %d", (int) p.pid, (int) getpid());
+        kdp_test_sh("ip link set vD up");
         wait_for(&run, "vD", SRIOV_LINK_UP, 0);
-        pod_stop(&p);
+        kdp_test_pod_stop(&p);
         run_close(&run);
 }
 END_TEST
@@ -636,7 +553,7 @@ static void burst(const char *tail, int n) {
         ck_assert_int_eq(fclose(f), 0);
         path = kdp_test_write_temp("sriov-link-burst", ".ip", text, size);
         free(text);
-        sh("ip -batch %s", path);
+        kdp_test_sh("ip -batch %s", path);
 }
 
 START_TEST(test_sriov_link_rereads_everything_after_lost_events) {
@@ -646,11 +563,11 @@ START_TEST(test_sriov_link_rereads_everything_after_lost_events) {
         int size = 2048;                /* the kernel's minimum: a few messages */
         link_run run;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         veth_up(&run, "vA", "vB");
         veth_up(&run, "vC", "vD");
-        sh("ip link add vE type veth peer name vF");
+        kdp_test_sh("ip link add vE type veth peer name vF");
         wait_for(&run, "vE", SRIOV_LINK_DOWN, 0);
         ck_assert_int_eq(setsockopt(sriov_link_fd(run.link), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)), 0);
 
@@ -689,7 +606,7 @@ START_TEST(test_sriov_link_reopens_a_failed_socket_after_a_backoff) {
         int pipefd[2];
         int old;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         veth_up(&run, "vA", "vB");
         ck_assert_int_eq(sriov_link_set_served(run.link, (const char *const[]){ "vB" }, 1), 0);
@@ -717,7 +634,7 @@ START_TEST(test_sriov_link_reopens_a_failed_socket_after_a_backoff) {
         ck_assert_int_eq(sriov_link_dispatch(run.link), 0);
 
         /* meanwhile vB goes down; before the backoff has passed, no new socket */
-        sh("ip link set vB down");
+        kdp_test_sh("ip link set vB down");
         run.rescan_ms = -1;
         ck_assert_int_eq(sriov_link_retry(run.link), -ENOTSOCK);
         ck_assert_int_eq(run.rescan_ms, 1000);
@@ -744,7 +661,7 @@ START_TEST(test_sriov_link_reopens_a_failed_socket_after_a_backoff) {
         ck_assert_int_eq(run.on_fd(&run, run.watched_fd), 1);
         ck_assert_int_eq(run.on_fd(&run, run.watched_fd), 0);
         run.changed = 0;
-        sh("ip link set vB up");
+        kdp_test_sh("ip link set vB up");
         wait_for(&run, "vB", SRIOV_LINK_UP, 0);
         ck_assert_int_eq(run.changed, 1);
 
@@ -773,7 +690,7 @@ START_TEST(test_sriov_link_drops_a_socket_given_a_message_longer_than_its_buffer
         link_run run;
         injector in;
 
-        enter_netns();
+        kdp_test_netns_enter();
         run_open(&run, true);
         injector_open(&in, &run);
         ck_assert_ptr_nonnull(big);
@@ -795,7 +712,7 @@ START_TEST(test_sriov_link_drops_a_socket_given_a_message_longer_than_its_buffer
         kdp_test_capture_begin(&c);
         ck_assert_int_eq(sriov_link_retry(run.link), 0);
         free(kdp_test_capture_end(&c));
-        sh("ip link add vA type veth peer name vB");
+        kdp_test_sh("ip link add vA type veth peer name vB");
         wait_for(&run, "vA", SRIOV_LINK_DOWN, 0);
         (void) close(in.fd);
         run_close(&run);
@@ -846,20 +763,8 @@ static Suite *sriov_link_suite(void) {
         return s;
 }
 
-/* Whether this process may make network namespaces: a child tries. */
-static bool can_unshare_net(void) {
-        int status;
-        pid_t pid = fork();
-
-        if (pid < 0)
-                return false;
-        if (pid == 0)
-                _exit(unshare(CLONE_NEWNET) == 0 ? 0 : 1);
-        return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int main(void) {
-        if (geteuid() != 0 || !can_unshare_net()) {
+        if (!kdp_test_netns_usable()) {
                 fprintf(stderr, "unit/sriov-link: skipped: needs root, to make network namespaces\n");
                 return 77;
         }
