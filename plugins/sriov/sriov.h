@@ -7,8 +7,10 @@
  *
  *   sriov.c     ops; the table of members (a function served in a pool, kept
  *               while lost), scan, pools -> device tree, health, Allocate,
- *               preferred, config.json re-read when it changes; the link-state
- *               seam (link_facts_*) for rtnetlink, which nothing reads yet
+ *               preferred, config.json re-read when it changes; what link.c
+ *               says acts there (link_facts_*): a PF link down makes its VFs
+ *               Unhealthy (pf_link_down), a netdev carrying the default route
+ *               is excluded, and the rtnetlink fd callback asks for a scan
  *   config.c    config.json -> sriov_config: pools, selectors, ranges; which
  *               pool a function goes to (sriov_config_match)
  *   discover.c  sysfs -> sriov_func: what a function is (VF index, PF name,
@@ -185,7 +187,8 @@ const char *sriov_config_device_type_to_string(sriov_device_type t);
  * roots into *ret. A file a function may lack (acpi_index, net/, uio/, infiniband/, the PF's
  * net/) leaves its field empty; -ENOENT when the function went away meanwhile, another
  * negative errno with *ret_why (a static string or NULL) saying which file could not be read.
- * The default route is not read here (it is rtnetlink's, not sysfs's): default_route is false.
+ * The default route is not read here (it is rtnetlink's, not sysfs's): default_route is false
+ * (sriov.c sets it from link.c).
  *
  * *ret is written only on success. *ret_why (ret_why may be NULL) is NULL on success; after a
  * failure it names the file ("its sysfs file net/ens1f0v0/type is malformed") in storage of
@@ -285,9 +288,10 @@ int sriov_link_retry(sriov_link *l);
 int sriov_link_fd(const sriov_link *l);
 
 /*
- * The ifnames whose changes sriov_link_dispatch() reports (VF netdevs, PF netdevs, the netdevs
- * of VFs now in pods), copied; replaces the previous set. What the table says of them now is
- * the reference the next changes are measured from.
+ * The ifnames whose changes sriov_link_dispatch() reports (sriov.c: the netdevs the functions a
+ * scan looked at have in this netns, and the PF netdevs of the members), copied; replaces the
+ * previous set. What the table says of them now is the reference the next changes are measured
+ * from.
  */
 int sriov_link_set_served(sriov_link *l, const char *const *ifnames, size_t n);
 

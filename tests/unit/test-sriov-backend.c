@@ -674,17 +674,22 @@ typedef struct shown {
         const char *text;
 } shown;
 
-/* What the last scan shows of `want`'s resources, in `want`'s order, each under "== <resource>" (free()). */
-static char *shown_text(const run *r, const shown *want, size_t n) {
+/*
+ * `want` as text, each resource under "== <resource>" (free()); with `actual`, what the last scan
+ * shows of those resources instead of the texts of `want`.
+ */
+static char *shown_text(const run *r, const shown *want, size_t n, bool actual) {
         char *buf = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&buf, &len);
 
         ck_assert_ptr_nonnull(m);
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *text = want[i].resource ? devices_text(r, want[i].resource) :
-                                                                kdp_test_backend_not_served(&r->b);
+                _cleanup_free_ char *text = !actual ? strdup(want[i].text) :
+                                            want[i].resource ? devices_text(r, want[i].resource) :
+                                                               kdp_test_backend_not_served(&r->b);
 
+                ck_assert_ptr_nonnull(text);
                 fprintf(m, "== %s\n%s", want[i].resource ? want[i].resource : "not served", text);
         }
         ck_assert_int_eq(fclose(m), 0);
@@ -697,25 +702,10 @@ static char *shown_text(const run *r, const shown *want, size_t n) {
  */
 static void wait_shown(run *r, const shown *want, size_t n) {
         int64_t deadline = kdp_test_monotonic_ms() + LINK_DEADLINE_MS;
-        _cleanup_free_ char *expected = NULL;
-        shown all[8];
+        _cleanup_free_ char *expected = shown_text(r, want, n, false);
 
-        ck_assert_uint_le(n, KDP_ELEMENTSOF(all));
-        for (size_t i = 0; i < n; i++)
-                all[i] = (shown){ want[i].resource, "" };
         ck_assert_int_ge(r->b.watched_fd, 0);   /* init put the rtnetlink socket on the loop */
         ck_assert_ptr_nonnull(r->b.on_fd);
-        {
-                char *buf = NULL;
-                size_t len = 0;
-                FILE *m = open_memstream(&buf, &len);
-
-                ck_assert_ptr_nonnull(m);
-                for (size_t i = 0; i < n; i++)
-                        fprintf(m, "== %s\n%s", want[i].resource ? want[i].resource : "not served", want[i].text);
-                ck_assert_int_eq(fclose(m), 0);
-                expected = buf;
-        }
         for (;;) {
                 struct pollfd pfd = { .fd = r->b.watched_fd, .events = POLLIN };
                 _cleanup_free_ char *got = NULL;
@@ -725,7 +715,7 @@ static void wait_shown(run *r, const shown *want, size_t n) {
                 ck_assert_int_ge(ret, 0);
                 if (ret > 0)
                         run_scan(r);
-                got = shown_text(r, want, n);
+                got = shown_text(r, want, n, true);
                 if (strcmp(got, expected) == 0)
                         return;
                 left = deadline - kdp_test_monotonic_ms();
@@ -783,6 +773,28 @@ START_TEST(test_sriov_backend_pf_link_down_makes_its_vfs_unhealthy_until_up) {
 END_TEST
 
 /*
+ * A pool that does not look at the PF itself (kdp's pci type, by the VFs' device ID) still hears
+ * of its link: the PF netdevs of the members are what the rtnetlink callback reports.
+ */
+START_TEST(test_sriov_backend_pf_link_down_reaches_a_pool_blind_to_the_pf) {
+        _cleanup_(run_done) run r = {
+                .root = node_tree("{\"resourceList\": [{\"resourceName\": \"e810_pci\", \"deviceType\": \"pci\",\n"
+                                  "  \"selectors\": [{\"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
+                                  "                  \"drivers\": [\"vfio-pci\"]}]}]}\n"),
+        };
+
+        veth_add("ens3f0np0", "e810peer");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        WAIT_SHOWN(&r, { "intel.com/e810_pci", E810_VFIO_ALL });
+        kdp_test_sh("ip link set ens3f0np0 down");
+        WAIT_SHOWN(&r, { "intel.com/e810_pci", E810_VFIO_PF0_DOWN });
+        kdp_test_sh("ip link set ens3f0np0 up");
+        WAIT_SHOWN(&r, { "intel.com/e810_pci", E810_VFIO_ALL });
+}
+END_TEST
+
+/*
  * pf_link_down=ignore: a PF down changes nothing. A default route added after it (on the same
  * socket, so seen after the PF's change) shows when the backend has seen both.
  */
@@ -832,13 +844,13 @@ START_TEST(test_sriov_backend_default_route_on_a_vf_netdev_excludes_it) {
 
         /* VF 2's netdev admin-down, then a route on VF 1's (seen after it): only the route counts */
         kdp_test_sh("ip link set ens3f0v2 down");
-        kdp_test_sh("ip -6 route add default dev ens3f0v1");
+        kdp_test_sh("ip route add default dev ens3f0v1");
         WAIT_SHOWN(&r,
                    { NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: carries the default route\n"
                              "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
                              "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n" },
                    { NULL, NOT_SERVED_ALL });
-        kdp_test_sh("ip -6 route del default dev ens3f0v1");
+        kdp_test_sh("ip route del default dev ens3f0v1");
         WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { NULL, NOT_SERVED_ALL });
 }
 END_TEST
@@ -899,6 +911,7 @@ static Suite *sriov_backend_suite(void) {
                 tcase_add_checked_fixture(tc, netns_setup, NULL);
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, test_sriov_backend_pf_link_down_makes_its_vfs_unhealthy_until_up);
+                tcase_add_test(tc, test_sriov_backend_pf_link_down_reaches_a_pool_blind_to_the_pf);
                 tcase_add_test(tc, test_sriov_backend_pf_link_down_ignored);
                 tcase_add_test(tc, test_sriov_backend_default_route_on_a_vf_netdev_excludes_it);
                 tcase_add_test(tc, test_sriov_backend_pf_link_not_in_this_netns_is_not_down);

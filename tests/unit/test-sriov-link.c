@@ -2,9 +2,9 @@
 /*
  * The SR-IOV backend's view of links and default routes (plugins/sriov/link.c)
  * against the real kernel. Each test runs in a network namespace of its own
- * (unshare(CLONE_NEWNET) in the test's process, so root is needed: else the
- * program exits 77), where it builds veth pairs and routes with ip(8), then
- * runs the module's fd callback, as kdpd's loop would, until the state each
+ * (kdp-test-netns.h: unshare(CLONE_NEWNET) in the test's process, so root is
+ * needed: else the program exits 77), where it builds veth pairs and routes
+ * with ip(8), then runs the module's fd callback, as kdpd's loop would, until the state each
  * step must give is seen (a generous deadline, no timing asserted). A "pod" is
  * a child process in a further namespace that a veth end is moved into (§6).
  * Messages the kernel would not send (an unknown attribute, a malformed one,
@@ -524,7 +524,8 @@ START_TEST(test_sriov_link_default_route_goes_with_its_link) {
         ck_assert_str_eq(routes, "");
 
         /* a link carrying IPv6 and IPv4 default routes moved into a pod: gone with it, and back without */
-        kdp_test_sh("ip link set vA up && ip link set vC up && ip route add default dev vD && ip -6 route add default dev vD");
+        kdp_test_sh("ip link set vA up && ip link set vC up && ip route add default dev vD && "
+                    "ip -6 route add default dev vD");
         wait_for(&run, "vD", SRIOV_LINK_UP, 1);
         kdp_test_pod_start(&p);
         kdp_test_sh("ip link set vD netns %d", (int) p.pid);
