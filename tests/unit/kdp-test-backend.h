@@ -45,7 +45,12 @@ static inline uint64_t kdp_test_backend_clock(void *data) {
         return ((kdp_test_backend *) data)->now_usec;
 }
 
+/* What the fake host's watch answers: 0 records the watch; a test sets a -errno to refuse watches. */
+static int kdp_test_backend_watch_result;
+
 static inline int kdp_test_backend_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
+        if (kdp_test_backend_watch_result < 0)
+                return kdp_test_backend_watch_result;
         ((kdp_test_backend *) data)->watched_fd = fd;
         ((kdp_test_backend *) data)->on_fd = fn;
         return 0;

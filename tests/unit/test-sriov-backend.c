@@ -856,6 +856,48 @@ START_TEST(test_sriov_backend_default_route_on_a_vf_netdev_excludes_it) {
 END_TEST
 
 /*
+ * rtnetlink failing at start (here kdpd's loop refuses to watch the socket) fails nothing: it is
+ * logged, the backend serves, and a scan once the backoff has passed opens it again.
+ */
+START_TEST(test_sriov_backend_serves_while_rtnetlink_fails_and_retries_it) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_free_ char *log = NULL, *log2 = NULL;
+        const char *p;
+        kdp_test_capture c;
+        int ret;
+
+        veth_add("ens3f0np0", "e810peer");
+        kdp_test_backend_watch_result = -ENOSPC;
+        kdp_test_capture_begin(&c);
+        ret = run_open(&r, NULL);
+        log = kdp_test_capture_end(&c);
+        kdp_test_backend_watch_result = 0;
+        ck_assert_int_eq(ret, 0);
+        p = log;
+        kdp_test_expect_line(&p, 'E', "link.c",
+                             "\"Failed to read rtnetlink, retrying later\" backend=\"sriov\" retryMs=1000 "
+                             "err=\"No space left on device\"");
+        ck_assert_int_eq(r.b.watched_fd, -1);
+        ck_assert_int_eq(r.b.rescan_ms, 1000);
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        ck_assert_int_eq(r.b.watched_fd, -1);   /* not before the backoff has passed */
+
+        /* the backoff has passed: the next scan opens a socket, which kdpd's loop watches */
+        r.b.now_usec += 1000000;
+        kdp_test_capture_begin(&c);
+        run_scan(&r);
+        log2 = kdp_test_capture_end(&c);
+        p = log2;
+        kdp_test_expect_line(&p, 'I', "link.c", "\"Reopened rtnetlink socket\" backend=\"sriov\"");
+        ck_assert_str_eq(p, "");
+        ck_assert_int_ge(r.b.watched_fd, 0);
+        kdp_test_sh("ip link set ens3f0np0 down");
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_PF0_DOWN }, { VFIO, E810_VFIO_PF0_DOWN });
+}
+END_TEST
+
+/*
  * A PF netdev this netns does not have is not down: ens1f0np0 never exists here (its VFs stay
  * Healthy), and ens3f0np0, admin-down, then moved into a pod's netns, no longer counts.
  */
@@ -915,6 +957,7 @@ static Suite *sriov_backend_suite(void) {
                 tcase_add_test(tc, test_sriov_backend_pf_link_down_ignored);
                 tcase_add_test(tc, test_sriov_backend_default_route_on_a_vf_netdev_excludes_it);
                 tcase_add_test(tc, test_sriov_backend_pf_link_not_in_this_netns_is_not_down);
+                tcase_add_test(tc, test_sriov_backend_serves_while_rtnetlink_fails_and_retries_it);
                 suite_add_tcase(s, tc);
         } else
                 fprintf(stderr, "unit/sriov-backend: link tests skipped: they need root, to make network namespaces\n");
