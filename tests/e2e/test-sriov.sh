@@ -10,6 +10,8 @@
 #   - ConnectX-6 Dx (RDMA VFs, switchdev uplink): isRdma, linkTypes, pfNames of the uplink,
 #     the RDMA Allocate answer, and its sriov_numvfs script.
 #   - no-IOMMU E810: the vfio answer with the host's noiommu-<N> node.
+#   - E810 once more: the uio provider (a VF bound to igb_uio, its /dev/uio0 missing for a
+#     while) and the extra provider (additionalInfo).
 . "$(dirname "$0")/lib.sh"
 
 SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
@@ -33,7 +35,7 @@ node() {
                 --state-dir "$T/state-$1" --cdi-dir "$T/cdi" --backend sriov -o sriov.config_file="$T/$1.json" --health-hold-ms 300 \
                 >"$T/$1.out" 2>"$T/$1.err" &
         KDPD_PID=$!
-        PIDS+=($KDPD_PID)
+        PIDS+=("$KDPD_PID")
         wait_line "$T/$1.err" '"Finished the first scan"|sim-node: .*preload|not built'
         grep -q 'sim-node: .*preload\|not built' "$T/$1.err" && { echo "skip: no simulated node"; exit 77; }
 }
@@ -83,7 +85,7 @@ sync() {
 # field lists them in the order of the devices, by address)
 want() {
         local res=$1 numa=$2 h=$3 u=${4:-} id n=0 nodes="" re
-        for id in $(printf '%s\n' ${h//,/ } ${u//,/ } | sort); do
+        for id in $(echo "$h,$u" | tr ',' '\n' | sort); do
                 n=$((n + 1))
                 nodes="$nodes;$id:$numa"
         done
@@ -161,7 +163,7 @@ e810_at_load() {
 }
 e810_at_load
 for res in $VFIO $PF0 $PF1 $PORT; do
-        assert_eq "$(registrations $res)" 1 "$res registered once"
+        assert_eq "$(registrations "$res")" 1 "$res registered once"
 done
 assert_eq "$(count_lines "$T/kubelet.out" '^registered ')" 4 "four pools registered"
 pass "E810: rootDevices and pfNames with #ranges, vendors, devices, drivers, pciAddresses; acpiIndexes takes nothing (its PF has VFs)"
@@ -286,7 +288,7 @@ want $PF0 1 0000:8a:01.0,0000:8a:01.1,0000:8a:01.5 0000:8a:01.2
 assert_eq "$(count_lines "$T/kubelet.out" '^devices ')" $((n_lists + 2)) "new lists after the reload and one unbind"
 assert_eq "$(count_lines "$T/kubelet.out" "^devices resource=$PF1 ")" $((n_pf1 + 1)) "new lists of the changed pool"
 for res in $VFIO $PF0 $PF1 $PORT; do
-        assert_eq "$(registrations $res)" 1 "$res registered once"
+        assert_eq "$(registrations "$res")" 1 "$res registered once"
 done
 assert_eq "$(count_lines "$T/kubelet.out" '^stream-ended ')" 0 "streams ended"
 pass "config.json rewritten: the changed pool gets its new list on its stream; the others are untouched"
@@ -298,7 +300,7 @@ wait_line "$T/kubelet.out" '^registered resource=intel\.com/e810_uplink '
 want intel.com/e810_uplink 1 ""
 wait_line "$T/kubelet.out" "^stream-ended resource=$PORT "
 for res in $VFIO $PF0 $PF1 $PORT; do
-        assert_eq "$(registrations $res)" 1 "$res registered once"
+        assert_eq "$(registrations "$res")" 1 "$res registered once"
 done
 assert_eq "$(count_lines "$T/kubelet.out" '^stream-ended ')" 1 "streams ended"
 assert_eq "$(ls "$DIR" | grep -c '^kdp-')" 4 "plugin sockets"
@@ -377,4 +379,43 @@ device /dev/vfio/noiommu-106 /dev/vfio/106 rw
 device /dev/vfio/noiommu-107 /dev/vfio/107 rw
 device /dev/vfio/vfio /dev/vfio/vfio rw" "Allocate on the no-IOMMU node"
 pass "no-IOMMU: the vfio group nodes noiommu-<N> on the host, /dev/vfio/<N> in the container"
+node_done
+
+# ---------------------------------------------------------------------------------------------
+# E810 again, for the two providers the node itself does not show: uio (VF 3 bound to igb_uio
+# here, with the uio class device and node its probe makes) and extra (additionalInfo)
+
+UIO=intel.com/e810_uio
+EXTRA=intel.com/e810_extra
+cat >"$T/e810-more.json" <<'END'
+{"resourceList": [
+ {"resourceName": "e810_uio", "selectors": [{"drivers": ["igb_uio"]}]},
+ {"resourceName": "e810_extra", "selectors": [{"pciAddresses": ["0000:8a:05.0", "0000:8a:05.6"]}],
+  "additionalInfo": {"*": {"owner": "net-team", "mtu": "9000"}, "0000:8a:05.6": {"mtu": "1500", "vlan": "42"}}}
+]}
+END
+node e810-more sriov-e810
+want $UIO 1 ""
+want $EXTRA 1 0000:8a:05.0,0000:8a:05.6
+assert_eq "$(allocate $EXTRA 0000:8a:05.0 0000:8a:05.6)" "env PCIDEVICE_INTEL_COM_E810_EXTRA=0000:8a:05.0,0000:8a:05.6
+env PCIDEVICE_INTEL_COM_E810_EXTRA_INFO={\"0000:8a:05.0\":{\"extra\":{\"mtu\":\"9000\",\"owner\":\"net-team\"},\"generic\":{\"deviceID\":\"0000:8a:05.0\"}},\"0000:8a:05.6\":{\"extra\":{\"mtu\":\"1500\",\"owner\":\"net-team\",\"vlan\":\"42\"},\"generic\":{\"deviceID\":\"0000:8a:05.6\"},\"vfio\":{\"dev-mount\":\"/dev/vfio/116\",\"mount\":\"/dev/vfio/vfio\"}}}
+device /dev/vfio/116 /dev/vfio/116 rw
+device /dev/vfio/vfio /dev/vfio/vfio rw" "Allocate with additionalInfo: the \"*\" entry, the function's own over it"
+pass "additionalInfo: the extra provider's _INFO"
+
+VF3=sys/devices/pci0000:89/0000:89:02.0/0000:8a:01.3
+ctl unbind 0000:8a:01.3
+ctl write "$VF3/uio/uio0/name" igb_uio
+ctl write dev/uio0 ""
+ctl bind 0000:8a:01.3 igb_uio
+want $UIO 1 0000:8a:01.3
+assert_eq "$(allocate $UIO 0000:8a:01.3)" "env PCIDEVICE_INTEL_COM_E810_UIO=0000:8a:01.3
+env PCIDEVICE_INTEL_COM_E810_UIO_INFO={\"0000:8a:01.3\":{\"generic\":{\"deviceID\":\"0000:8a:01.3\"},\"uio\":{\"mount\":\"/dev/uio0\"}}}
+device /dev/uio0 /dev/uio0 rw" "Allocate of an igb_uio VF"
+ctl rm dev/uio0
+want $UIO 1 "" 0000:8a:01.3
+unhealthy $UIO 0000:8a:01.3 "device node /dev/uio0 missing"
+ctl write dev/uio0 ""
+want $UIO 1 0000:8a:01.3
+pass "a VF bound to igb_uio: the uio provider's _INFO and /dev/uio0; Unhealthy while /dev/uio0 is missing"
 node_done

@@ -673,7 +673,7 @@ main() {
                 # the fixture's own event scripts (sriov-e810-numvfs.script: case sriov-e810/numvfs)
                 for script in "$nodes/$fixture"-*.script; do
                         [ -f "$script" ] && [ "$fixture" != gpu-h100x8 ] || continue
-                        name=${script##*/$fixture-}
+                        name=${script##*/"$fixture"-}
                         run_case "$fixture" "${name%.script}" "$script" "${backend[@]}"
                 done
                 if [ "${backend[0]}" = sriov ]; then
