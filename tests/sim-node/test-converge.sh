@@ -5,9 +5,9 @@
 # tests/fixtures/nodes and each event script, kdpd #1 runs on the simulated node from the start
 # and follows the script; then kdpd #2 starts on the same node, in its final state. Their
 # ListAndWatch lists (kdpctl list: ID, health, NUMA) must be equal, but for the devices the GPU
-# backend keeps because it saw them (plugins/gpu/README.md "Served and seen"): such a device is
-# Unhealthy in #1, absent from #2, and the reason kdpd #1 last logged for it is one of the seen
-# reasons. Allocate of every device healthy in both must give the same answer (nodes, env).
+# and SR-IOV backends keep because they saw them (plugins/gpu/README.md and
+# plugins/sriov/README.md, "Served and seen"): such a device is Unhealthy in #1, absent from #2,
+# and the reason kdpd #1 last logged for it is one of the seen reasons. Allocate of every device healthy in both must give the same answer (nodes, env).
 #
 #   KDP_CONVERGE_ONLY=REGEX    run only the cases whose name matches (name: FIXTURE/SCRIPT)
 #   KDP_VALGRIND=1             both kdpds under valgrind (a leak or error fails the case); a
@@ -20,8 +20,10 @@
 # own line "restore PATH" (a write of PATH with the fixture's text: NVIDIA's information file,
 # a KFD node's properties) and "exclude PATH" (the same text with "GPU Excluded: Yes"). Each
 # fixture also gets a random script (fixed seed, random_script below), and gpu-h100x8 runs the
-# fixture's own gpu-h100x8-fall-off-bus.script. Exit 77 = skipped. ok() never fails, so
-# "[ ... ] && ok ... || fail ..." is an if-then-else.
+# fixture's own gpu-h100x8-fall-off-bus.script. The SR-IOV fixtures (backend sriov, its
+# config.json tests/sim-node/converge/FIXTURE.config.json) run each event script of their own
+# as a case (tests/fixtures/nodes/sriov-e810-numvfs.script: sriov-e810/numvfs). Exit 77 =
+# skipped. ok() never fails, so "[ ... ] && ok ... || fail ..." is an if-then-else.
 # shellcheck disable=SC2015
 set -u
 
@@ -255,6 +257,126 @@ random_script() {
         done
 }
 
+# The random script of an SR-IOV fixture: a PF is plugged or not and has its VFs enabled or
+# not (SR-IOV off before an unplug, as the PF drivers do; a replug or an enable brings the VFs
+# its record enables, on their records' drivers); a present VF is bound to its driver, to none
+# or to vfio-pci, and its netdev is on the host or in a pod.
+random_sriov_script() {
+        local fixture=$1 steps=$2 i k act
+        local -a pfs=() pf_on=() pf_fixed=() pf_plugged=() pf_n=() vfs=() vf_pf=() vf_idx=() vf_rec=() vf_net=()
+        local -a vf_drv=() vf_pod=() pool=()
+        rng=$3
+        # sriov_vfs PF-INDEX ADDRESS-PREFIX FUNCTIONS DRIVERS NETDEV-PREFIX N-NETDEVS
+        sriov_vfs() {
+                local p=$1 j=0 f
+                for f in $3; do
+                        vfs+=("$2$f") vf_pf+=("$p") vf_idx+=("$j")
+                        vf_rec+=("$(echo "$4" | cut -d' ' -f$((j + 1)))")
+                        if [ "$j" -lt "$6" ]; then vf_net+=("$5$j"); else vf_net+=(""); fi
+                        j=$((j + 1))
+                done
+        }
+        case $fixture in
+        sriov-e810)
+                pfs=(0000:8a:00.0 0000:8a:00.1) pf_on=(8 8) pf_fixed=(0 0)
+                sriov_vfs 0 0000:8a:01. "0 1 2 3 4 5 6 7" "iavf iavf iavf iavf iavf iavf vfio-pci vfio-pci" ens3f0v 6
+                sriov_vfs 1 0000:8a:05. "0 1 2 3 4 5 6 7" "iavf iavf iavf iavf vfio-pci vfio-pci vfio-pci vfio-pci" ens3f1v 4 ;;
+        sriov-noiommu)
+                pfs=(0000:8a:00.0) pf_on=(8) pf_fixed=(0)
+                sriov_vfs 0 0000:8a:01. "0 1 2 3 4 5 6 7" "iavf iavf iavf iavf iavf iavf vfio-pci vfio-pci" ens3f0v 6 ;;
+        sriov-cx6dx)
+                # PF0's representors are its own class devices, which sim-node's sriov does not
+                # make or drop (mlx5 would): its VF count stays
+                pfs=(0000:3b:00.0 0000:3b:00.1) pf_on=(4 8) pf_fixed=(1 0)
+                sriov_vfs 0 0000:3b:00. "2 3 4 5" "mlx5_core mlx5_core mlx5_core mlx5_core" ens1f0v 4
+                sriov_vfs 1 0000:3b: "01.2 01.3 01.4 01.5 01.6 01.7 02.0 02.1" \
+                        "mlx5_core mlx5_core mlx5_core mlx5_core mlx5_core mlx5_core mlx5_core mlx5_core" ens1f1v 8 ;;
+        esac
+        for i in "${!pfs[@]}"; do
+                pf_plugged[i]=1
+                pf_n[i]=$(awk -v a="E: PCI_SLOT_NAME=${pfs[i]}" '$0 == a { p = 1 } /^$/ { p = 0 }
+                        p && /^A: sriov_numvfs=/ { sub(/^A: sriov_numvfs=/, ""); sub(/\\n$/, ""); print; exit }' \
+                        "$nodes/$fixture.umockdev")
+        done
+        # vfs_reset PF-INDEX: its VFs as the records make them
+        vfs_reset() {
+                for k in "${!vfs[@]}"; do
+                        [ "${vf_pf[k]}" = "$1" ] && vf_drv[k]=${vf_rec[k]} vf_pod[k]=0
+                done
+        }
+        for i in "${!pfs[@]}"; do
+                vfs_reset "$i"
+        done
+        echo "# random: seed $3, $steps steps"
+        for ((step = 0; step < steps; step++)); do
+                pool=()
+                for i in "${!pfs[@]}"; do
+                        [ "${pf_fixed[i]}" = 1 ] && continue
+                        # four times each: a PF has one or two, its VFs eight
+                        if [ "${pf_plugged[i]}" = 0 ]; then
+                                pool+=("replug $i" "replug $i" "replug $i" "replug $i")
+                                continue
+                        fi
+                        pool+=("unplug $i" "unplug $i")
+                        if [ "${pf_n[i]}" = 0 ]; then
+                                pool+=("enable $i" "enable $i" "enable $i" "enable $i")
+                        else
+                                pool+=("disable $i" "disable $i" "disable $i" "disable $i")
+                        fi
+                done
+                for k in "${!vfs[@]}"; do
+                        i=${vf_pf[k]}
+                        [ "${pf_plugged[i]}" = 1 ] && [ "${vf_idx[k]}" -lt "${pf_n[i]}" ] || continue
+                        if [ -z "${vf_drv[k]}" ]; then
+                                pool+=("bind $k")
+                                [ "${vf_rec[k]}" != vfio-pci ] && pool+=("vfio $k")
+                        else
+                                pool+=("unbind $k")
+                                [ "${vf_drv[k]}" = "${vf_rec[k]}" ] && [ -n "${vf_net[k]}" ] && pool+=("pod $k")
+                        fi
+                done
+                rand "${#pool[@]}"
+                read -r act k <<< "${pool[r]}"
+                case $act in
+                replug)
+                        echo "replug ${pfs[k]}"
+                        pf_plugged[k]=1
+                        pf_n[k]=$(awk -v a="E: PCI_SLOT_NAME=${pfs[k]}" '$0 == a { p = 1 } /^$/ { p = 0 }
+                                p && /^A: sriov_numvfs=/ { sub(/^A: sriov_numvfs=/, ""); sub(/\\n$/, ""); print; exit }' \
+                                "$nodes/$fixture.umockdev")
+                        vfs_reset "$k" ;;
+                unplug)
+                        [ "${pf_n[k]}" != 0 ] && echo "sriov ${pfs[k]} 0"
+                        echo "unplug ${pfs[k]}"
+                        pf_plugged[k]=0 pf_n[k]=0 ;;
+                enable)
+                        echo "sriov ${pfs[k]} ${pf_on[k]}"
+                        pf_n[k]=${pf_on[k]}
+                        vfs_reset "$k" ;;
+                disable)
+                        echo "sriov ${pfs[k]} 0"
+                        pf_n[k]=0 ;;
+                bind)
+                        echo "bind ${vfs[k]} ${vf_rec[k]}"
+                        vf_drv[k]=${vf_rec[k]} vf_pod[k]=0 ;;
+                vfio)
+                        echo "bind ${vfs[k]} vfio-pci"
+                        vf_drv[k]=vfio-pci ;;
+                unbind)
+                        echo "unbind ${vfs[k]}"
+                        vf_drv[k]= vf_pod[k]=0 ;;
+                pod)
+                        if [ "${vf_pod[k]}" = 0 ]; then
+                                echo "unplug net/${vf_net[k]}"
+                                vf_pod[k]=1
+                        else
+                                echo "replug net/${vf_net[k]}"
+                                vf_pod[k]=0
+                        fi ;;
+                esac
+        done
+}
+
 # ---------------------------------------------------------------------------------------------
 # One case
 
@@ -272,7 +394,7 @@ list_rows() {
 }
 
 # seen_reason DIR RESOURCE ID: the reason kdpd #1 last logged for the device, if it is one the
-# GPU backend keeps a seen device for (plugins/gpu/README.md)
+# GPU or the SR-IOV backend keeps a seen device for (their README.md, "Served and seen")
 seen_reason() {
         local reason
         reason=$(grep -E "\"(Device became unhealthy|Device unhealthy for another reason)\" resource=\"$2\" device=\"$3\" " \
@@ -401,8 +523,9 @@ wrapper=$tmp/converge-node.sh
 cp "$here/converge-node.sh" "$wrapper"
 
 # Under valgrind: each fixture's random script (every kind of event its GPUs get), the Xid cases,
-# the switch that goes and comes back (the longest burst of uevents) and SR-IOV off and on
-valgrind_cases='/random-seed[0-9]+$|^gpu-h100x8/(xid|fall-off-bus|unplug-replug)$|^gpu-flex170x2/sriov-(disable|vfs)$'
+# the switch that goes and comes back (the longest burst of uevents), SR-IOV off and on, and the
+# SR-IOV backend's VFs going and coming with sriov_numvfs
+valgrind_cases='/random-seed[0-9]+$|^gpu-h100x8/(xid|fall-off-bus|unplug-replug)$|^gpu-flex170x2/sriov-(disable|vfs)$|^sriov-e810/numvfs$'
 only=${KDP_CONVERGE_ONLY:-.}
 [ "${KDP_VALGRIND:-}" = 1 ] && [ -z "${KDP_CONVERGE_ONLY:-}" ] && only=$valgrind_cases
 skipped=()
@@ -428,7 +551,10 @@ run_case() {
         wait_for "the stand-in kubelets" 10 test -S "$d/k1/kubelet.sock" -a -S "$d/k2/kubelet.sock" || { stop_all; return; }
         mkfifo "$d/ctl"
         [ "$1" = gpu ] && export CONVERGE_KMSG_PARAM=gpu.kmsg || unset CONVERGE_KMSG_PARAM
-        [ "$1" = gpu ] && extra=(--backend gpu) || extra=(--backend "$pcitest")
+        case $1 in
+        gpu | sriov) extra=(--backend "$1") ;;
+        *) extra=(--backend "$pcitest") ;;
+        esac
         # a process group of its own, for stop_all to sweep (setsid does not fork: not a group leader)
         "${DIE_WITH_US[@]}" setsid "$simnode" "$nodes/$fixture.umockdev" --control "$d/ctl" -- bash "$wrapper" "$d" \
                 "${kdpd_run[@]}" -- --health-hold-ms 0 --cdi-dir "$d/cdi" "${extra[@]}" "${@:2}" \
@@ -523,13 +649,15 @@ backend_of() {
         gpu-*) echo gpu ;;
         two-socket-switches) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=2330 -o pcitest.driver=nvidia" ;;
         flapping-device) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=20f1 -o pcitest.driver=nvidia" ;;
+        sriov-*) echo "sriov -o sriov.config_file=$cases/$1.config.json" ;;
         esac
 }
 
 main() {
         local fixture script name seed=1
         local -a backend
-        for fixture in gpu-h100x8 gpu-mi300x4 gpu-flex170x2 gpu-mixed two-socket-switches flapping-device; do
+        for fixture in gpu-h100x8 gpu-mi300x4 gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
+                sriov-e810 sriov-cx6dx sriov-noiommu; do
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
                         [ -f "$script" ] || continue
@@ -542,7 +670,17 @@ main() {
                 [ "$fixture" = gpu-h100x8 ] &&
                         run_case "$fixture" fall-off-bus "$nodes/gpu-h100x8-fall-off-bus.script" "${backend[@]}" \
                                 -o gpu.xid_recovery_s=0
-                random_script "$fixture" "${backend[0]}" 30 "$seed" > "$tmp/random.$fixture.script"
+                # the fixture's own event scripts (sriov-e810-numvfs.script: case sriov-e810/numvfs)
+                for script in "$nodes/$fixture"-*.script; do
+                        [ -f "$script" ] && [ "$fixture" != gpu-h100x8 ] || continue
+                        name=${script##*/"$fixture"-}
+                        run_case "$fixture" "${name%.script}" "$script" "${backend[@]}"
+                done
+                if [ "${backend[0]}" = sriov ]; then
+                        random_sriov_script "$fixture" 30 "$seed" > "$tmp/random.$fixture.script"
+                else
+                        random_script "$fixture" "${backend[0]}" 30 "$seed" > "$tmp/random.$fixture.script"
+                fi
                 run_case "$fixture" "random-seed$seed" "$tmp/random.$fixture.script" "${backend[@]}"
                 seed=$((seed + 1))
         done

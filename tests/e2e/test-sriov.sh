@@ -1,0 +1,421 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The SR-IOV backend on simulated nodes (tests/fixtures/nodes/sriov-*), driven through the
+# stand-in kubelet with a config.json written here:
+#   - E810 (2 PFs x 8 VFs, iavf and vfio-pci): pools chosen by rootDevices and pfNames with
+#     #ranges, vendors, devices, drivers, pciAddresses, acpiIndexes, needVhostNet; the exact
+#     lists (IDs, NUMA), Allocate answers (env with _INFO, DeviceSpecs) of a vfio VF and of an
+#     iavf VF with needVhostNet, the not-served list with its reasons; the fixture's scripts
+#     (sriov_numvfs changes, a rebind, a PF unplugged and back, a netdev moved into a pod) and
+#     VFs disabled on the PF with an acpi_index; a config.json rewrite that touches one pool.
+#   - ConnectX-6 Dx (RDMA VFs, switchdev uplink): isRdma, linkTypes, pfNames of the uplink,
+#     the RDMA Allocate answer, and its sriov_numvfs script.
+#   - no-IOMMU E810: the vfio answer with the host's noiommu-<N> node.
+#   - E810 once more: the uio provider (a VF bound to igb_uio, its /dev/uio0 missing for a
+#     while) and the extra provider (additionalInfo).
+. "$(dirname "$0")/lib.sh"
+
+SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
+NODES="$KDP_SOURCE_DIR/tests/fixtures/nodes"
+VFIO=example.com/e810_vfio
+PF0=intel.com/e810_pf0
+PF1=intel.com/e810_pf1
+PORT=intel.com/e810_port
+
+# node NAME FIXTURE: a stand-in kubelet (its output in $T/kubelet.out) and kdpd with the SR-IOV
+# backend on the simulated node, config in $T/NAME.json; sim-node's stdout (the scripts' marks)
+# in $T/NAME.out, kdpd's log in $T/NAME.err, its state in $T/state-NAME; fd 9 is its control FIFO
+node() {
+        NAME=$1
+        DIR="$T/dp-$1"
+        mkdir -p "$DIR"
+        start_kubelet kubelet
+        mkfifo "$T/ctl-$1"
+        exec 9<>"$T/ctl-$1"
+        "${DIE_WITH_US[@]}" "$SIM" "$NODES/$2.umockdev" --control "$T/ctl-$1" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" \
+                --state-dir "$T/state-$1" --cdi-dir "$T/cdi" --backend sriov -o sriov.config_file="$T/$1.json" --health-hold-ms 300 \
+                >"$T/$1.out" 2>"$T/$1.err" &
+        KDPD_PID=$!
+        PIDS+=("$KDPD_PID")
+        wait_line "$T/$1.err" '"Finished the first scan"|sim-node: .*preload|not built'
+        grep -q 'sim-node: .*preload\|not built' "$T/$1.err" && { echo "skip: no simulated node"; exit 77; }
+}
+
+# node_done: kdpd stops cleanly (exit 0, valgrind clean), then the kubelet; its output is kept aside
+node_done() {
+        stop_kdpd
+        stop_kubelet
+        exec 9>&-
+        mv "$T/kubelet.out" "$T/kubelet-$NAME.log"
+}
+
+ctl() {
+        echo "$*" >&9
+}
+
+# script FILE: a fixture's event script (its wait-listeners is over: kdpd listens), fed one
+# part at a time by mark: each part ends with its "echo", and the next goes only once the test
+# checked the state the mark names
+script() {
+        sed '/^#/d; /^wait-listeners/d; s/^wait$/wait 60000/' "$1" >"$T/script"
+        SCRIPT_DONE=0
+}
+
+# mark TEXT: the script's lines up to "echo TEXT" went to sim-node, which printed TEXT
+mark() {
+        awk -v from="$SCRIPT_DONE" -v m="echo $1" 'NR > from { print } NR > from && $0 == m { exit }' "$T/script" >&9
+        SCRIPT_DONE=$(awk -v from="$SCRIPT_DONE" -v m="echo $1" 'NR > from && $0 == m { print NR; exit }' "$T/script")
+        [ -n "$SCRIPT_DONE" ] || fail "no mark '$1' in the script"
+        printed "$1"
+}
+
+# printed TEXT: sim-node printed TEXT (after a "wait" of ours, or a script's mark)
+printed() {
+        wait_line "$T/$NAME.out" "^$1\$"
+}
+
+# sync TEXT: every uevent sent so far was read by kdpd, then TEXT is printed
+sync() {
+        ctl "wait 60000"
+        ctl "echo $1"
+        printed "$1"
+}
+
+# want RESOURCE NUMA HEALTHY [UNHEALTHY]: waits until the kubelet's newest list of RESOURCE is
+# exactly these IDs (comma-separated, in this order), every one on NUMA node NUMA (the numa=
+# field lists them in the order of the devices, by address)
+want() {
+        local res=$1 numa=$2 h=$3 u=${4:-} id n=0 nodes="" re
+        for id in $(echo "$h,$u" | tr ',' '\n' | sort); do
+                n=$((n + 1))
+                nodes="$nodes;$id:$numa"
+        done
+        re="^devices resource=$res capacity=$n allocatable=$(($(echo "$h" | tr ',' '\n' | grep -c .))) healthy=$h unhealthy=$u numa=${nodes#;}\$"
+        devices_match "$res" "${re//./\\.}"
+}
+
+# not_served LINE...: waits until `kdpctl not-served` lists exactly these (address and reason)
+not_served() {
+        local want got end
+        want=$(printf 'not served: %s\n' "$@")
+        end=$(deadline_ms "$(wait_s)")
+        while :; do
+                got=$("$KDPCTL" not-served --state-dir "$T/state-$NAME" 2>&1)
+                [ "$got" = "$want" ] && return 0
+                [ "$(now_ms)" -lt "$end" ] || fail "not-served: expected
+$want
+got
+$got"
+                sleep 0.1
+        done
+}
+
+# unhealthy RESOURCE ID REASON: kdpd logged it (when it became Unhealthy, or later)
+unhealthy() {
+        local re="\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$1\" device=\"$2\" reason=\"$3\""
+        wait_line "$T/$NAME.err" "${re//./\\.}"
+}
+
+# allocate RESOURCE ID...: kdpctl allocate's answer, one line each
+allocate() {
+        local res=$1
+        shift
+        "$KDPCTL" allocate --socket "$(plugin_socket "${res/\//_}")" "$@" 2>&1
+}
+
+# registrations RESOURCE: how many times the kubelet saw RESOURCE register
+registrations() {
+        count_lines "$T/kubelet.out" "^registered resource=$1 "
+}
+
+# ---------------------------------------------------------------------------------------------
+# E810
+
+cat >"$T/e810.json" <<'EOF'
+{"resourceList": [
+ {"resourceName": "e810_vfio", "resourcePrefix": "example.com",
+  "selectors": [{"drivers": ["vfio-pci"], "rootDevices": ["0000:8a:00.0#5-7", "0000:8a:00.1#4,5"]}]},
+ {"resourceName": "e810_pf0",
+  "selectors": [{"vendors": ["8086"], "devices": ["1889"], "drivers": ["iavf"], "pfNames": ["ens3f0np0#0-2,5"],
+                 "needVhostNet": true}]},
+ {"resourceName": "e810_pf1",
+  "selectors": [{"pciAddresses": ["0000:8a:05.0", "0000:8a:05.1", "0000:8a:05.6"]}]},
+ {"resourceName": "e810_port",
+  "selectors": [{"acpiIndexes": ["3"]}]}
+]}
+EOF
+node e810 sriov-e810
+# the node at load: PF0 VFs 0-5 (01.0-01.5) iavf, 6-7 (01.6, 01.7) vfio-pci; PF1 VFs 0-3 (05.0-05.3)
+# iavf, 4-7 (05.4-05.7) vfio-pci; all on NUMA 1
+E810_VFIO=0000:8a:01.6,0000:8a:01.7,0000:8a:05.4,0000:8a:05.5
+E810_PF0=0000:8a:01.0,0000:8a:01.1,0000:8a:01.2,0000:8a:01.5
+E810_PF1=0000:8a:05.0,0000:8a:05.1,0000:8a:05.6
+VFIO_U=                 # Unhealthy members of the vfio pool (kept after the rebind below)
+E810_NOT_SERVED=("0000:8a:00.0 PF with VFs enabled" "0000:8a:00.1 PF with VFs enabled"
+                 "0000:8a:01.3 no pool's selectors take it" "0000:8a:01.4 no pool's selectors take it"
+                 "0000:8a:05.2 no pool's selectors take it" "0000:8a:05.3 no pool's selectors take it"
+                 "0000:8a:05.7 no pool's selectors take it")
+e810_at_load() {
+        want $VFIO 1 $E810_VFIO "$VFIO_U"
+        want $PF0 1 $E810_PF0
+        want $PF1 1 $E810_PF1
+        want $PORT 1 ""
+        not_served "${E810_NOT_SERVED[@]}"
+}
+e810_at_load
+for res in $VFIO $PF0 $PF1 $PORT; do
+        assert_eq "$(registrations "$res")" 1 "$res registered once"
+done
+assert_eq "$(count_lines "$T/kubelet.out" '^registered ')" 4 "four pools registered"
+pass "E810: rootDevices and pfNames with #ranges, vendors, devices, drivers, pciAddresses; acpiIndexes takes nothing (its PF has VFs)"
+pass "E810: the PFs with VFs and the functions no selector takes are not served, with their reasons"
+
+assert_eq "$(allocate $VFIO 0000:8a:05.5 0000:8a:01.6)" "env PCIDEVICE_EXAMPLE_COM_E810_VFIO=0000:8a:05.5,0000:8a:01.6
+env PCIDEVICE_EXAMPLE_COM_E810_VFIO_INFO={\"0000:8a:01.6\":{\"generic\":{\"deviceID\":\"0000:8a:01.6\"},\"vfio\":{\"dev-mount\":\"/dev/vfio/106\",\"mount\":\"/dev/vfio/vfio\"}},\"0000:8a:05.5\":{\"generic\":{\"deviceID\":\"0000:8a:05.5\"},\"vfio\":{\"dev-mount\":\"/dev/vfio/115\",\"mount\":\"/dev/vfio/vfio\"}}}
+device /dev/vfio/106 /dev/vfio/106 rw
+device /dev/vfio/115 /dev/vfio/115 rw
+device /dev/vfio/vfio /dev/vfio/vfio rw" "Allocate of two vfio-pci VFs"
+assert_eq "$(allocate $PF0 0000:8a:01.1)" "env PCIDEVICE_INTEL_COM_E810_PF0=0000:8a:01.1
+env PCIDEVICE_INTEL_COM_E810_PF0_INFO={\"0000:8a:01.1\":{\"generic\":{\"deviceID\":\"0000:8a:01.1\"},\"vhost\":{\"net-mount\":\"/dev/vhost-net\",\"tun-mount\":\"/dev/net/tun\"}}}
+device /dev/net/tun /dev/net/tun rw
+device /dev/vhost-net /dev/vhost-net rw" "Allocate of an iavf VF with needVhostNet"
+assert_eq "$(allocate $PF1 0000:8a:05.6)" "env PCIDEVICE_INTEL_COM_E810_PF1=0000:8a:05.6
+env PCIDEVICE_INTEL_COM_E810_PF1_INFO={\"0000:8a:05.6\":{\"generic\":{\"deviceID\":\"0000:8a:05.6\"},\"vfio\":{\"dev-mount\":\"/dev/vfio/116\",\"mount\":\"/dev/vfio/vfio\"}}}
+device /dev/vfio/116 /dev/vfio/116 rw
+device /dev/vfio/vfio /dev/vfio/vfio rw" "Allocate of a vfio-pci VF taken by its address"
+assert_eq "$(allocate $PF1 0000:8a:01.1)" \
+        "error: code=INVALID_ARGUMENT message=unknown device \"0000:8a:01.1\" of resource $PF1" "Allocate of a VF of another pool"
+pass "Allocate: PCIDEVICE_ env with its _INFO JSON and the DeviceSpecs (vfio, vhost-net and tun)"
+
+# sriov-e810-rebind: VF 5 of PF0 iavf -> vfio-pci -> iavf
+script "$NODES/sriov-e810-rebind.script"
+mark vfio-pci
+want $VFIO 1 0000:8a:01.5,$E810_VFIO "$VFIO_U"
+want $PF0 1 0000:8a:01.0,0000:8a:01.1,0000:8a:01.2 0000:8a:01.5
+unhealthy $PF0 0000:8a:01.5 "bound to vfio-pci"
+not_served "${E810_NOT_SERVED[@]}"
+assert_eq "$(allocate $VFIO 0000:8a:01.5 | head -n 1)" "env PCIDEVICE_EXAMPLE_COM_E810_VFIO=0000:8a:01.5" "Allocate of the rebound VF"
+assert_eq "$(allocate $VFIO 0000:8a:01.5 | grep '^device /dev/vfio/1')" "device /dev/vfio/105 /dev/vfio/105 rw" \
+        "the rebound VF's group node"
+mark iavf
+want $PF0 1 $E810_PF0
+want $VFIO 1 $E810_VFIO 0000:8a:01.5
+unhealthy $VFIO 0000:8a:01.5 "bound to iavf"
+VFIO_U=0000:8a:01.5
+not_served "${E810_NOT_SERVED[@]}"
+pass "rebind: the VF moves to the vfio pool and back; the pool it left keeps it Unhealthy with the reason"
+
+# sriov-e810-pod: ens3f0v1's netdev moves into a pod and back; the VF stays served (pfNames
+# still takes it). 01.0 unbound afterwards: once kdpd shows that, it has scanned the pod's move.
+script "$NODES/sriov-e810-pod.script"
+mark in-pod
+ctl unbind 0000:8a:01.0
+want $PF0 1 0000:8a:01.1,0000:8a:01.2,0000:8a:01.5 0000:8a:01.0
+unhealthy $PF0 0000:8a:01.0 "driver unbound"
+assert_eq "$(count_lines "$T/e810.err" 'device="0000:8a:01.1"')" 0 "log lines about the VF in the pod"
+assert_eq "$(allocate $PF0 0000:8a:01.1 | head -n 1)" "env PCIDEVICE_INTEL_COM_E810_PF0=0000:8a:01.1" \
+        "Allocate of the VF whose netdev is in a pod"
+mark back
+mark carrier-down
+ctl bind 0000:8a:01.0 iavf
+want $PF0 1 $E810_PF0
+not_served "${E810_NOT_SERVED[@]}"
+pass "a VF whose netdev is in a pod stays Healthy and allocatable in its pfNames pool"
+
+# sriov-e810-numvfs: PF1 8 -> 0 -> 8 -> 4 VFs
+script "$NODES/sriov-e810-numvfs.script"
+mark "numvfs 0"
+want $VFIO 1 0000:8a:01.6,0000:8a:01.7 "$VFIO_U"
+want $PF1 1 ""
+want $PF0 1 $E810_PF0
+not_served "0000:8a:00.0 PF with VFs enabled" "0000:8a:00.1 no pool's selectors take it" \
+        "0000:8a:01.3 no pool's selectors take it" "0000:8a:01.4 no pool's selectors take it"
+mark "numvfs 8"
+e810_at_load
+mark "numvfs 4"
+want $VFIO 1 0000:8a:01.6,0000:8a:01.7 "$VFIO_U"
+want $PF1 1 0000:8a:05.0,0000:8a:05.1
+not_served "0000:8a:00.0 PF with VFs enabled" "0000:8a:00.1 PF with VFs enabled" \
+        "0000:8a:01.3 no pool's selectors take it" "0000:8a:01.4 no pool's selectors take it" \
+        "0000:8a:05.2 no pool's selectors take it" "0000:8a:05.3 no pool's selectors take it"
+ctl "sriov 0000:8a:00.1 0"
+ctl "sriov 0000:8a:00.1 8"
+e810_at_load
+pass "sriov_numvfs: the VFs of a disabled PF leave their pools, the PF is looked at again; enabled, they come back"
+
+# sriov-e810-unplug-pf: PF1 hot-removed (SR-IOV off first) and back
+script "$NODES/sriov-e810-unplug-pf.script"
+mark gone
+want $VFIO 1 0000:8a:01.6,0000:8a:01.7 "$VFIO_U"
+want $PF1 1 ""
+not_served "0000:8a:00.0 PF with VFs enabled" \
+        "0000:8a:01.3 no pool's selectors take it" "0000:8a:01.4 no pool's selectors take it"
+mark back
+e810_at_load
+pass "a PF unplugged: its VFs leave, it is no longer named; replugged, all is as at load"
+
+# SR-IOV off on PF0: its VFs leave, and PF0 itself (acpi_index 3) is served by acpiIndexes
+ctl "sriov 0000:8a:00.0 0"
+VFIO_U=                 # 01.5, kept Unhealthy in the vfio pool, leaves with its PF's VFs
+want $PORT 1 0000:8a:00.0
+want $PF0 1 ""
+want $VFIO 1 0000:8a:05.4,0000:8a:05.5 "$VFIO_U"
+not_served "0000:8a:00.1 PF with VFs enabled" "0000:8a:05.2 no pool's selectors take it" \
+        "0000:8a:05.3 no pool's selectors take it" "0000:8a:05.7 no pool's selectors take it"
+assert_eq "$(allocate $PORT 0000:8a:00.0)" "env PCIDEVICE_INTEL_COM_E810_PORT=0000:8a:00.0
+env PCIDEVICE_INTEL_COM_E810_PORT_INFO={\"0000:8a:00.0\":{\"generic\":{\"deviceID\":\"0000:8a:00.0\"}}}" "Allocate of the PF"
+ctl "sriov 0000:8a:00.0 8"
+want $VFIO 1 $E810_VFIO "$VFIO_U"
+want $PF0 1 $E810_PF0
+want $PF1 1 $E810_PF1
+want $PORT 1 ""
+not_served "${E810_NOT_SERVED[@]}"
+pass "acpiIndexes: PF0 is served while its VFs are off, and leaves its pool when they are enabled"
+
+# config.json rewritten: only e810_pf1 changes (it takes 05.2 too); the other pools keep their
+# registration and stream, and get no new list
+n_lists=$(count_lines "$T/kubelet.out" '^devices ')
+n_pf1=$(count_lines "$T/kubelet.out" "^devices resource=$PF1 ")
+sed 's/"0000:8a:05.6"\]/"0000:8a:05.6", "0000:8a:05.2"]/' "$T/e810.json" >"$T/e810.json.new"
+mv "$T/e810.json.new" "$T/e810.json"
+want $PF1 1 0000:8a:05.0,0000:8a:05.1,0000:8a:05.2,0000:8a:05.6
+wait_line "$T/e810.err" '"Reloaded the config file" backend="sriov" path="[^"]*/e810\.json" pools=4 unchangedPools=3$'
+not_served "0000:8a:00.0 PF with VFs enabled" "0000:8a:00.1 PF with VFs enabled" \
+        "0000:8a:01.3 no pool's selectors take it" "0000:8a:01.4 no pool's selectors take it" \
+        "0000:8a:05.3 no pool's selectors take it" "0000:8a:05.7 no pool's selectors take it"
+# an event after the reload: once its list is there, a list the reload made would be too
+ctl unbind 0000:8a:01.2
+want $PF0 1 0000:8a:01.0,0000:8a:01.1,0000:8a:01.5 0000:8a:01.2
+assert_eq "$(count_lines "$T/kubelet.out" '^devices ')" $((n_lists + 2)) "new lists after the reload and one unbind"
+assert_eq "$(count_lines "$T/kubelet.out" "^devices resource=$PF1 ")" $((n_pf1 + 1)) "new lists of the changed pool"
+for res in $VFIO $PF0 $PF1 $PORT; do
+        assert_eq "$(registrations "$res")" 1 "$res registered once"
+done
+assert_eq "$(count_lines "$T/kubelet.out" '^stream-ended ')" 0 "streams ended"
+pass "config.json rewritten: the changed pool gets its new list on its stream; the others are untouched"
+
+# a pool renamed: its resource goes (its stream ends), the new one registers; the rest stay
+sed 's/"e810_port"/"e810_uplink"/' "$T/e810.json" >"$T/e810.json.new"
+mv "$T/e810.json.new" "$T/e810.json"
+wait_line "$T/kubelet.out" '^registered resource=intel\.com/e810_uplink '
+want intel.com/e810_uplink 1 ""
+wait_line "$T/kubelet.out" "^stream-ended resource=$PORT "
+for res in $VFIO $PF0 $PF1 $PORT; do
+        assert_eq "$(registrations "$res")" 1 "$res registered once"
+done
+assert_eq "$(count_lines "$T/kubelet.out" '^stream-ended ')" 1 "streams ended"
+assert_eq "$(ls "$DIR" | grep -c '^kdp-')" 4 "plugin sockets"
+[ -S "$(plugin_socket intel.com_e810_port)" ] && fail "the retired pool's socket is still there"
+pass "a pool renamed: only its resource is retired and registered anew"
+node_done
+
+# ---------------------------------------------------------------------------------------------
+# ConnectX-6 Dx: RDMA VFs below a switchdev uplink (PF0) and a legacy PF1, all on NUMA 0
+
+RDMA=nvidia.com/cx6_rdma
+ETH=nvidia.com/cx6_eth
+IB=nvidia.com/cx6_ib
+cat >"$T/cx6.json" <<'END'
+{"resourceList": [
+ {"resourceName": "cx6_ib", "resourcePrefix": "nvidia.com",
+  "selectors": [{"vendors": ["15b3"], "linkTypes": ["infiniband"]}]},
+ {"resourceName": "cx6_rdma", "resourcePrefix": "nvidia.com",
+  "selectors": [{"vendors": ["15b3"], "devices": ["101e"], "isRdma": true, "pfNames": ["ens1f0np0"]}]},
+ {"resourceName": "cx6_eth", "resourcePrefix": "nvidia.com",
+  "selectors": [{"linkTypes": ["ether"], "rootDevices": ["0000:3b:00.1#1-3"]}]}
+]}
+END
+node cx6 sriov-cx6dx
+want $IB 0 ""
+want $RDMA 0 0000:3b:00.2,0000:3b:00.3,0000:3b:00.4,0000:3b:00.5
+want $ETH 0 0000:3b:01.3,0000:3b:01.4,0000:3b:01.5
+not_served "0000:3b:00.0 PF with VFs enabled" "0000:3b:00.1 PF with VFs enabled" "0000:3b:01.2 no pool's selectors take it"
+assert_eq "$(count_lines "$T/kubelet.out" '^registered ')" 3 "three pools registered"
+pass "ConnectX-6 Dx: isRdma with the switchdev uplink's pfNames, linkTypes (no infiniband VF), rootDevices range; representors are no functions"
+
+assert_eq "$(allocate $RDMA 0000:3b:00.2 0000:3b:00.5)" "env PCIDEVICE_NVIDIA_COM_CX6_RDMA=0000:3b:00.2,0000:3b:00.5
+env PCIDEVICE_NVIDIA_COM_CX6_RDMA_INFO={\"0000:3b:00.2\":{\"generic\":{\"deviceID\":\"0000:3b:00.2\"},\"rdma\":{\"issm\":\"/dev/infiniband/issm2\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\",\"rdma_dev\":\"mlx5_2\",\"umad\":\"/dev/infiniband/umad2\",\"uverbs\":\"/dev/infiniband/uverbs2\"}},\"0000:3b:00.5\":{\"generic\":{\"deviceID\":\"0000:3b:00.5\"},\"rdma\":{\"issm\":\"/dev/infiniband/issm5\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\",\"rdma_dev\":\"mlx5_5\",\"umad\":\"/dev/infiniband/umad5\",\"uverbs\":\"/dev/infiniband/uverbs5\"}}}
+device /dev/infiniband/issm2 /dev/infiniband/issm2 rw
+device /dev/infiniband/issm5 /dev/infiniband/issm5 rw
+device /dev/infiniband/rdma_cm /dev/infiniband/rdma_cm rw
+device /dev/infiniband/umad2 /dev/infiniband/umad2 rw
+device /dev/infiniband/umad5 /dev/infiniband/umad5 rw
+device /dev/infiniband/uverbs2 /dev/infiniband/uverbs2 rw
+device /dev/infiniband/uverbs5 /dev/infiniband/uverbs5 rw" "Allocate of two RDMA VFs"
+assert_eq "$(allocate $ETH 0000:3b:01.4)" "env PCIDEVICE_NVIDIA_COM_CX6_ETH=0000:3b:01.4
+env PCIDEVICE_NVIDIA_COM_CX6_ETH_INFO={\"0000:3b:01.4\":{\"generic\":{\"deviceID\":\"0000:3b:01.4\"}}}" \
+        "Allocate of a VF of a pool without isRdma: no RDMA nodes"
+pass "Allocate: the rdma provider's _INFO and the RDMA DeviceSpecs"
+
+# sriov-cx6dx-numvfs: PF1 4 -> 0 -> 8
+script "$NODES/sriov-cx6dx-numvfs.script"
+mark "numvfs 0"
+want $ETH 0 ""
+want $RDMA 0 0000:3b:00.2,0000:3b:00.3,0000:3b:00.4,0000:3b:00.5
+not_served "0000:3b:00.0 PF with VFs enabled" "0000:3b:00.1 no pool's selectors take it"
+mark "numvfs 8"
+want $ETH 0 0000:3b:01.3,0000:3b:01.4,0000:3b:01.5
+not_served "0000:3b:00.0 PF with VFs enabled" "0000:3b:00.1 PF with VFs enabled" \
+        "0000:3b:01.2 no pool's selectors take it" "0000:3b:01.6 no pool's selectors take it" \
+        "0000:3b:01.7 no pool's selectors take it" "0000:3b:02.0 no pool's selectors take it" \
+        "0000:3b:02.1 no pool's selectors take it"
+want $IB 0 ""
+pass "sriov_numvfs 4 -> 0 -> 8 on PF1: the range takes VFs 1-3, the VFs beyond it are not served"
+node_done
+
+# ---------------------------------------------------------------------------------------------
+# no-IOMMU: the host node is /dev/vfio/noiommu-<N>, the container's /dev/vfio/<N>
+
+NOIOMMU=intel.com/vfio_noiommu
+echo '{"resourceList": [{"resourceName": "vfio_noiommu", "selectors": [{"drivers": ["vfio-pci"]}]}]}' >"$T/noiommu.json"
+node noiommu sriov-noiommu
+want $NOIOMMU 1 0000:8a:01.6,0000:8a:01.7
+not_served "0000:8a:00.0 PF with VFs enabled" "0000:8a:01.0 no pool's selectors take it" \
+        "0000:8a:01.1 no pool's selectors take it" "0000:8a:01.2 no pool's selectors take it" \
+        "0000:8a:01.3 no pool's selectors take it" "0000:8a:01.4 no pool's selectors take it" \
+        "0000:8a:01.5 no pool's selectors take it"
+assert_eq "$(allocate $NOIOMMU 0000:8a:01.7 0000:8a:01.6)" "env PCIDEVICE_INTEL_COM_VFIO_NOIOMMU=0000:8a:01.7,0000:8a:01.6
+env PCIDEVICE_INTEL_COM_VFIO_NOIOMMU_INFO={\"0000:8a:01.6\":{\"generic\":{\"deviceID\":\"0000:8a:01.6\"},\"vfio\":{\"dev-mount\":\"/dev/vfio/106\",\"mount\":\"/dev/vfio/vfio\"}},\"0000:8a:01.7\":{\"generic\":{\"deviceID\":\"0000:8a:01.7\"},\"vfio\":{\"dev-mount\":\"/dev/vfio/107\",\"mount\":\"/dev/vfio/vfio\"}}}
+device /dev/vfio/noiommu-106 /dev/vfio/106 rw
+device /dev/vfio/noiommu-107 /dev/vfio/107 rw
+device /dev/vfio/vfio /dev/vfio/vfio rw" "Allocate on the no-IOMMU node"
+pass "no-IOMMU: the vfio group nodes noiommu-<N> on the host, /dev/vfio/<N> in the container"
+node_done
+
+# ---------------------------------------------------------------------------------------------
+# E810 again, for the two providers the node itself does not show: uio (VF 3 bound to igb_uio
+# here, with the uio class device and node its probe makes) and extra (additionalInfo)
+
+UIO=intel.com/e810_uio
+EXTRA=intel.com/e810_extra
+cat >"$T/e810-more.json" <<'END'
+{"resourceList": [
+ {"resourceName": "e810_uio", "selectors": [{"drivers": ["igb_uio"]}]},
+ {"resourceName": "e810_extra", "selectors": [{"pciAddresses": ["0000:8a:05.0", "0000:8a:05.6"]}],
+  "additionalInfo": {"*": {"owner": "net-team", "mtu": "9000"}, "0000:8a:05.6": {"mtu": "1500", "vlan": "42"}}}
+]}
+END
+node e810-more sriov-e810
+want $UIO 1 ""
+want $EXTRA 1 0000:8a:05.0,0000:8a:05.6
+assert_eq "$(allocate $EXTRA 0000:8a:05.0 0000:8a:05.6)" "env PCIDEVICE_INTEL_COM_E810_EXTRA=0000:8a:05.0,0000:8a:05.6
+env PCIDEVICE_INTEL_COM_E810_EXTRA_INFO={\"0000:8a:05.0\":{\"extra\":{\"mtu\":\"9000\",\"owner\":\"net-team\"},\"generic\":{\"deviceID\":\"0000:8a:05.0\"}},\"0000:8a:05.6\":{\"extra\":{\"mtu\":\"1500\",\"owner\":\"net-team\",\"vlan\":\"42\"},\"generic\":{\"deviceID\":\"0000:8a:05.6\"},\"vfio\":{\"dev-mount\":\"/dev/vfio/116\",\"mount\":\"/dev/vfio/vfio\"}}}
+device /dev/vfio/116 /dev/vfio/116 rw
+device /dev/vfio/vfio /dev/vfio/vfio rw" "Allocate with additionalInfo: the \"*\" entry, the function's own over it"
+pass "additionalInfo: the extra provider's _INFO"
+
+VF3=sys/devices/pci0000:89/0000:89:02.0/0000:8a:01.3
+ctl unbind 0000:8a:01.3
+ctl write "$VF3/uio/uio0/name" igb_uio
+ctl write dev/uio0 ""
+ctl bind 0000:8a:01.3 igb_uio
+want $UIO 1 0000:8a:01.3
+assert_eq "$(allocate $UIO 0000:8a:01.3)" "env PCIDEVICE_INTEL_COM_E810_UIO=0000:8a:01.3
+env PCIDEVICE_INTEL_COM_E810_UIO_INFO={\"0000:8a:01.3\":{\"generic\":{\"deviceID\":\"0000:8a:01.3\"},\"uio\":{\"mount\":\"/dev/uio0\"}}}
+device /dev/uio0 /dev/uio0 rw" "Allocate of an igb_uio VF"
+ctl rm dev/uio0
+want $UIO 1 "" 0000:8a:01.3
+unhealthy $UIO 0000:8a:01.3 "device node /dev/uio0 missing"
+ctl write dev/uio0 ""
+want $UIO 1 0000:8a:01.3
+pass "a VF bound to igb_uio: the uio provider's _INFO and /dev/uio0; Unhealthy while /dev/uio0 is missing"
+node_done
