@@ -32,6 +32,11 @@ args=("$@")
 p1= p2=
 die_with_us=()                          # a kdpd dies with this shell, even a SIGKILLed one
 setpriv --pdeathsig KILL true 2>/dev/null && die_with_us=(setpriv --pdeathsig KILL)
+asan=$("$(dirname "${BASH_SOURCE[0]}")/asan-runtime" "${cmd[0]}")
+case ":${LD_PRELOAD:-}:" in         # an ASan-built kdpd: its runtime first (see asan-runtime)
+*":$asan:"*) ;;
+*) [ -n "$asan" ] && export LD_PRELOAD=$asan${LD_PRELOAD:+:$LD_PRELOAD} ;;
+esac
 
 stop() {
         [ -n "$p1" ] && kill -TERM "$p1" 2>/dev/null

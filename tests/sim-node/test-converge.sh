@@ -520,7 +520,7 @@ show_logs() {
 # from the old offset in the new text (a syntax error, exit 2, kdpds left behind). Every case
 # runs this run's copy; the matrix below is one function, read whole before it starts.
 wrapper=$tmp/converge-node.sh
-cp "$here/converge-node.sh" "$wrapper"
+cp "$here/converge-node.sh" "$here/asan-runtime" "$tmp/"
 
 # Under valgrind: each fixture's random script (every kind of event its GPUs get), the Xid cases,
 # the switch that goes and comes back (the longest burst of uevents), SR-IOV off and on, and the
