@@ -73,21 +73,6 @@ static void pcitest_done(pcitest_run *run) {
                 ck_assert_int_eq(dlclose(run->handle), 0);
 }
 
-/* The notes of the last scan, one a line: "<address>: <reason>". */
-static char *not_served_text(const pcitest_run *run) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-
-        ck_assert_ptr_nonnull(m);
-        for (size_t i = 0; i < run->tree->n_notes; i++) {
-                ck_assert_int_eq(run->tree->notes[i].kind, KDP_TREE_NOTE_NOT_SERVED);
-                fprintf(m, "%s: %s\n", run->tree->notes[i].key, run->tree->notes[i].text);
-        }
-        ck_assert_int_eq(fclose(m), 0);
-        return buf;
-}
-
 START_TEST(test_backend_pcitest_declares_the_functions_it_cannot_read) {
         _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("pcitest");
         _cleanup_free_ char *log = NULL, *text = NULL, *want = NULL, *warning = NULL;
@@ -109,7 +94,7 @@ START_TEST(test_backend_pcitest_declares_the_functions_it_cannot_read) {
         ck_assert_uint_eq(run.tree->n_resources, 1);
         ck_assert_uint_eq(run.tree->resources[0].n_devices, 1);
         ck_assert_str_eq(run.tree->resources[0].devices[0].id, "0000:18:00.0");
-        text = not_served_text(&run);
+        text = kdp_test_not_served_text(run.tree);
         ck_assert_int_ge(asprintf(&want, "0000:19:00.0: libpci cannot read it: Cannot open "
                                          "%s/sys/bus/pci/devices/0000:19:00.0/vendor: No such file or directory\n"
                                          "0000:1a:00.0: its sysfs file class cannot be read: Bad message\n", root), 0);
@@ -131,7 +116,7 @@ START_TEST(test_backend_pcitest_declares_the_functions_it_cannot_read) {
                 log = pcitest_scan(&run, root);
                 ck_assert_str_eq(log, "");
                 free(text);
-                text = not_served_text(&run);
+                text = kdp_test_not_served_text(run.tree);
                 ck_assert_str_eq(text, want);
         }
         pcitest_done(&run);
