@@ -134,17 +134,3 @@ static inline const kdp_device_list *kdp_test_backend_resource(const kdp_test_ba
         return NULL;
 }
 
-/* The last scan's not-served notes, one a line: "<address>: <reason>\n" (free()). */
-static inline char *kdp_test_backend_not_served(const kdp_test_backend *b) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-
-        ck_assert_ptr_nonnull(m);
-        for (size_t i = 0; i < b->tree->n_notes; i++) {
-                ck_assert_int_eq(b->tree->notes[i].kind, KDP_TREE_NOTE_NOT_SERVED);
-                fprintf(m, "%s: %s\n", b->tree->notes[i].key, b->tree->notes[i].text);
-        }
-        ck_assert_int_eq(fclose(m), 0);
-        return buf;
-}

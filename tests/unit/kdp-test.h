@@ -31,6 +31,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device-tree.h"
+
 /* ---- files ---- */
 
 /* Reads everything written to `fd` (a memfd or regular file) from offset 0, NUL-terminated (free()). */
@@ -100,6 +102,21 @@ static inline void kdp_test_capture_begin(kdp_test_capture *c) {
         c->saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
         ck_assert_int_ge(c->saved, 0);
         ck_assert_int_eq(dup2(c->fd, STDERR_FILENO), STDERR_FILENO);
+}
+
+/* The not-served notes of a finished scan's tree, one a line: "<address>: <reason>" (free()). */
+static inline char *kdp_test_not_served_text(const kdp_device_tree *tree) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+
+        ck_assert_ptr_nonnull(m);
+        for (size_t i = 0; i < tree->n_notes; i++) {
+                ck_assert_int_eq(tree->notes[i].kind, KDP_TREE_NOTE_NOT_SERVED);
+                fprintf(m, "%s: %s\n", tree->notes[i].key, tree->notes[i].text);
+        }
+        ck_assert_int_eq(fclose(m), 0);
+        return buf;
 }
 
 /* Restores stderr and returns what was written meanwhile (free()). */

@@ -43,11 +43,6 @@ static void pcitest_done(pcitest_run *run) {
         kdp_test_backend_done(run);
 }
 
-/* The notes of the last scan, one a line: "<address>: <reason>". */
-static char *not_served_text(const pcitest_run *run) {
-        return kdp_test_backend_not_served(run);
-}
-
 START_TEST(test_backend_pcitest_declares_the_functions_it_cannot_read) {
         _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("pcitest");
         _cleanup_free_ char *log = NULL, *text = NULL, *want = NULL, *warning = NULL;
@@ -69,7 +64,7 @@ START_TEST(test_backend_pcitest_declares_the_functions_it_cannot_read) {
         ck_assert_uint_eq(run.tree->n_resources, 1);
         ck_assert_uint_eq(run.tree->resources[0].n_devices, 1);
         ck_assert_str_eq(run.tree->resources[0].devices[0].id, "0000:18:00.0");
-        text = not_served_text(&run);
+        text = kdp_test_not_served_text(run.tree);
         ck_assert_int_ge(asprintf(&want, "0000:19:00.0: libpci cannot read it: Cannot open "
                                          "%s/sys/bus/pci/devices/0000:19:00.0/vendor: No such file or directory\n"
                                          "0000:1a:00.0: its sysfs file class cannot be read: Bad message\n", root), 0);
@@ -91,7 +86,7 @@ START_TEST(test_backend_pcitest_declares_the_functions_it_cannot_read) {
                 log = pcitest_scan(&run, root);
                 ck_assert_str_eq(log, "");
                 free(text);
-                text = not_served_text(&run);
+                text = kdp_test_not_served_text(run.tree);
                 ck_assert_str_eq(text, want);
         }
         pcitest_done(&run);

@@ -372,11 +372,6 @@ static const kdp_test_pci_dev mi300x = {
         .class_code = "0x120000", .numa_node = "1", .driver = "amdgpu", .enable = "1",
 };
 
-/* The backend's notes, one a line: "<address>: <reason>". */
-static char *not_served_text(const gpu_run *run) {
-        return kdp_test_backend_not_served(run);
-}
-
 /* Each GPU looked at and not taken is declared with its reason; functions that are no GPUs are not. */
 START_TEST(test_gpu_declares_every_gpu_it_does_not_serve) {
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
@@ -389,7 +384,7 @@ START_TEST(test_gpu_declares_every_gpu_it_does_not_serve) {
                                                                      "gpu.deny=0000:19:00.0", NULL }), 0);
         gpu_scan(&run, root);
         ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 1);
-        text = not_served_text(&run);
+        text = kdp_test_not_served_text(run.tree);
         ck_assert_str_eq(text, "0000:19:00.0: filtered out by the config (in gpu.deny)\n"
                                "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
                                "0000:4d:00.0: SR-IOV PF with 4 VFs enabled (its VFs are served instead)\n"
@@ -403,7 +398,7 @@ START_TEST(test_gpu_declares_every_gpu_it_does_not_serve) {
         gpu_scan(&run, root);
         ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 1);
         free(text);
-        text = not_served_text(&run);
+        text = kdp_test_not_served_text(run.tree);
         ck_assert_str_eq(text, "0000:18:00.0: its /proc/driver/nvidia information is malformed: its Device Minor "
                                "is not a number from 0 to 247\n"
                                "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
@@ -442,7 +437,7 @@ START_TEST(test_gpu_handles_pci_functions_that_cannot_be_read) {
         gpu_scan(&run, root);
         log = kdp_test_capture_end(&c);
         ck_assert_ptr_nonnull(strstr(log, "\"Skipped PCI device\" backend=\"gpu\" pciAddress=\"0000:1b:00.0\""));
-        text = not_served_text(&run);
+        text = kdp_test_not_served_text(run.tree);
         ck_assert_int_ge(asprintf(&want, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
                                          "0000:1b:00.0: libpci cannot read it: Cannot open "
                                          "%s/sys/bus/pci/devices/0000:1b:00.0/vendor: No such file or directory\n",
@@ -463,7 +458,7 @@ START_TEST(test_gpu_handles_pci_functions_that_cannot_be_read) {
         ck_assert_str_eq(l->devices[0].health_reason, "its sysfs file class cannot be read: Bad message");
         ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
         free(text);
-        text = not_served_text(&run);
+        text = kdp_test_not_served_text(run.tree);
         ck_assert_str_eq(text, want);
 
         kdp_test_tree_write(root, class_b, "0x030200\n");

@@ -164,7 +164,7 @@ static void expect_devices(const run *r, const char *resource, const char *want)
 }
 
 static void expect_not_served(const run *r, const char *want) {
-        _cleanup_free_ char *text = kdp_test_backend_not_served(&r->b);
+        _cleanup_free_ char *text = kdp_test_not_served_text(r->b.tree);
 
         ck_assert_str_eq(text, want);
 }
@@ -687,7 +687,7 @@ static char *shown_text(const run *r, const shown *want, size_t n, bool actual) 
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *text = !actual ? strdup(want[i].text) :
                                             want[i].resource ? devices_text(r, want[i].resource) :
-                                                               kdp_test_backend_not_served(&r->b);
+                                                               kdp_test_not_served_text(r->b.tree);
 
                 ck_assert_ptr_nonnull(text);
                 fprintf(m, "== %s\n%s", want[i].resource ? want[i].resource : "not served", text);
