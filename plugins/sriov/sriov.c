@@ -10,7 +10,10 @@
  *   device_event (pci add/remove/bind/unbind) -> the PCI list is read again; a bind or add
  *          starts a member's AER counters anew
  *   the rtnetlink fd (link.c) -> a PF link or a default route that matters changed: scan
- *   allocate -> sriov_answer (answer.c) for the members named; preferred -> VFs of one PF
+ *   allocate -> sriov_answer (answer.c) for the members named, and each one's device-info file
+ *          for Multus (devinfo_dir); preferred -> VFs of one PF
+ *   after each scan, the device-info file of a device gone from the bus or from its pool goes;
+ *          at fini every file written goes; at init those a previous run left
  *
  * A member is one function served in one pool: the pair (address, resource). A member once
  * served stays in the table while the function is there or lost: removed, unbound, bound to a

@@ -25,7 +25,8 @@
  * scans, refreshed by each one, dropped with a changed pool). config.c and
  * discover.c fill structs the caller owns and frees with their *_done()
  * functions; answer.c reads both and writes into the caller's
- * kdp_alloc_response. sriov.c owns the sriov_link (its socket, fd watch and
+ * kdp_alloc_response. sriov.c owns the table of device-info files it wrote (written at
+ * Allocate, removed when a scan no longer finds their member present). sriov.c owns the sriov_link (its socket, fd watch and
  * tables). Everything runs under the backend's lock
  * (kdp/backend.h): scan on the loop thread, allocate on the gRPC thread.
  *
