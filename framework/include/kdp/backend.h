@@ -15,7 +15,7 @@
  *
  * Threads. Every hook of one backend runs with that backend's lock held, so a
  * backend never sees two hooks at once and needs no locks of its own. init,
- * scan, probe, device_event, fini and the callbacks of watched fds run on the
+ * scan, probe, device_event, allocated, fini and the callbacks of watched fds run on the
  * event loop; allocate and preferred on the gRPC thread and must answer in
  * microseconds (no I/O that can block); pre_start on a worker thread and may
  * take up to the kubelet's 30 s.
@@ -101,6 +101,26 @@ typedef struct kdp_prestart_request {
         size_t n_device_ids;
 } kdp_prestart_request;
 
+/*
+ * What the kubelet reports in use (PodResources List, KUBELET.md §8) for the
+ * resources of one backend: the IDs assigned to the containers of its active
+ * pods. A resource of the backend absent from `resources` has none in use.
+ * The kubelet learns of an allocation when Allocate answers and reports it
+ * only while the pod is active: an ID given out just before the List started
+ * may be missing from it, and one is missing for good once its pod ended.
+ */
+typedef struct kdp_allocated_resource {
+        const char *resource;
+        const char *const *device_ids;          /* sorted, unique */
+        size_t n_device_ids;
+} kdp_allocated_resource;
+
+typedef struct kdp_allocated {
+        uint64_t started_usec;                  /* when the List was sent, in kdp_backend_now_usec()'s clock */
+        const kdp_allocated_resource *resources;
+        size_t n_resources;
+} kdp_allocated;
+
 typedef struct kdp_backend_ops {
         uint32_t abi_major;                     /* KDP_BACKEND_ABI_MAJOR */
         uint32_t struct_size;                   /* sizeof(kdp_backend_ops) as the backend saw it */
@@ -127,6 +147,9 @@ typedef struct kdp_backend_ops {
         uint32_t rescan_interval_ms;            /* 0: scan only at start, on udev events and on reload */
         /* optional: sees each device event of udev_subsystems before the scan it triggers */
         void (*device_event)(void *state, const kdp_device_event *ev);
+        /* --- PodResources --- */
+        /* optional, loop thread: what the kubelet reports in use, after each List that succeeded */
+        void (*allocated)(void *state, const kdp_allocated *a);
         /* append new fields here only */
 } kdp_backend_ops;
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "kubelet-client.h"
 #include "loop.h"
 #include "not-served.h"
+#include "pod-resources.h"
 #include "registry.h"
 #include "server.h"
 #include "snapshot.h"
@@ -100,6 +102,8 @@ struct kdp_daemon {
         kdp_debounce *debounce;
         kdp_udev_monitor *udev;
         bool scan_posted;               /* dirty slots will be scanned soon */
+        kdp_pod_resources *pod_resources;       /* NULL: the kubelet is not asked */
+        atomic_bool allocate_posted;    /* CQ thread → loop: an Allocate asks for a List soon */
 };
 
 static char **strv_copy(const char *const *v) {
@@ -262,6 +266,23 @@ static void on_stream_lost(void *userdata) {
                 server_note_free(copy);
 }
 
+static void on_allocated_posted(kdp_loop *loop, void *userdata) {
+        kdp_daemon *d = userdata;
+
+        atomic_store(&d->allocate_posted, false);
+        kdp_pod_resources_soon(d->pod_resources);       /* NULL once stopping */
+}
+
+/* CQ thread: an Allocate succeeded; one post per burst. */
+static void on_allocated(void *userdata) {
+        const server_note *note = userdata;
+        kdp_daemon *d = note->d;
+
+        if (d->pod_resources && !atomic_exchange(&d->allocate_posted, true) &&
+            kdp_loop_post(d->loop, on_allocated_posted, d) < 0)
+                atomic_store(&d->allocate_posted, false);
+}
+
 static void on_server_stopped(void *userdata) {
         server_note_free(userdata);
 }
@@ -280,7 +301,11 @@ static void stop_serving(kdp_resource *res) {
 
 /* (Re)serves on a fresh socket, then registers. The old server's streams end first. */
 static int serve_resource(kdp_resource *res) {
-        static const kdp_server_events events = { .stream_lost = on_stream_lost, .stopped = on_server_stopped };
+        static const kdp_server_events events = {
+                .stream_lost = on_stream_lost,
+                .allocated = on_allocated,
+                .stopped = on_server_stopped,
+        };
         kdp_daemon *d = res->d;
         _cleanup_free_ char *name = NULL, *path = NULL;
         kdp_server *server;
@@ -753,6 +778,62 @@ static void on_runtime_busy(void *userdata) {
 
 /* ---- kubelet events ---- */
 
+/* What the kubelet's List says is in use: each backend with an allocated hook gets its own resources' IDs. */
+static void on_pod_resources(const kdp_pod_resources_list *l, uint64_t started_usec, void *userdata) {
+        kdp_daemon *d = userdata;
+
+        for (size_t i = 0; i < d->n_slots; i++) {
+                backend_slot *slot = &d->slots[i];
+                _cleanup_free_ kdp_allocated_resource *v = NULL;
+                size_t n = 0, max = 0;
+
+                if (!slot->b->allocated)
+                        continue;
+                for (const kdp_resource *res = d->resources; res; res = res->next)
+                        max += res->owner == slot;
+                if (max > 0 && !(v = calloc(max, sizeof(*v)))) {
+                        kdp_log_error(-ENOMEM, "Failed to hand pod resources to a backend",
+                                      KDP_F_STR("backend", slot->b->name));
+                        continue;
+                }
+                for (const kdp_resource *res = d->resources; res; res = res->next) {
+                        const kdp_pod_devices *p = res->owner == slot ? kdp_pod_resources_list_find(l, res->name) : NULL;
+
+                        if (p)
+                                v[n++] = (kdp_allocated_resource){
+                                        .resource = p->resource,
+                                        .device_ids = (const char *const *) p->ids,
+                                        .n_device_ids = p->n_ids,
+                                };
+                }
+                kdp_registry_allocated(slot->b, &(kdp_allocated){
+                        .started_usec = started_usec, .resources = v, .n_resources = n });
+        }
+}
+
+/* The PodResources socket: given, or beside the device-plugins dir as the kubelet puts it (KUBELET.md §8). */
+static int follow_pod_resources(kdp_daemon *d, const kdp_daemon_options *o) {
+        _cleanup_free_ char *path = NULL;
+        size_t n = strlen(d->kubelet_dir);
+
+        if (o->pod_resources_socket && !*o->pod_resources_socket)
+                return 0;
+        if (o->pod_resources_socket)
+                path = strdup(o->pod_resources_socket);
+        else {
+                while (n > 1 && d->kubelet_dir[n - 1] == '/')
+                        n--;
+                while (n > 0 && d->kubelet_dir[n - 1] != '/')
+                        n--;
+                if (asprintf(&path, "%.*s" KDP_POD_RESOURCES_SOCKET, (int) n, n > 0 ? d->kubelet_dir : "./") < 0)
+                        path = NULL;
+        }
+        if (!path)
+                return -ENOMEM;
+        return kdp_pod_resources_new(d->loop, kdp_server_runtime_cq(d->rt), path, o->pod_resources_period_ms,
+                                     on_pod_resources, d, &d->pod_resources);
+}
+
 /*
  * kubelet.sock appeared. A resource registered (or registering) with that very
  * file on a socket its start-up cleanup left intact keeps its registration;
@@ -999,6 +1080,9 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         r = start_backends(d);
         if (r < 0)
                 return r;
+        r = follow_pod_resources(d, o);
+        if (r < 0)
+                return kdp_log_error(r, "Failed to follow pod resources");
         *ret = KDP_TAKE_PTR(d);
         return 0;
 }
@@ -1017,6 +1101,7 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
                 free_resource(res);
         }
         d->kubelet = kdp_kubelet_client_free(d->kubelet);
+        d->pod_resources = kdp_pod_resources_free(d->pod_resources);
         d->rt = kdp_server_runtime_free(d->rt);        /* waits until every server is gone */
         d->udev = kdp_udev_monitor_free(d->udev);
         for (size_t i = 0; i < d->n_slots; i++) {

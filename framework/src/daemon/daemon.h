@@ -19,6 +19,10 @@
  *            only their resources re-register
  *   SIGTERM/SIGINT  stop serving, remove our sockets and not-served lists, exit
  *
+ * pod-resources.h: after an Allocate (coalesced) and periodically, kdpd asks
+ * the kubelet's PodResources List which devices are in use and hands each
+ * backend with an allocated hook the IDs of its own resources.
+ *
  * After each scan the backend's conditions (conditions.h: devices it does not
  * serve, refused resources, dropped NUMA affinity) are diffed against its
  * previous scan's and logged only where they changed; when the devices not
@@ -47,6 +51,9 @@ typedef struct kdp_daemon_options {
         const char *const *backend_dirs;        /* NULL: kdp_registry_default_dirs() */
         uint64_t health_hold_ms;                /* a flapping device stays Unhealthy this long; 0: off */
         const char *udev_source;                /* "udev", "kernel", or NULL: chosen by udevd's presence */
+        /* PodResources socket: NULL = <kubelet_dir>/../pod-resources/kubelet.sock, "" = not asked */
+        const char *pod_resources_socket;
+        uint64_t pod_resources_period_ms;       /* 0: KDP_POD_RESOURCES_PERIOD_MS */
 } kdp_daemon_options;
 
 /* Everything up to the first registrations; errors are logged. */

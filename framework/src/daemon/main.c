@@ -50,6 +50,12 @@ static void usage(FILE *f) {
               "                            staying healthy this long (default 5000; 0 = at once)\n"
               "      --udev-source S       device events from 'udev' or 'kernel' (default: udev when\n"
               "                            udevd runs, else kernel)\n"
+              "      --pod-resources-socket PATH\n"
+              "                            the kubelet's PodResources socket, asked which devices are in\n"
+              "                            use (default: pod-resources/kubelet.sock beside the kubelet\n"
+              "                            dir, /var/lib/kubelet/pod-resources/kubelet.sock; '' = never)\n"
+              "      --pod-resources-period-ms MS\n"
+              "                            ask it this often, and 5 s after Allocate (default 60000)\n"
               "  -v, --v N                 log verbosity, as klog (default 0)\n"
               "  -h, --help                this help, plus the params of the backends given before it\n",
               f);
@@ -88,6 +94,18 @@ static int parse_hold(const char *s, uint64_t *ret) {
         return 0;
 }
 
+static int parse_period(const char *s, uint64_t *ret) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+
+        if (*s == '\0' || *s == '-' || *end != '\0' || v < 100 || v > 86400000) {
+                fprintf(stderr, "kdpd: --pod-resources-period-ms takes milliseconds from 100 to 86400000, not '%s'\n", s);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
 static int parse_udev_source(const char *s, const char **ret) {
         if (strcmp(s, "udev") != 0 && strcmp(s, "kernel") != 0) {
                 fprintf(stderr, "kdpd: --udev-source takes 'udev' or 'kernel', not '%s'\n", s);
@@ -98,7 +116,8 @@ static int parse_udev_source(const char *s, const char **ret) {
 }
 
 static int parse_args(int argc, char **argv, args *a) {
-        enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV, OPT_STATE };
+        enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV, OPT_STATE,
+               OPT_PODRES, OPT_PODRES_PERIOD };
         static const struct option options[] = {
                 { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
                 { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
@@ -107,6 +126,8 @@ static int parse_args(int argc, char **argv, args *a) {
                 { "health-hold-ms", required_argument, NULL, OPT_HOLD },
                 { "udev-source", required_argument, NULL, OPT_UDEV },
                 { "state-dir", required_argument, NULL, OPT_STATE },
+                { "pod-resources-socket", required_argument, NULL, OPT_PODRES },
+                { "pod-resources-period-ms", required_argument, NULL, OPT_PODRES_PERIOD },
                 { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -125,6 +146,8 @@ static int parse_args(int argc, char **argv, args *a) {
                 case OPT_HOLD: r = parse_hold(optarg, &a->opts.health_hold_ms); break;
                 case OPT_UDEV: r = parse_udev_source(optarg, &a->opts.udev_source); break;
                 case OPT_STATE: a->opts.state_dir = optarg; break;
+                case OPT_PODRES: a->opts.pod_resources_socket = optarg; break;
+                case OPT_PODRES_PERIOD: r = parse_period(optarg, &a->opts.pod_resources_period_ms); break;
                 case 'v': r = parse_verbosity(optarg); break;
                 case 'h': a->help = true; break;
                 default: usage(stderr); return -EINVAL;

@@ -7,6 +7,7 @@
 #include <grpc/slice.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "podresources/v1/api.pb-c.h"
 #include "proto-conv.h"
 
 typedef V1beta1__ContainerAllocateResponse__EnvsEntry EnvsEntry;
@@ -259,5 +260,108 @@ int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor
         if (!m)
                 return -EBADMSG;
         *ret = m;
+        return 0;
+}
+
+/* One (resource, ID) pair of a ListPodResourcesResponse, borrowed from it. */
+typedef struct pod_pair {
+        const char *resource, *id;
+} pod_pair;
+
+static int cmp_pair(const void *a, const void *b) {
+        const pod_pair *x = a, *y = b;
+        int c = strcmp(x->resource, y->resource);
+
+        return c ? c : strcmp(x->id, y->id);
+}
+
+static void free_pod_response(V1__ListPodResourcesResponse **m) {
+        if (*m)
+                v1__list_pod_resources_response__free_unpacked(*m, NULL);
+}
+
+static int pod_pairs(const V1__ListPodResourcesResponse *m, pod_pair **ret, size_t *ret_n) {
+        _cleanup_free_ pod_pair *v = NULL;
+        size_t n = 0, size = 0;
+
+        for (size_t p = 0; p < m->n_pod_resources; p++)
+                for (size_t c = 0; c < m->pod_resources[p]->n_containers; c++) {
+                        const V1__ContainerResources *cr = m->pod_resources[p]->containers[c];
+
+                        for (size_t d = 0; d < cr->n_devices; d++) {
+                                const V1__ContainerDevices *cd = cr->devices[d];
+
+                                if (!cd->resource_name || !*cd->resource_name)
+                                        continue;
+                                for (size_t i = 0; i < cd->n_device_ids; i++) {
+                                        if (!cd->device_ids[i] || !*cd->device_ids[i])
+                                                continue;
+                                        if (n == size) {
+                                                pod_pair *w = reallocarray(v, size ? size * 2 : 16, sizeof(*v));
+
+                                                if (!w)
+                                                        return -ENOMEM;
+                                                v = w;
+                                                size = size ? size * 2 : 16;
+                                        }
+                                        v[n++] = (pod_pair){ cd->resource_name, cd->device_ids[i] };
+                                }
+                        }
+                }
+        if (n > 0)
+                qsort(v, n, sizeof(*v), cmp_pair);
+        *ret = KDP_TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
+/* Appends the pairs [from, to), one resource, its IDs sorted with duplicates, as a new entry. */
+static int pod_group(kdp_pod_resources_list *l, const pod_pair *v, size_t from, size_t to) {
+        kdp_pod_devices *e;
+
+        e = &l->resources[l->n_resources];
+        *e = (kdp_pod_devices){ .resource = strdup(v[from].resource), .ids = calloc(to - from, sizeof(char *)) };
+        l->n_resources++;       /* even half-built: kdp_pod_resources_list_done() frees it */
+        if (!e->resource || !e->ids)
+                return -ENOMEM;
+        for (size_t i = from; i < to; i++) {
+                if (e->n_ids > 0 && strcmp(e->ids[e->n_ids - 1], v[i].id) == 0)
+                        continue;
+                if (!(e->ids[e->n_ids] = strdup(v[i].id)))
+                        return -ENOMEM;
+                e->n_ids++;
+        }
+        return 0;
+}
+
+int kdp_proto_conv_unpack_pod_resources(grpc_byte_buffer *bb, size_t max_size, kdp_pod_resources_list *ret) {
+        _cleanup_(free_pod_response) V1__ListPodResourcesResponse *m = NULL;
+        _cleanup_free_ pod_pair *v = NULL;
+        kdp_pod_resources_list l = { 0 };
+        size_t n = 0, groups = 0;
+        int r;
+
+        if (bb && grpc_byte_buffer_length(bb) > max_size)
+                return -EMSGSIZE;
+        r = kdp_proto_conv_unpack(bb, &v1__list_pod_resources_response__descriptor, (ProtobufCMessage **) &m);
+        if (r < 0)
+                return r;
+        r = pod_pairs(m, &v, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                groups += i == 0 || strcmp(v[i].resource, v[i - 1].resource) != 0;
+        if (groups > 0 && !(l.resources = calloc(groups, sizeof(*l.resources))))
+                return -ENOMEM;
+        for (size_t i = 0, from = 0; r >= 0 && i < n; i++)
+                if (i + 1 == n || strcmp(v[i].resource, v[i + 1].resource) != 0) {
+                        r = pod_group(&l, v, from, i + 1);
+                        from = i + 1;
+                }
+        if (r < 0) {
+                kdp_pod_resources_list_done(&l);
+                return r;
+        }
+        *ret = l;
         return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "alloc.h"
 #include "device.h"
+#include "pod-resources.h"
 
 /* ListAndWatchResponse for every device of `l`, into a malloc()ed buffer. */
 int kdp_proto_conv_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_size);
@@ -34,3 +35,10 @@ int kdp_proto_conv_pack_preferred(const kdp_pref_response *containers, size_t n,
 
 /* Unpacks `bb` (may be NULL: an empty message) as `desc`; -EBADMSG if malformed. */
 int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret);
+
+/*
+ * ListPodResourcesResponse → the IDs per resource that its pods' containers
+ * hold (sorted, unique; entries without a resource name or ID dropped).
+ * -EMSGSIZE if `bb` is over max_size bytes, -EBADMSG if malformed.
+ */
+int kdp_proto_conv_unpack_pod_resources(grpc_byte_buffer *bb, size_t max_size, kdp_pod_resources_list *ret);

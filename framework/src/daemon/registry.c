@@ -90,6 +90,8 @@ static void take_optional_hooks(kdp_backend *b) {
                 b->rescan_interval_ms = ops->rescan_interval_ms;
         if (KDP_OPS_HAS(ops, device_event))
                 b->device_event = ops->device_event;
+        if (KDP_OPS_HAS(ops, allocated))
+                b->allocated = ops->allocated;
         if (b->probe && b->probe_interval_ms == 0)
                 b->probe_interval_ms = 5000;
 }
@@ -298,6 +300,13 @@ int kdp_registry_pre_start(kdp_backend *b, const kdp_prestart_request *req) {
                 r = b->pre_start(b->state, req);
         pthread_mutex_unlock(&b->lock);
         return r;
+}
+
+void kdp_registry_allocated(kdp_backend *b, const kdp_allocated *a) {
+        pthread_mutex_lock(&b->lock);
+        if (b->allocated && b->started)
+                b->allocated(b->state, a);
+        pthread_mutex_unlock(&b->lock);
 }
 
 void kdp_registry_device_event(kdp_backend *b, const kdp_device_event *ev) {

@@ -38,6 +38,7 @@ typedef struct kdp_backend {
         int (*pre_start)(void *state, const kdp_prestart_request *req);
         int (*probe)(void *state, const char *resource, const char *device_id, char **ret_reason);
         void (*device_event)(void *state, const kdp_device_event *ev);
+        void (*allocated)(void *state, const kdp_allocated *a);
         uint32_t probe_interval_ms;
         uint32_t rescan_interval_ms;
         const kdp_backend_host *host;   /* handed to every ctx; NULL: none */
@@ -71,4 +72,6 @@ int kdp_registry_preferred(kdp_backend *b, const kdp_pref_request *req, kdp_pref
 int kdp_registry_pre_start(kdp_backend *b, const kdp_prestart_request *req);
 /* Loop thread: a device event for device_event(), a readable watched fd for its fn (-ESRCH when stopped). */
 void kdp_registry_device_event(kdp_backend *b, const kdp_device_event *ev);
+/* Loop thread: what the kubelet reports in use, for allocated() (nothing when it has none or is stopped). */
+void kdp_registry_allocated(kdp_backend *b, const kdp_allocated *a);
 int kdp_registry_fd_ready(kdp_backend *b, kdp_backend_fd_fn fn, int fd);

@@ -410,6 +410,8 @@ static void handle_allocate(kdp_call *c, const V1beta1__AllocateRequest *req) {
                 return;
         }
         kdp_log_v(2, "Allocated devices", KDP_F_STR("resource", c->server->resource), KDP_F_INT("containers", n));
+        if (c->server->ev.allocated)
+                c->server->ev.allocated(c->server->userdata);
         reply_message(c, 0, bb);
 }
 

@@ -36,6 +36,8 @@ typedef struct kdp_server kdp_server;
 typedef struct kdp_server_events {
         /* CQ thread: a peer cancelled the last open ListAndWatch stream of a running server */
         void (*stream_lost)(void *userdata);
+        /* CQ thread: an Allocate was answered with success (may be NULL) */
+        void (*allocated)(void *userdata);
         /* CQ thread: a stopped server is gone (socket removed); userdata may be freed now */
         void (*stopped)(void *userdata);
 } kdp_server_events;
