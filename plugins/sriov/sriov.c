@@ -13,7 +13,8 @@
  *   allocate -> sriov_answer (answer.c) for the members named, and each one's device-info file
  *          for Multus (devinfo_dir); preferred -> VFs of one PF
  *   after each scan, the device-info file of a device gone from the bus or from its pool goes;
- *          at fini every file written goes; at init those a previous run left
+ *          allocated (the kubelet's PodResources List) -> the file of a device it no longer
+ *          lists goes; at fini every file written goes; at init those a previous run left
  *
  * A member is one function served in one pool: the pair (address, resource). A member once
  * served stays in the table while the function is there or lost: removed, unbound, bound to a
@@ -82,10 +83,11 @@ typedef struct member {
         char reason[REASON_MAX];                /* "" when healthy */
 } member;
 
-/* A device-info file written at Allocate: removed once its member is gone, and at fini. */
+/* A device-info file written at Allocate: removed once its member is gone or freed, and at fini. */
 typedef struct devinfo_file {
         char resource[2 * SRIOV_NAME_MAX];
         char id[KDP_PCI_ADDRESS_MAX];
+        uint64_t written_usec;                  /* kdp_backend_now_usec() of its last write */
 } devinfo_file;
 
 /* The config file as last read: a scan reads it again when any of these changed. */
@@ -115,6 +117,7 @@ typedef struct sriov_state {
         char *devinfo_dir;                      /* where device-info files go; NULL: none are written */
         devinfo_file *devinfo;                  /* the files written and not removed yet */
         size_t n_devinfo;
+        uint64_t devinfo_grace_usec;            /* a List must start this long after a write to free it */
 } sriov_state;
 
 static const kdp_param_spec sriov_params[] = {
@@ -125,6 +128,9 @@ static const kdp_param_spec sriov_params[] = {
           "a PF whose link is down makes its VFs Unhealthy (unhealthy) or leaves them Healthy (ignore)" },
         { "devinfo_dir", "/var/run/k8s.cni.cncf.io/devinfo/dp",
           "where Allocate writes each device's device-info file for Multus; empty: none" },
+        { "devinfo_grace_ms", "10000",
+          "a device-info file goes when the kubelet's PodResources List, started this long after the file "
+          "was written, no longer lists its device" },
         { 0 },
 };
 
@@ -348,6 +354,12 @@ static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
                 r = parse_pf_link_down(ctx, &s->pf_link_down_unhealthy);
         if (r >= 0 && devinfo && *devinfo && !(s->devinfo_dir = strdup(devinfo)))
                 r = -ENOMEM;
+        if (r >= 0) {
+                int64_t grace;
+
+                r = kdp_backend_param_int(ctx, "devinfo_grace_ms", 0, 3600000, &grace);
+                s->devinfo_grace_usec = (uint64_t) grace * 1000;
+        }
         if (r >= 0)
                 r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
         if (r >= 0) {
@@ -705,8 +717,10 @@ static void devinfo_write(sriov_state *s, const member *m, const sriov_selector 
                 return;
         }
         for (size_t i = 0; i < s->n_devinfo; i++)
-                if (strcmp(s->devinfo[i].id, m->f.address) == 0 && strcmp(s->devinfo[i].resource, m->resource) == 0)
+                if (strcmp(s->devinfo[i].id, m->f.address) == 0 && strcmp(s->devinfo[i].resource, m->resource) == 0) {
+                        s->devinfo[i].written_usec = kdp_backend_now_usec(s->ctx);
                         return;
+                }
         v = realloc(s->devinfo, (s->n_devinfo + 1) * sizeof(*v));
         if (!v) {
                 (void) unlink(path);    /* not remembered: it would never be removed */
@@ -719,6 +733,36 @@ static void devinfo_write(sriov_state *s, const member *m, const sriov_selector 
         v = &s->devinfo[s->n_devinfo++];
         snprintf(v->resource, sizeof(v->resource), "%s", m->resource);
         snprintf(v->id, sizeof(v->id), "%s", m->f.address);
+        v->written_usec = kdp_backend_now_usec(s->ctx);
+}
+
+static bool allocated_has(const kdp_allocated *a, const char *resource, const char *id) {
+        for (size_t i = 0; i < a->n_resources; i++) {
+                if (strcmp(a->resources[i].resource, resource) != 0)
+                        continue;
+                for (size_t j = 0; j < a->resources[i].n_device_ids; j++)
+                        if (strcmp(a->resources[i].device_ids[j], id) == 0)
+                                return true;
+        }
+        return false;
+}
+
+/*
+ * The kubelet's List: a file whose device it no longer lists was freed (its pod ended) and goes.
+ * Only a List that started devinfo_grace_ms after the file's last write counts: the kubelet
+ * records an allocation when Allocate has answered, so a List begun just before or around the
+ * write may not show it yet (nor a List answered from a kubelet's state of that moment).
+ */
+static void sriov_allocated(void *state, const kdp_allocated *a) {
+        sriov_state *s = state;
+
+        for (size_t i = s->n_devinfo; i > 0; i--) {
+                const devinfo_file *e = &s->devinfo[i - 1];
+
+                if (a->started_usec >= e->written_usec + s->devinfo_grace_usec &&
+                    !allocated_has(a, e->resource, e->id))
+                        devinfo_remove(s, i - 1, "freed: the kubelet lists it in no pod");
+        }
 }
 
 /*
@@ -1083,6 +1127,7 @@ static const kdp_backend_ops sriov_ops = {
         .preferred = sriov_preferred,
         .rescan_interval_ms = 2000,     /* AER counters, /dev nodes and config.json send no uevent */
         .device_event = sriov_device_event,
+        .allocated = sriov_allocated,
 };
 
 KDP_BACKEND_REGISTER(sriov_ops);

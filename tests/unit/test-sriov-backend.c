@@ -1056,6 +1056,68 @@ START_TEST(test_sriov_backend_devinfo_follows_allocate_and_the_devices) {
 }
 END_TEST
 
+/* ops->allocated: a List started `after_usec` after the fake clock's now, listing `ids` of `resource`. */
+static void run_listed(run *r, uint64_t after_usec, const char *resource, const char *const *ids, size_t n) {
+        const kdp_allocated_resource res = { .resource = resource, .device_ids = ids, .n_device_ids = n };
+
+        r->b.ops->allocated(r->b.state, &(kdp_allocated){ .started_usec = r->b.now_usec + after_usec,
+                                                          .resources = &res, .n_resources = resource ? 1 : 0 });
+}
+
+/*
+ * A file goes when the kubelet's List no longer names its device, but only a List that started
+ * devinfo_grace_ms (10 s by default) or more after the file's last write counts: one begun
+ * earlier may not show the allocation yet. A device named under another resource is not "in use".
+ */
+START_TEST(test_sriov_backend_devinfo_freed_when_the_kubelet_lists_it_no_more) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        const char *const vfio[] = { "0000:8a:01.6", "0000:8a:01.7" }, *const netdev[] = { "0000:8a:01.0" };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        ck_assert_int_eq(run_allocate(&r, VFIO, vfio, 2, &resp), 0);
+        ck_assert_int_eq(run_allocate(&r, NETDEV, netdev, 1, &resp), 0);
+        expect_devinfo_list(&r, DEVINFO_NETDEV0 "\n" DEVINFO_VFIO6 "\n" DEVINFO_VFIO7 "\n");
+
+        /* an empty List begun 9.999999 s after the writes: too early, everything stays */
+        run_listed(&r, 9999999, NULL, NULL, 0);
+        expect_devinfo_list(&r, DEVINFO_NETDEV0 "\n" DEVINFO_VFIO6 "\n" DEVINFO_VFIO7 "\n");
+
+        /* 10 s after: 01.6 still listed stays; 01.7 and the netdev VF (listed under the vfio pool) go */
+        run_listed(&r, 10000000, VFIO, (const char *const[]){ "0000:8a:01.0", "0000:8a:01.6" }, 2);
+        expect_devinfo_list(&r, DEVINFO_VFIO6 "\n");
+
+        /* allocated again: the write starts the grace anew */
+        r.b.now_usec += 60000000;
+        ck_assert_int_eq(run_allocate(&r, VFIO, vfio + 1, 1, &resp), 0);
+        run_listed(&r, 5000000, VFIO, vfio, 1);
+        expect_devinfo_list(&r, DEVINFO_VFIO6 "\n" DEVINFO_VFIO7 "\n");
+        run_listed(&r, 10000000, NULL, NULL, 0);
+        expect_devinfo_list(&r, "");
+        run_done(&r);
+        r.opened = false;
+
+        /* devinfo_grace_ms=0: the first List that misses it */
+        r.root = node_tree(config_json);
+        ck_assert_int_eq(run_open(&r, "sriov.devinfo_grace_ms=0"), 0);
+        run_scan(&r);
+        ck_assert_int_eq(run_allocate(&r, VFIO, vfio, 1, &resp), 0);
+        run_listed(&r, 0, VFIO, vfio, 1);
+        expect_devinfo_list(&r, DEVINFO_VFIO6 "\n");
+        run_listed(&r, 0, NULL, NULL, 0);
+        expect_devinfo_list(&r, "");
+}
+END_TEST
+
+/* devinfo_grace_ms out of range: init refuses it. */
+START_TEST(test_sriov_backend_devinfo_grace_out_of_range_refused) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        ck_assert_int_eq(run_open(&r, "sriov.devinfo_grace_ms=3600001"), -EINVAL);
+}
+END_TEST
+
 /* A changed pool that still takes the device keeps its file; VFs re-cut by sriov_numvfs lose theirs. */
 START_TEST(test_sriov_backend_devinfo_kept_by_a_changed_pool_gone_with_numvfs) {
         _cleanup_(run_done) run r = { .root = node_tree(config_json) };
@@ -1156,6 +1218,8 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_devinfo_kept_by_a_changed_pool_gone_with_numvfs);
         tcase_add_test(tc, test_sriov_backend_devinfo_left_by_a_previous_run_goes_at_start);
         tcase_add_test(tc, test_sriov_backend_devinfo_off_or_failing_leaves_allocate_alone);
+        tcase_add_test(tc, test_sriov_backend_devinfo_freed_when_the_kubelet_lists_it_no_more);
+        tcase_add_test(tc, test_sriov_backend_devinfo_grace_out_of_range_refused);
         suite_add_tcase(s, tc);
 
         if (netns_usable) {
