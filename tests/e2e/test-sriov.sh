@@ -13,6 +13,10 @@
 #   - device-info files for Multus (in $T/devinfo-NAME): written at Allocate with their exact
 #     JSON, gone with their VFs (sriov_numvfs script), with their pool (config.json), and when
 #     kdpd stops.
+#   - device-info files and the kubelet's PodResources List ($T/pod-resources/kubelet.sock, the
+#     default beside the kubelet dir): a pod's files stay while List names its devices and go
+#     once the pod ended; List failing (socket gone, then refusing) keeps them, with one warning;
+#     List back (a kubelet that does not know the device) removes them.
 #   - E810 once more: the uio provider (a VF bound to igb_uio, its /dev/uio0 missing for a
 #     while) and the extra provider (additionalInfo).
 . "$(dirname "$0")/lib.sh"
@@ -23,6 +27,8 @@ VFIO=example.com/e810_vfio
 PF0=intel.com/e810_pf0
 PF1=intel.com/e810_pf1
 PORT=intel.com/e810_port
+KUBELET_ARGS=()         # more args for the next node's stand-in kubelet
+KDPD_ARGS=()            # and for its kdpd
 
 # node NAME FIXTURE: a stand-in kubelet (its output in $T/kubelet.out) and kdpd with the SR-IOV
 # backend on the simulated node, config in $T/NAME.json; sim-node's stdout (the scripts' marks)
@@ -31,12 +37,12 @@ node() {
         NAME=$1
         DIR="$T/dp-$1"
         mkdir -p "$DIR"
-        start_kubelet kubelet
+        start_kubelet kubelet "${KUBELET_ARGS[@]}"
         mkfifo "$T/ctl-$1"
         exec 9<>"$T/ctl-$1"
         "${DIE_WITH_US[@]}" "$SIM" "$NODES/$2.umockdev" --control "$T/ctl-$1" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" \
                 --state-dir "$T/state-$1" --cdi-dir "$T/cdi" --backend sriov -o sriov.config_file="$T/$1.json" -o sriov.devinfo_dir="$T/devinfo-$1" \
-                --health-hold-ms 300 \
+                --health-hold-ms 300 "${KDPD_ARGS[@]}" \
                 >"$T/$1.out" 2>"$T/$1.err" &
         KDPD_PID=$!
         PIDS+=("$KDPD_PID")
@@ -438,6 +444,93 @@ device /dev/vfio/noiommu-106 /dev/vfio/106 rw
 device /dev/vfio/noiommu-107 /dev/vfio/107 rw
 device /dev/vfio/vfio /dev/vfio/vfio rw" "Allocate on the no-IOMMU node"
 pass "no-IOMMU: the vfio group nodes noiommu-<N> on the host, /dev/vfio/<N> in the container"
+node_done
+
+# ---------------------------------------------------------------------------------------------
+# PodResources: the stand-in kubelet admits a pod of 2 vfio VFs and answers List on the socket
+# kdpd finds by default beside the kubelet dir ($T/pod-resources/kubelet.sock, as
+# /var/lib/kubelet/pod-resources is beside /var/lib/kubelet/device-plugins). kdpd lists every
+# 500 ms (-v 2 logs each failed List); a file goes only by a List begun 3 s after its write.
+
+PODRES="$T/pod-resources/kubelet.sock"
+cat >"$T/podres.json" <<'END'
+{"resourceList": [
+ {"resourceName": "e810_vfio", "resourcePrefix": "example.com",
+  "selectors": [{"drivers": ["vfio-pci"]}]}
+]}
+END
+KUBELET_ARGS=(--admit $VFIO=2 --pod-resources "$PODRES")
+KDPD_ARGS=(--pod-resources-period-ms 500 -o sriov.devinfo_grace_ms=3000 --v 2)
+node podres sriov-e810
+KUBELET_ARGS=()
+KDPD_ARGS=()
+wait_line "$T/kubelet.out" "^admitted resource=$VFIO "
+assert_eq "$(grep "^admitted resource=$VFIO " "$T/kubelet.out")" \
+        "admitted resource=$VFIO n=2 preferred=0000:8a:01.6,0000:8a:01.7 allocated=0000:8a:01.6,0000:8a:01.7" \
+        "the pod's admission"
+DI_POD6=example.com-e810_vfio-0000:8a:01.6-device.json
+DI_POD7=example.com-e810_vfio-0000:8a:01.7-device.json
+devinfo $DI_POD6 $DI_POD7
+# lists_after N: waits until the stand-in answered N more Lists naming exactly 1 pod after the
+# admission. Lists come every 500 ms (plus one 5 s after the Allocate): the 10th began at least
+# 4 s after the first, and so more than 3 s after the files were written
+lists_after() {
+        local end
+        end=$(deadline_ms "$(wait_s 60)")
+        while [ "$(count_lines "$T/kubelet.out" '^listed pods=1$')" -lt "$1" ]; do
+                [ "$(now_ms)" -lt "$end" ] || fail "fewer than $1 Lists naming the pod"
+                sleep 0.05
+        done
+}
+lists_after 10
+devinfo $DI_POD6 $DI_POD7
+pass "PodResources: a running pod's device-info files stay while the kubelet lists its devices"
+
+kill -USR2 "$KUBELET_PID"
+wait_line "$T/kubelet.out" "^freed resource=$VFIO ids=0000:8a:01.6,0000:8a:01.7\$"
+wait_line "$T/kubelet.out" '^listed pods=0$'
+devinfo
+assert_eq "$(count_lines "$T/podres.err" '"Removed a device-info file" .*reason="freed: the kubelet lists it in no pod"')" 2 \
+        "files removed as freed"
+pass "PodResources: the pod ended, List no longer names its devices: their device-info files go"
+
+# the kubelet stops (its sockets go): List fails; a device allocated meanwhile keeps its file
+stop_kubelet
+assert_eq "$(allocate $VFIO 0000:8a:05.4 | head -n 1)" "env PCIDEVICE_EXAMPLE_COM_E810_VFIO=0000:8a:05.4" \
+        "Allocate with no kubelet"
+devinfo example.com-e810_vfio-0000:8a:05.4-device.json
+failed_lists() {
+        count_lines "$T/podres.err" '"Failed to list pod resources" socket='
+}
+n=$(failed_lists)
+wait_count() {
+        local end
+        end=$(deadline_ms "$(wait_s 60)")
+        while [ "$(failed_lists)" -lt "$1" ]; do
+                [ "$(now_ms)" -lt "$end" ] || fail "fewer than $1 failed Lists"
+                sleep 0.05
+        done
+}
+# 10 failed Lists after the write: the last began more than 3 s after it
+wait_count $((n + 10))
+# a socket nobody accepts on: refused, the same
+/usr/bin/python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$PODRES"
+n=$(failed_lists)
+wait_count $((n + 4))
+grep -q '"Failed to list pod resources" .*reason="status 14: ' "$T/podres.err" ||
+        fail "no failed List with status UNAVAILABLE (14) from the refusing socket"
+assert_eq "$(count_lines "$T/podres.err" '^W.*"Failed to list pod resources; keeping what the last list said, retrying" socket="'"$PODRES"'"')" 1 \
+        "one warning for the whole failing time"
+devinfo example.com-e810_vfio-0000:8a:05.4-device.json
+assert_eq "$(allocate $VFIO 0000:8a:05.5 | head -n 1)" "env PCIDEVICE_EXAMPLE_COM_E810_VFIO=0000:8a:05.5" \
+        "kdpd still answers Allocate"
+pass "PodResources: List failing (no socket, then refused) keeps the files, with one warning; kdpd keeps serving"
+
+# a kubelet again, which knows no pod: List works again, both files go
+start_kubelet kubelet --pod-resources "$PODRES"
+wait_line "$T/podres.err" '"Listed pod resources again"'
+devinfo
+pass "PodResources: List back: the files of devices it does not name go"
 node_done
 
 # ---------------------------------------------------------------------------------------------

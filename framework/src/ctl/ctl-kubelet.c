@@ -45,11 +45,13 @@
 
 #include "ctl-client.h"
 #include "ctl-kubelet.h"
+#include "podresources/v1/api.pb-c.h"
 
 #define KUBELET_SOCKET "kubelet.sock"
 #define CHECKPOINT_FILE "kubelet_internal_checkpoint"
 #define REGISTER_METHOD "/v1beta1.Registration/Register"
 #define REGISTRATION_SERVICE "v1beta1.Registration"
+#define LIST_METHOD "/v1.PodResourcesLister/List"
 #define DIAL_TIMEOUT_MS 10000
 #define PRESTART_TIMEOUT_MS 30000
 #define SHUTDOWN_GRACE_MS 1000
@@ -97,6 +99,7 @@ typedef struct admission {
         const char *resource;                   /* borrowed from the config */
         unsigned n;
         bool claimed;
+        strv pod;                               /* the devices its pod holds (sorted); none once it ended */
 } admission;
 
 struct reg {
@@ -516,8 +519,8 @@ static void arm_call(kubelet *k, bool generic) {
                 sc = srv_call_free(sc);
 }
 
-/* Answers the call; its completion frees `sc`. Any thread, once per call. */
-static void srv_reply(srv_call *sc, grpc_status_code code, const char *text) {
+/* Answers the call with `reply` (taken; NULL: an Empty message); its completion frees `sc`. Once per call. */
+static void srv_reply_message(srv_call *sc, grpc_status_code code, const char *text, grpc_byte_buffer *reply) {
         grpc_slice details = grpc_slice_from_copied_string(text ? text : "");
         grpc_op ops[4] = { 0 }, *op = ops;
         grpc_call_error e;
@@ -527,7 +530,8 @@ static void srv_reply(srv_call *sc, grpc_status_code code, const char *text) {
         if (code == GRPC_STATUS_OK) {
                 grpc_slice empty = grpc_empty_slice();   /* an Empty message is zero bytes */
 
-                sc->reply = grpc_raw_byte_buffer_create(&empty, 1);
+                sc->reply = reply ? reply : grpc_raw_byte_buffer_create(&empty, 1);
+                reply = NULL;
                 op->op = GRPC_OP_SEND_MESSAGE;
                 op->data.send_message.send_message = sc->reply;
                 op++;
@@ -541,8 +545,93 @@ static void srv_reply(srv_call *sc, grpc_status_code code, const char *text) {
         op++;
         e = grpc_call_start_batch(sc->call, ops, (size_t) (op - ops), &sc->tag_reply, NULL);
         grpc_slice_unref(details);
+        if (reply)
+                grpc_byte_buffer_destroy(reply);
         if (e != GRPC_CALL_OK)
                 sc = srv_call_free(sc);
+}
+
+static void srv_reply(srv_call *sc, grpc_status_code code, const char *text) {
+        srv_reply_message(sc, code, text, NULL);
+}
+
+/*
+ * PodResources List: one pod per admission whose pod runs, one container with
+ * its devices, as the kubelet's server_v1.go lists them.
+ */
+static int pod_resources_pack(kubelet *k, grpc_byte_buffer **ret, size_t *ret_n) {
+        _cleanup_free_ V1__PodResources *pods = NULL, **pod_ptrs = NULL;
+        _cleanup_free_ V1__ContainerResources *ctrs = NULL, **ctr_ptrs = NULL;
+        _cleanup_free_ V1__ContainerDevices *devs = NULL, **dev_ptrs = NULL;
+        _cleanup_free_ char *names = NULL;
+        _cleanup_free_ uint8_t *buf = NULL;
+        V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+        size_t n = 0, na = k->cfg->n_admits ? k->cfg->n_admits : 1, size;
+        grpc_slice slice;
+
+        pods = calloc(na, sizeof(*pods));
+        pod_ptrs = calloc(na, sizeof(*pod_ptrs));
+        ctrs = calloc(na, sizeof(*ctrs));
+        ctr_ptrs = calloc(na, sizeof(*ctr_ptrs));
+        devs = calloc(na, sizeof(*devs));
+        dev_ptrs = calloc(na, sizeof(*dev_ptrs));
+        names = calloc(na, 32);
+        if (!pods || !pod_ptrs || !ctrs || !ctr_ptrs || !devs || !dev_ptrs || !names)
+                return -ENOMEM;
+        for (size_t i = 0; i < k->cfg->n_admits; i++) {
+                admission *a = &k->admits[i];
+
+                if (a->pod.n == 0)
+                        continue;
+                snprintf(names + 32 * n, 32, "pod-%zu", i);
+                v1__container_devices__init(&devs[n]);
+                devs[n].resource_name = (char *) a->resource;
+                devs[n].device_ids = a->pod.v;
+                devs[n].n_device_ids = a->pod.n;
+                dev_ptrs[n] = &devs[n];
+                v1__container_resources__init(&ctrs[n]);
+                ctrs[n].name = (char *) "c0";
+                ctrs[n].devices = &dev_ptrs[n];
+                ctrs[n].n_devices = 1;
+                ctr_ptrs[n] = &ctrs[n];
+                v1__pod_resources__init(&pods[n]);
+                pods[n].name = names + 32 * n;
+                pods[n].namespace_ = (char *) "default";
+                pods[n].containers = &ctr_ptrs[n];
+                pods[n].n_containers = 1;
+                pod_ptrs[n] = &pods[n];
+                n++;
+        }
+        resp.pod_resources = pod_ptrs;
+        resp.n_pod_resources = n;
+        size = v1__list_pod_resources_response__get_packed_size(&resp);
+        buf = malloc(size ? size : 1);
+        if (!buf)
+                return -ENOMEM;
+        size = v1__list_pod_resources_response__pack(&resp, buf);
+        slice = grpc_slice_from_copied_buffer((const char *) buf, size);
+        *ret = grpc_raw_byte_buffer_create(&slice, 1);
+        grpc_slice_unref(slice);
+        *ret_n = n;
+        return 0;
+}
+
+static void pod_resources_list(kubelet *k, srv_call *sc) {
+        grpc_byte_buffer *bb = NULL;
+        size_t n = 0;
+        int r;
+
+        (void) pthread_mutex_lock(&k->lock);
+        r = pod_resources_pack(k, &bb, &n);
+        if (r >= 0 && !k->stopping) {
+                printf("listed pods=%zu\n", n);
+                (void) fflush(stdout);
+        }
+        (void) pthread_mutex_unlock(&k->lock);
+        if (r < 0)
+                srv_reply(sc, GRPC_STATUS_INTERNAL, strerror(-r));
+        else
+                srv_reply_message(sc, GRPC_STATUS_OK, NULL, bb);
 }
 
 static void on_reply_done(ctl_tag *t, bool ok) {
@@ -620,6 +709,10 @@ static void on_generic_call(ctl_tag *t, bool ok) {
         }
         arm_call(sc->k, true);
         method = grpc_slice_to_c_string(sc->details.method);
+        if (method && sc->k->cfg->pod_resources && strcmp(method, LIST_METHOD) == 0) {
+                pod_resources_list(sc->k, sc);
+                return;
+        }
         slash = method ? strrchr(method, '/') : NULL;
         if (slash && slash != method && strncmp(method + 1, REGISTRATION_SERVICE "/",
                                                 strlen(REGISTRATION_SERVICE) + 1) == 0)
@@ -918,7 +1011,7 @@ static int reg_start(kubelet *k, srv_call *sc, const V1beta1__RegisterRequest *r
 
 typedef struct admit_run {
         reg *g;
-        const admission *a;
+        admission *a;
         strv available, preferred, chosen;
         V1beta1__AllocateResponse *resp;
         char *err;
@@ -1024,6 +1117,8 @@ static int admit_allocate(admit_run *x) {
         (void) pthread_mutex_lock(&k->lock);
         res = resource_find(k, x->a->resource, false);
         r = res ? strv_merge(&res->allocated, &x->chosen) : 0;
+        if (r >= 0)
+                r = strv_merge(&x->a->pod, &x->chosen);
         (void) pthread_mutex_unlock(&k->lock);
         return r;
 }
@@ -1083,7 +1178,7 @@ static void admit_report(admit_run *x, int r) {
  * policy "none": every free device is a candidate, none is "aligned". An
  * admission cut short by a newer registration fails, as the kubelet's would.
  */
-static void admit(reg *g, const admission *a) {
+static void admit(reg *g, admission *a) {
         _cleanup_(admit_run_done) admit_run x = { .g = g, .a = a };
         int r;
 
@@ -1185,8 +1280,32 @@ static int prepare_dir(kubelet *k, const char *dir) {
         return cleanup_dir(k->dir);
 }
 
+/* The PodResources socket's directory exists, and a stale socket there is gone (the kubelet's own start). */
+static int prepare_pod_resources(const char *path) {
+        _cleanup_free_ char *dir = NULL;
+        char *slash;
+        int r;
+
+        if (!path)
+                return 0;
+        dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = '\0';
+                r = mkdir_p(dir, 0750);
+                if (r < 0)
+                        return kdp_log_error(r, "Failed to create pod resources directory", KDP_F_STR("path", dir));
+        }
+        if (unlink(path) < 0 && errno != ENOENT)
+                return kdp_log_error(-errno, "Failed to remove stale socket", KDP_F_STR("path", path));
+        return 0;
+}
+
 static int kubelet_init(kubelet *k, const kdp_ctl_kubelet_config *cfg) {
         pthread_condattr_t attr;
+        int r;
 
         *k = (kubelet){ .cfg = cfg, .event_fd = -1 };
         k->tag_shutdown.on_done = on_shutdown;
@@ -1203,7 +1322,8 @@ static int kubelet_init(kubelet *k, const kdp_ctl_kubelet_config *cfg) {
                 return -ENOMEM;
         for (size_t i = 0; i < cfg->n_admits; i++)
                 k->admits[i] = (admission){ .resource = cfg->admits[i].resource, .n = cfg->admits[i].n };
-        return prepare_dir(k, cfg->dir);
+        r = prepare_dir(k, cfg->dir);
+        return r < 0 ? r : prepare_pod_resources(cfg->pod_resources);
 }
 
 static void kubelet_done(kubelet *k) {
@@ -1213,6 +1333,8 @@ static void kubelet_done(kubelet *k) {
                 (void) resource_free(k->resources);
                 k->resources = next;
         }
+        for (size_t i = 0; k->admits && i < k->cfg->n_admits; i++)
+                strv_done(&k->admits[i].pod);
         free(k->admits);
         free(k->dir);
         free(k->socket_path);
@@ -1249,6 +1371,13 @@ static int server_start(kubelet *k) {
                                                          GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
         creds = grpc_insecure_server_credentials_create();
         ok = grpc_server_add_http2_port(k->server, addr, creds);
+        if (ok && k->cfg->pod_resources) {
+                free(addr);
+                ok = asprintf(&addr, "unix:%s", k->cfg->pod_resources) >= 0 &&
+                     grpc_server_add_http2_port(k->server, addr, creds);
+                if (!ok)
+                        addr = NULL;
+        }
         grpc_server_credentials_release(creds);
         if (!ok || !k->register_method)
                 return server_abandon(k, kdp_log_error(-EADDRNOTAVAIL, "Failed to listen",
@@ -1263,6 +1392,8 @@ static int server_start(kubelet *k) {
                 grpc_server_cancel_all_calls(k->server);
                 return server_abandon(k, kdp_log_error(r, "Failed to start thread"));
         }
+        if (k->cfg->pod_resources)
+                kdp_log_info("Serving pod resources", KDP_F_STR("socket", k->cfg->pod_resources));
         kdp_log_info("Serving kubelet socket", KDP_F_STR("socket", k->socket_path));
         return 0;
 }
@@ -1277,6 +1408,9 @@ static int server_start(kubelet *k) {
 static void server_stop_listening(kubelet *k) {
         if (unlink(k->socket_path) < 0 && errno != ENOENT)
                 (void) kdp_log_warning_errno(-errno, "Failed to remove socket", KDP_F_STR("socket", k->socket_path));
+        if (k->cfg->pod_resources && unlink(k->cfg->pod_resources) < 0 && errno != ENOENT)
+                (void) kdp_log_warning_errno(-errno, "Failed to remove socket",
+                                             KDP_F_STR("socket", k->cfg->pod_resources));
         grpc_server_shutdown_and_notify(k->server, k->cq, &k->tag_shutdown);
 }
 
@@ -1367,6 +1501,32 @@ static void kubelet_drop_plugins(kubelet *k) {
         (void) pthread_mutex_unlock(&k->lock);
 }
 
+/* SIGUSR2: every admitted pod ends; its devices are free for later admissions and List drops them. */
+static void kubelet_end_pods(kubelet *k) {
+        (void) pthread_mutex_lock(&k->lock);
+        for (size_t i = 0; i < k->cfg->n_admits; i++) {
+                admission *a = &k->admits[i];
+                resource *res = resource_find(k, a->resource, false);
+                strv keep = { 0 };
+
+                if (a->pod.n == 0)
+                        continue;
+                for (size_t j = 0; res && j < res->allocated.n; j++)
+                        if (!strv_has(&a->pod, res->allocated.v[j]))
+                                (void) strv_push(&keep, res->allocated.v[j]);
+                if (res) {
+                        strv_done(&res->allocated);
+                        res->allocated = keep;
+                }
+                printf("freed resource=%s ids=", a->resource);
+                kdp_ctl_client_put_ids(stdout, a->pod.v, a->pod.n);
+                putc('\n', stdout);
+                strv_done(&a->pod);
+        }
+        (void) fflush(stdout);
+        (void) pthread_mutex_unlock(&k->lock);
+}
+
 /* Waits for a signal, the duration or (with exit_after_admit) the last admission; returns the exit code. */
 static int kubelet_wait(kubelet *k, int sig_fd) {
         struct pollfd p[2] = { { .fd = sig_fd, .events = POLLIN }, { .fd = k->event_fd, .events = POLLIN } };
@@ -1398,6 +1558,10 @@ static int kubelet_wait(kubelet *k, int sig_fd) {
                                 kubelet_drop_plugins(k);
                                 continue;
                         }
+                        if (si.ssi_signo == SIGUSR2) {
+                                kubelet_end_pods(k);
+                                continue;
+                        }
                         return 0;
                 }
                 if (p[1].revents)
@@ -1416,6 +1580,7 @@ int kdp_ctl_kubelet_run(const kdp_ctl_kubelet_config *cfg) {
         (void) sigaddset(&mask, SIGINT);
         (void) sigaddset(&mask, SIGTERM);
         (void) sigaddset(&mask, SIGUSR1);
+        (void) sigaddset(&mask, SIGUSR2);
         (void) pthread_sigmask(SIG_BLOCK, &mask, NULL);  /* before grpc_init: its threads inherit it */
         sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
         if (sig_fd < 0) {

@@ -3,6 +3,11 @@
  * The stand-in kubelet behind `kdpctl kubelet`: serves Registration on
  * <dir>/kubelet.sock, dials every registered plugin back, follows its
  * ListAndWatch and admits test pods, printing one event per stdout line.
+ * With a PodResources socket it answers v1 List there with the pods admitted
+ * (pod-<n> in namespace default, one container c0) and their devices, until
+ * SIGUSR2 ends them all: their devices are free for later admissions and
+ * List no longer names them ("freed resource=R ids=..." per pod). Each List
+ * answered prints "listed pods=N".
  */
 #pragma once
 
@@ -22,6 +27,7 @@ typedef struct kdp_ctl_kubelet_config {
         size_t n_admits;
         bool exit_after_admit;                  /* stop once every admission is done */
         int64_t duration_ms;                    /* stop after this long; 0 = at SIGTERM/SIGINT */
+        const char *pod_resources;              /* serve PodResources List on this socket; NULL: not */
 } kdp_ctl_kubelet_config;
 
 /*

@@ -49,6 +49,7 @@ enum {
         OPT_SYSFS_ROOT,
         OPT_STATE_DIR,
         OPT_BACKEND,
+        OPT_POD_RESOURCES,
         OPT_V,
         OPT_HELP,
 };
@@ -73,6 +74,7 @@ static const struct option long_options[] = {
         { "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
         { "state-dir", required_argument, NULL, OPT_STATE_DIR },
         { "backend", required_argument, NULL, OPT_BACKEND },
+        { "pod-resources", required_argument, NULL, OPT_POD_RESOURCES },
         { "v", required_argument, NULL, OPT_V },
         { "help", no_argument, NULL, OPT_HELP },
         {},
@@ -86,7 +88,9 @@ static const char usage_text[] =
         "  kdpctl preferred --socket S --size N [--must ID]... [--available ID]... [--timeout SEC]\n"
         "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
-        "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would)\n"
+        "                   [--pod-resources SOCKET]\n"
+        "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
+        "                   SIGUSR2 ends every admitted pod: its devices are free again)\n"
         "  kdpctl discover  [--sysfs-root DIR]\n"
         "                   (the PCI tree as kdp sees it: address, vendor:device, class, driver, NUMA node,\n"
         "                   IOMMU group, vfs=enabled/total on SR-IOV PFs, pf=ADDR on VFs)\n"
@@ -99,6 +103,7 @@ static const char usage_text[] =
         "  --count K    ListAndWatch messages to print, 0 = until the timeout (default 1)\n"
         "  --sysfs-root the sysfs tree to read (default /sys)\n"
         "  --state-dir  kdpd's --state-dir (default /run/kdp)\n"
+        "  --pod-resources  serve PodResources v1 List there too: the admitted pods and their devices\n"
         "  --v N        log verbosity on stderr\n"
         "Exit: 0 success, 1 RPC error, time-out, (discover) no PCI bus or (not-served) no list, 2 usage.\n";
 
@@ -125,6 +130,7 @@ typedef struct args {
         const char *sysfs_root;
         const char *state_dir;
         const char *backend;
+        const char *pod_resources;
         char **positional;                      /* borrowed */
         size_t n_positional;
 } args;
@@ -305,6 +311,11 @@ static int set_option(args *a, int opt, char *value) {
         case OPT_ADMIT: return add_admit(a, value);
         case OPT_EXIT_AFTER_ADMIT: a->exit_after_admit = true; return 0;
         case OPT_DURATION: return parse_seconds(value, &a->duration_ms);
+        case OPT_POD_RESOURCES:
+                if (!*value)
+                        return -EINVAL;
+                a->pod_resources = value;
+                return 0;
         case OPT_SYSFS_ROOT:
                 if (!*value)
                         return -EINVAL;
@@ -547,6 +558,7 @@ static int cmd_kubelet(args *a) {
                 .n_admits = a->n_admits,
                 .exit_after_admit = a->exit_after_admit,
                 .duration_ms = a->duration_ms,
+                .pod_resources = a->pod_resources,
         };
 
         if (!a->dir)
@@ -596,7 +608,7 @@ static const command commands[] = {
         { "prestart", OPTS_CLIENT, true, cmd_prestart },
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
-                  OPT_BIT(OPT_DURATION),
+                  OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES),
           false, cmd_kubelet },
         { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), false, cmd_discover },
         { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), false, cmd_not_served },
