@@ -273,13 +273,12 @@ static void on_allocated_posted(kdp_loop *loop, void *userdata) {
         kdp_pod_resources_soon(d->pod_resources);       /* NULL once stopping */
 }
 
-/* CQ thread: an Allocate succeeded; one post per burst. */
+/* CQ thread: an Allocate succeeded; one post per burst (d->pod_resources is the loop's to read). */
 static void on_allocated(void *userdata) {
         const server_note *note = userdata;
         kdp_daemon *d = note->d;
 
-        if (d->pod_resources && !atomic_exchange(&d->allocate_posted, true) &&
-            kdp_loop_post(d->loop, on_allocated_posted, d) < 0)
+        if (!atomic_exchange(&d->allocate_posted, true) && kdp_loop_post(d->loop, on_allocated_posted, d) < 0)
                 atomic_store(&d->allocate_posted, false);
 }
 
