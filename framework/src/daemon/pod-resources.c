@@ -235,8 +235,12 @@ static void start_list(kdp_pod_resources *pr) {
                 pr->again = true;
                 return;
         }
-        if (stat(pr->socket_path, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-                note_outcome(pr, S_ISSOCK(st.st_mode) ? -errno : -ENOTSOCK, "no socket");
+        if (stat(pr->socket_path, &st) < 0) {
+                note_outcome(pr, -errno, "no socket");
+                return;
+        }
+        if (!S_ISSOCK(st.st_mode)) {
+                note_outcome(pr, -ENOTSOCK, "no socket");
                 return;
         }
         c = calloc(1, sizeof(*c));
