@@ -1095,11 +1095,15 @@ START_TEST(test_sriov_backend_devinfo_freed_when_the_kubelet_lists_it_no_more) {
         expect_devinfo_list(&r, DEVINFO_VFIO6 "\n" DEVINFO_VFIO7 "\n");
         run_listed(&r, 10000000, NULL, NULL, 0);
         expect_devinfo_list(&r, "");
-        run_done(&r);
-        r.opened = false;
+}
+END_TEST
 
-        /* devinfo_grace_ms=0: the first List that misses it */
-        r.root = node_tree(config_json);
+/* devinfo_grace_ms=0: the first List that misses the device removes its file. */
+START_TEST(test_sriov_backend_devinfo_grace_zero_frees_at_the_first_list) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        const char *const vfio[] = { "0000:8a:01.6" };
+
         ck_assert_int_eq(run_open(&r, "sriov.devinfo_grace_ms=0"), 0);
         run_scan(&r);
         ck_assert_int_eq(run_allocate(&r, VFIO, vfio, 1, &resp), 0);
@@ -1200,6 +1204,7 @@ static Suite *sriov_backend_suite(void) {
         TCase *tc = tcase_create("core");
 
         tcase_add_checked_fixture(tc, netns_setup, NULL);
+        tcase_set_timeout(tc, 240);            /* two node trees a test, on a loaded machine */
         tcase_add_test(tc, test_sriov_backend_serves_every_pool_and_names_what_it_does_not);
         tcase_add_test(tc, test_sriov_backend_exclude_topology_drops_the_numa_node);
         tcase_add_test(tc, test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back);
@@ -1219,6 +1224,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_devinfo_left_by_a_previous_run_goes_at_start);
         tcase_add_test(tc, test_sriov_backend_devinfo_off_or_failing_leaves_allocate_alone);
         tcase_add_test(tc, test_sriov_backend_devinfo_freed_when_the_kubelet_lists_it_no_more);
+        tcase_add_test(tc, test_sriov_backend_devinfo_grace_zero_frees_at_the_first_list);
         tcase_add_test(tc, test_sriov_backend_devinfo_grace_out_of_range_refused);
         suite_add_tcase(s, tc);
 
