@@ -65,6 +65,33 @@
  * lacks is left out with a warning naming the function, at each Allocate (as
  * sriovdp logs it).
  *
+ * Device-info files (Device Information Specification 1.1.0, of the Network
+ * Plumbing Working Group): Multus reads <dir>/<resource>-<ID>-device.json when
+ * a network attachment names the resource, and hands the JSON on to the CNI.
+ * The name has every '/' of the resource and of the ID replaced by '-'
+ * ("intel.com-e810_netdev-0000:8a:01.0-device.json"); the content is what
+ * Go's json.Marshal makes of the spec's struct (the network-attachment-
+ * definition client's DeviceInfo): members in struct order, empty ones left
+ * out, no spaces, no newline at the end:
+ *
+ *   {"type":"pci","version":"1.1.0","pci":{"pci-address":"<bdf>",
+ *    "vhost-net":"/dev/vhost-net","rdma-device":"mlx5_2","pf-pci-address":"<PF bdf>"}}
+ *
+ *   pci-address     always
+ *   vhost-net       selector needVhostNet and /dev/vhost-net there (as its Allocate)
+ *   rdma-device     the function has an RDMA device (sriovdp: any function with one)
+ *   pf-pci-address  a VF: its PF
+ *
+ * A function of a vdpaType selector whose vDPA device is of that type is
+ * described as one instead (as sriovdp does):
+ *
+ *   {"type":"vdpa","version":"1.1.0","vdpa":{"parent-device":"vdpa0",
+ *    "driver":"vhost","path":"/dev/vhost-vdpa-0","pci-address":"<bdf>","pf-pci-address":"<PF bdf>"}}
+ *
+ * with "path" for a vhost device only (sriovdp has none for virtio).
+ * "representor-device" (a switchdev VF's representor netdev) is not
+ * discovered and never written.
+ *
  * Ownership: reads the pool, the functions and their selectors (all the
  * caller's); writes copies into the caller's kdp_alloc_response; everything
  * it allocates is freed before it returns.
@@ -492,6 +519,72 @@ static int answer_func(answer_nodes *a, json_obj *info, const sriov_pool *pool, 
                 return 0;
         }
         return provider_vhost(a, dev, f);
+}
+
+/* ---- the device-info file a CNI reads ---- */
+
+/* Appends `,"key":"value"` (no comma first when *first), nothing when value is empty. */
+static void devinfo_member(FILE *f, bool *first, const char *key, const char *value) {
+        if (!value || !value[0])
+                return;
+        if (!*first)
+                fputc(',', f);
+        *first = false;
+        json_write_string(f, key);
+        fputc(':', f);
+        json_write_string(f, value);
+}
+
+int sriov_answer_devinfo_name(const char *resource, const char *id, char **ret) {
+        char *name;
+
+        if (!resource || !resource[0] || !id || !id[0] || !ret)
+                return -EINVAL;
+        if (asprintf(&name, "%s-%s-device.json", resource, id) < 0)
+                return -ENOMEM;
+        for (char *p = name; *p; p++)
+                if (*p == '/')
+                        *p = '-';
+        *ret = name;
+        return 0;
+}
+
+int sriov_answer_devinfo(const kdp_backend_ctx *ctx, const sriov_selector *sel, const sriov_func *f, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        bool first = true, vdpa;
+        FILE *m;
+        int r = 0;
+
+        if (!ctx || !f || !f->address[0] || !ret)
+                return -EINVAL;
+        vdpa = sel && sel->vdpa_type[0] && f->vdpa_dev[0] && strcmp(f->vdpa_type, sel->vdpa_type) == 0;
+        m = open_memstream(&buf, &len);
+        if (!m)
+                return -ENOMEM;
+        fprintf(m, "{\"type\":\"%s\",\"version\":\"1.1.0\",\"%s\":{", vdpa ? "vdpa" : "pci", vdpa ? "vdpa" : "pci");
+        if (vdpa) {
+                devinfo_member(m, &first, "parent-device", f->vdpa_dev);
+                devinfo_member(m, &first, "driver", f->vdpa_type);
+                if (strcmp(f->vdpa_type, "vhost") == 0)
+                        devinfo_member(m, &first, "path", f->vdpa_path);
+                devinfo_member(m, &first, "pci-address", f->address);
+        } else {
+                devinfo_member(m, &first, "pci-address", f->address);
+                if (sel && sel->need_vhost_net && dev_exists(ctx, "vhost-net"))
+                        devinfo_member(m, &first, "vhost-net", "/dev/vhost-net");
+                devinfo_member(m, &first, "rdma-device", f->rdma_dev);
+        }
+        devinfo_member(m, &first, "pf-pci-address", f->pf_address);
+        fputs("}}", m);
+        if (ferror(m))
+                r = -ENOMEM;
+        if (fclose(m) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+        *ret = KDP_TAKE_PTR(buf);
+        return 0;
 }
 
 /* ---- the module's interface ---- */

@@ -430,7 +430,7 @@ static bool pick_vhost_vdpa(discover *d, int dirfd, const char *entry) {
         return prefixed_uint(entry, "vhost-vdpa-", NULL);
 }
 
-/* vdpa_type and vdpa_path of the function's first vDPA device. */
+/* vdpa_type, vdpa_dev and vdpa_path of the function's first vDPA device. */
 static int read_vdpa(discover *d, sriov_func *f) {
         _cleanup_free_ char *bus = NULL, *link = NULL, *target = NULL;
         char name[NAME_MAX + 1], node[64];   /* "vhost-vdpa-<N>" */
@@ -457,6 +457,7 @@ static int read_vdpa(discover *d, sriov_func *f) {
 
         if (strcmp(driver, "virtio_vdpa") == 0) {
                 strcpy(f->vdpa_type, "virtio");
+                (void) snprintf(f->vdpa_dev, sizeof(f->vdpa_dev), "%s", name);
                 return 0;
         }
         if (strcmp(driver, "vhost_vdpa") != 0)
@@ -467,6 +468,7 @@ static int read_vdpa(discover *d, sriov_func *f) {
         if (r < 0 || !node[0])          /* the vhost device is not there yet */
                 return 0;
         strcpy(f->vdpa_type, "vhost");
+        (void) snprintf(f->vdpa_dev, sizeof(f->vdpa_dev), "%s", name);
         (void) snprintf(f->vdpa_path, sizeof(f->vdpa_path), "/dev/%s", node);
         return 0;
 }

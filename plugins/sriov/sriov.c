@@ -10,7 +10,10 @@
  *   device_event (pci add/remove/bind/unbind) -> the PCI list is read again; a bind or add
  *          starts a member's AER counters anew
  *   the rtnetlink fd (link.c) -> a PF link or a default route that matters changed: scan
- *   allocate -> sriov_answer (answer.c) for the members named; preferred -> VFs of one PF
+ *   allocate -> sriov_answer (answer.c) for the members named, and each one's device-info file
+ *          for Multus (devinfo_dir); preferred -> VFs of one PF
+ *   after each scan, the device-info file of a device gone from the bus or from its pool goes;
+ *          at fini every file written goes; at init those a previous run left
  *
  * A member is one function served in one pool: the pair (address, resource). A member once
  * served stays in the table while the function is there or lost: removed, unbound, bound to a
@@ -45,12 +48,15 @@
  * served, with the reason: excluded (a PF with VFs enabled, a netdev carrying the default route)
  * or "no pool's selectors take it".
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <kdp/atomic-file.h>
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
 #include <kdp/health.h>
@@ -76,6 +82,12 @@ typedef struct member {
         char reason[REASON_MAX];                /* "" when healthy */
 } member;
 
+/* A device-info file written at Allocate: removed once its member is gone, and at fini. */
+typedef struct devinfo_file {
+        char resource[2 * SRIOV_NAME_MAX];
+        char id[KDP_PCI_ADDRESS_MAX];
+} devinfo_file;
+
 /* The config file as last read: a scan reads it again when any of these changed. */
 typedef struct file_id {
         dev_t dev;
@@ -100,6 +112,9 @@ typedef struct sriov_state {
         bool pf_link_down_unhealthy;            /* pf_link_down=unhealthy */
         char (*watch)[IF_NAMESIZE];             /* the netdevs the scan found that matter (no duplicates) */
         size_t n_watch;
+        char *devinfo_dir;                      /* where device-info files go; NULL: none are written */
+        devinfo_file *devinfo;                  /* the files written and not removed yet */
+        size_t n_devinfo;
 } sriov_state;
 
 static const kdp_param_spec sriov_params[] = {
@@ -108,8 +123,13 @@ static const kdp_param_spec sriov_params[] = {
         { "cdi", "false", "give each device a CDI name <resource>=<address> and write CDI specs into --cdi-dir" },
         { "pf_link_down", "unhealthy",
           "a PF whose link is down makes its VFs Unhealthy (unhealthy) or leaves them Healthy (ignore)" },
+        { "devinfo_dir", "/var/run/k8s.cni.cncf.io/devinfo/dp",
+          "where Allocate writes each device's device-info file for Multus; empty: none" },
         { 0 },
 };
+
+static void devinfo_remove(sriov_state *s, size_t i, const char *why);
+static void devinfo_remove_stale(sriov_state *s);
 
 /* ---- the link state (link.c) ---- */
 
@@ -288,6 +308,10 @@ static void sriov_fini(void *state) {
 
         if (!s)
                 return;
+        while (s->n_devinfo > 0)        /* the spec: a device plugin removes its files when it stops */
+                devinfo_remove(s, s->n_devinfo - 1, "stopped");
+        free(s->devinfo);
+        free(s->devinfo_dir);
         s->link = sriov_link_free(s->link);
         free(s->watch);
         kdp_pci_list_cache_done(&s->pci);
@@ -302,6 +326,7 @@ static void sriov_fini(void *state) {
 static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
         sriov_state *s = calloc(1, sizeof(*s));
         const char *path = kdp_backend_param(ctx, "config_file"), *prefix = kdp_backend_param(ctx, "resource_prefix");
+        const char *devinfo = kdp_backend_param(ctx, "devinfo_dir");
         int r;
 
         if (!s)
@@ -321,6 +346,8 @@ static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
                 r = kdp_backend_param_bool(ctx, "cdi", &s->cdi);
         if (r >= 0)
                 r = parse_pf_link_down(ctx, &s->pf_link_down_unhealthy);
+        if (r >= 0 && devinfo && *devinfo && !(s->devinfo_dir = strdup(devinfo)))
+                r = -ENOMEM;
         if (r >= 0)
                 r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
         if (r >= 0) {
@@ -339,6 +366,7 @@ static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
                 return r;
         }
         log_pools(s);
+        devinfo_remove_stale(s);
         *ret_state = s;
         return 0;
 }
@@ -621,6 +649,149 @@ static void scan_skipped(sriov_state *s, kdp_device_tree *tree, const kdp_pci_sk
                 (void) kdp_device_tree_not_served(tree, k->address, k->reason);
 }
 
+/* ---- device-info files (answer.c's header: names and content) ---- */
+
+static int devinfo_path(const sriov_state *s, const char *resource, const char *id, char **ret) {
+        _cleanup_free_ char *name = NULL;
+        int r = sriov_answer_devinfo_name(resource, id, &name);
+
+        if (r < 0)
+                return r;
+        return asprintf(ret, "%s/%s", s->devinfo_dir, name) < 0 ? -ENOMEM : 0;
+}
+
+/* Removes the file of entry i and drops it from the table (the last entry takes its place). */
+static void devinfo_remove(sriov_state *s, size_t i, const char *why) {
+        _cleanup_free_ char *path = NULL;
+        devinfo_file *e = &s->devinfo[i];
+
+        if (devinfo_path(s, e->resource, e->id, &path) >= 0) {
+                if (unlink(path) < 0 && errno != ENOENT)
+                        kdp_backend_log_warning(s->ctx, "Cannot remove a device-info file", KDP_F_STR("path", path),
+                                                KDP_F_STR("err", strerror(errno)));
+                else
+                        kdp_backend_log_info(s->ctx, "Removed a device-info file", KDP_F_STR("resource", e->resource),
+                                             KDP_F_STR("device", e->id), KDP_F_STR("reason", why));
+        }
+        s->devinfo[i] = s->devinfo[--s->n_devinfo];
+}
+
+/*
+ * Writes the device-info file of member `m` (a new one over an older one, by rename: a reader
+ * sees one or the other) and remembers it. A failure is logged: the container still gets its
+ * device, only Multus finds no device-info for it.
+ */
+static void devinfo_write(sriov_state *s, const member *m, const sriov_selector *sel) {
+        _cleanup_free_ char *path = NULL, *tmp = NULL, *json = NULL, *name = NULL;
+        devinfo_file *v;
+        int r;
+
+        if (!s->devinfo_dir)
+                return;
+        r = sriov_answer_devinfo_name(m->resource, m->f.address, &name);
+        if (r >= 0)
+                r = asprintf(&path, "%s/%s", s->devinfo_dir, name) < 0 ? -ENOMEM : 0;
+        if (r >= 0)
+                r = asprintf(&tmp, "%s/.%s.XXXXXX", s->devinfo_dir, name) < 0 ? -ENOMEM : 0;
+        if (r >= 0)
+                r = sriov_answer_devinfo(s->ctx, sel, &m->f, &json);
+        if (r >= 0)
+                r = kdp_atomic_file_mkdir_p(s->devinfo_dir, 0755);
+        if (r >= 0)
+                r = kdp_atomic_file_write(path, tmp, json, strlen(json), 0444);
+        if (r < 0) {
+                kdp_backend_log_error(s->ctx, r, "Cannot write a device-info file", KDP_F_STR("resource", m->resource),
+                                      KDP_F_STR("device", m->f.address), KDP_F_STR("path", path ? path : s->devinfo_dir));
+                return;
+        }
+        for (size_t i = 0; i < s->n_devinfo; i++)
+                if (strcmp(s->devinfo[i].id, m->f.address) == 0 && strcmp(s->devinfo[i].resource, m->resource) == 0)
+                        return;
+        v = realloc(s->devinfo, (s->n_devinfo + 1) * sizeof(*v));
+        if (!v) {
+                (void) unlink(path);    /* not remembered: it would never be removed */
+                kdp_backend_log_error(s->ctx, -ENOMEM, "Cannot write a device-info file",
+                                      KDP_F_STR("resource", m->resource), KDP_F_STR("device", m->f.address),
+                                      KDP_F_STR("path", path));
+                return;
+        }
+        s->devinfo = v;
+        v = &s->devinfo[s->n_devinfo++];
+        snprintf(v->resource, sizeof(v->resource), "%s", m->resource);
+        snprintf(v->id, sizeof(v->id), "%s", m->f.address);
+}
+
+/*
+ * After a scan: the file of a device no longer on the bus (removed, its VFs re-cut) or no longer
+ * in its pool (the pool dropped or renamed, or changed and no longer taking it) goes.
+ */
+static void devinfo_sweep(sriov_state *s) {
+        for (size_t i = s->n_devinfo; i > 0; i--) {
+                const devinfo_file *e = &s->devinfo[i - 1];
+                const member *m = member_find(s, e->id, e->resource);
+
+                if (!m)
+                        devinfo_remove(s, i - 1, "no longer in its pool");
+                else if (!m->present)
+                        devinfo_remove(s, i - 1, "removed from the PCI bus");
+        }
+}
+
+/* True if `s` is a PCI address "<hex>:<hex>:<hex>.<hex>" (the IDs this backend gives). */
+static bool is_pci_address(const char *s, size_t n) {
+        size_t colons = 0, dots = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == ':' && dots == 0)
+                        colons++;
+                else if (s[i] == '.' && colons == 2)
+                        dots++;
+                else if (!strchr("0123456789abcdef", s[i]) || s[i] == '\0')
+                        return false;
+        }
+        return n > 0 && colons == 2 && dots == 1 && s[n - 1] != '.';
+}
+
+/*
+ * At init: device-info files of the pools' resources a previous run left (it ended without its
+ * fini) describe allocations nobody tracks; they go. Only "<resource>-<PCI address>-device.json"
+ * of a configured pool is touched, never another plugin's file.
+ */
+static void devinfo_remove_stale(sriov_state *s) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+
+        if (!s->devinfo_dir)
+                return;
+        d = opendir(s->devinfo_dir);
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                const char *suffix = "-device.json";
+                size_t len = strlen(de->d_name), slen = strlen(suffix);
+
+                if (len <= slen || strcmp(de->d_name + len - slen, suffix) != 0)
+                        continue;
+                for (size_t i = 0; i < s->cfg.n_pools; i++) {
+                        _cleanup_free_ char *prefix = NULL, *path = NULL;
+                        size_t plen;
+
+                        if (sriov_answer_devinfo_name(s->cfg.pools[i].resource, "x", &prefix) < 0)
+                                continue;
+                        plen = strlen(prefix) - strlen("x-device.json");
+                        if (len <= plen + slen || strncmp(de->d_name, prefix, plen) != 0 ||
+                            !is_pci_address(de->d_name + plen, len - plen - slen))
+                                continue;
+                        if (asprintf(&path, "%s/%s", s->devinfo_dir, de->d_name) < 0)
+                                return;
+                        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                                kdp_backend_log_info(s->ctx, "Removed a device-info file a previous run left",
+                                                     KDP_F_STR("path", path));
+                        break;
+                }
+        }
+}
+
 /* ---- devices ---- */
 
 /* A member's nodes as its Allocate answer hands them out (for CDI specs), with the strings they point at. */
@@ -752,6 +923,7 @@ static int sriov_scan(void *state, kdp_device_tree *tree) {
                 scan_skipped(s, tree, kdp_pci_list_skipped_get(l, i));
         scan_absent(s);
         forget_recut(s);
+        devinfo_sweep(s);
         for (size_t i = 0; s->pf_link_down_unhealthy && i < s->n_members; i++)
                 (void) link_watch_add(s, s->members[i].f.pf_name);
         link_watch_commit(s);
@@ -810,6 +982,11 @@ static int sriov_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_r
         for (size_t i = 0; r >= 0 && s->cdi && i < req->n_device_ids; i++) {
                 snprintf(cdi, sizeof(cdi), "%s=%s", req->resource, req->device_ids[i]);
                 r = kdp_alloc_response_add_cdi_device(resp, cdi);
+        }
+        for (size_t i = 0; r >= 0 && i < req->n_device_ids; i++) {
+                const member *m = member_find(s, req->device_ids[i], req->resource);
+
+                devinfo_write(s, m, &pool->selectors[m->selector]);
         }
         return r;
 }

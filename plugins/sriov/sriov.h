@@ -25,7 +25,8 @@
  * scans, refreshed by each one, dropped with a changed pool). config.c and
  * discover.c fill structs the caller owns and frees with their *_done()
  * functions; answer.c reads both and writes into the caller's
- * kdp_alloc_response. sriov.c owns the sriov_link (its socket, fd watch and
+ * kdp_alloc_response. sriov.c owns the table of device-info files it wrote (written at
+ * Allocate, removed when a scan no longer finds their member present). sriov.c owns the sriov_link (its socket, fd watch and
  * tables). Everything runs under the backend's lock
  * (kdp/backend.h): scan on the loop thread, allocate on the gRPC thread.
  *
@@ -79,6 +80,7 @@ typedef struct sriov_func {
         char rdma_nodes[SRIOV_RDMA_NODES_MAX][SRIOV_PATH_MAX];  /* "/dev/infiniband/uverbs2", ... in §7's order */
         size_t n_rdma_nodes;
         char vdpa_type[16];                     /* "virtio", "vhost"; "" when it has no vDPA device */
+        char vdpa_dev[SRIOV_PATH_MAX];          /* its name on the vdpa bus, "vdpa0" (any sysfs name fits); "" */
         char vdpa_path[SRIOV_PATH_MAX];         /* the vhost-vdpa node for "vhost"; "" */
 } sriov_func;
 
@@ -209,6 +211,16 @@ int sriov_discover(const kdp_backend_ctx *ctx, const kdp_pci_device *p, sriov_fu
  */
 int sriov_answer(const kdp_backend_ctx *ctx, const sriov_pool *pool, const sriov_func *const *funcs,
                  const size_t *selectors, size_t n, kdp_alloc_response *resp);
+
+/*
+ * The device-info file of function `f` taken by selector `sel` (NULL: none) for a CNI, as
+ * Multus reads it (Device Information Specification 1.1.0; answer.c's header has every byte):
+ * its JSON into *ret (free()), {"type":"pci",...} or {"type":"vdpa",...}.
+ */
+int sriov_answer_devinfo(const kdp_backend_ctx *ctx, const sriov_selector *sel, const sriov_func *f, char **ret);
+
+/* Its file name: "<resource>-<id>-device.json", every '/' replaced by '-'. */
+int sriov_answer_devinfo_name(const char *resource, const char *id, char **ret);
 
 /* The env key of a pool: "PCIDEVICE_" + prefix + "_" + name, upper-cased, '.' -> '_'. */
 int sriov_answer_env_key(const sriov_pool *pool, char **ret);

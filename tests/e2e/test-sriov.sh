@@ -10,6 +10,9 @@
 #   - ConnectX-6 Dx (RDMA VFs, switchdev uplink): isRdma, linkTypes, pfNames of the uplink,
 #     the RDMA Allocate answer, and its sriov_numvfs script.
 #   - no-IOMMU E810: the vfio answer with the host's noiommu-<N> node.
+#   - device-info files for Multus (in $T/devinfo-NAME): written at Allocate with their exact
+#     JSON, gone with their VFs (sriov_numvfs script), with their pool (config.json), and when
+#     kdpd stops.
 #   - E810 once more: the uio provider (a VF bound to igb_uio, its /dev/uio0 missing for a
 #     while) and the extra provider (additionalInfo).
 . "$(dirname "$0")/lib.sh"
@@ -32,7 +35,8 @@ node() {
         mkfifo "$T/ctl-$1"
         exec 9<>"$T/ctl-$1"
         "${DIE_WITH_US[@]}" "$SIM" "$NODES/$2.umockdev" --control "$T/ctl-$1" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" \
-                --state-dir "$T/state-$1" --cdi-dir "$T/cdi" --backend sriov -o sriov.config_file="$T/$1.json" --health-hold-ms 300 \
+                --state-dir "$T/state-$1" --cdi-dir "$T/cdi" --backend sriov -o sriov.config_file="$T/$1.json" -o sriov.devinfo_dir="$T/devinfo-$1" \
+                --health-hold-ms 300 \
                 >"$T/$1.out" 2>"$T/$1.err" &
         KDPD_PID=$!
         PIDS+=("$KDPD_PID")
@@ -40,9 +44,11 @@ node() {
         grep -q 'sim-node: .*preload\|not built' "$T/$1.err" && { echo "skip: no simulated node"; exit 77; }
 }
 
-# node_done: kdpd stops cleanly (exit 0, valgrind clean), then the kubelet; its output is kept aside
+# node_done: kdpd stops cleanly (exit 0, valgrind clean) and leaves no device-info file, then the
+# kubelet; its output is kept aside
 node_done() {
         stop_kdpd
+        assert_eq "$(ls -A "$T/devinfo-$NAME" 2>/dev/null)" "" "device-info files left after kdpd stopped"
         stop_kubelet
         exec 9>&-
         mv "$T/kubelet.out" "$T/kubelet-$NAME.log"
@@ -122,6 +128,28 @@ allocate() {
         "$KDPCTL" allocate --socket "$(plugin_socket "${res/\//_}")" "$@" 2>&1
 }
 
+# devinfo NAME...: waits until the node's device-info directory holds exactly these files
+devinfo() {
+        local want got end
+        want=$(printf '%s\n' "$@" | sed '/^$/d' | sort)
+        end=$(deadline_ms "$(wait_s)")
+        while :; do
+                got=$(ls -A "$T/devinfo-$NAME" 2>/dev/null | sort)
+                [ "$got" = "$want" ] && return 0
+                [ "$(now_ms)" -lt "$end" ] || fail "device-info files: expected
+$want
+got
+$got"
+                sleep 0.1
+        done
+}
+
+# devinfo_json FILE: a device-info file's content (with a check that it is read-only, 0444)
+devinfo_json() {
+        assert_eq "$(stat -c %a "$T/devinfo-$NAME/$1")" 444 "mode of $1"
+        cat "$T/devinfo-$NAME/$1"
+}
+
 # registrations RESOURCE: how many times the kubelet saw RESOURCE register
 registrations() {
         count_lines "$T/kubelet.out" "^registered resource=$1 "
@@ -186,6 +214,21 @@ assert_eq "$(allocate $PF1 0000:8a:01.1)" \
         "error: code=INVALID_ARGUMENT message=unknown device \"0000:8a:01.1\" of resource $PF1" "Allocate of a VF of another pool"
 pass "Allocate: PCIDEVICE_ env with its _INFO JSON and the DeviceSpecs (vfio, vhost-net and tun)"
 
+DI_VFIO6=example.com-e810_vfio-0000:8a:01.6-device.json
+DI_VFIO55=example.com-e810_vfio-0000:8a:05.5-device.json
+DI_PF01=intel.com-e810_pf0-0000:8a:01.1-device.json
+DI_PF156=intel.com-e810_pf1-0000:8a:05.6-device.json
+devinfo $DI_VFIO6 $DI_VFIO55 $DI_PF01 $DI_PF156
+assert_eq "$(devinfo_json $DI_VFIO6)" '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:8a:01.6","pf-pci-address":"0000:8a:00.0"}}' \
+        "device-info of a vfio-pci VF"
+assert_eq "$(devinfo_json $DI_VFIO55)" '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:8a:05.5","pf-pci-address":"0000:8a:00.1"}}' \
+        "device-info of a vfio-pci VF of PF1"
+assert_eq "$(devinfo_json $DI_PF01)" '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:8a:01.1","vhost-net":"/dev/vhost-net","pf-pci-address":"0000:8a:00.0"}}' \
+        "device-info of an iavf VF with needVhostNet"
+assert_eq "$(devinfo_json $DI_PF156)" '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:8a:05.6","pf-pci-address":"0000:8a:00.1"}}' \
+        "device-info of a VF taken by its address"
+pass "device-info: one file per allocated device, <resource>-<ID>-device.json with the spec's JSON; none for a refused Allocate"
+
 # sriov-e810-rebind: VF 5 of PF0 iavf -> vfio-pci -> iavf
 script "$NODES/sriov-e810-rebind.script"
 mark vfio-pci
@@ -229,6 +272,8 @@ want $PF1 1 ""
 want $PF0 1 $E810_PF0
 not_served "0000:8a:00.0 PF with VFs enabled" "0000:8a:00.1 no pool's selectors take it" \
         "0000:8a:01.3 no pool's selectors take it" "0000:8a:01.4 no pool's selectors take it"
+devinfo $DI_VFIO6 $DI_PF01 example.com-e810_vfio-0000:8a:01.5-device.json
+pass "device-info: the files of the VFs sriov_numvfs 0 destroyed are gone; the rebound VF's stays"
 mark "numvfs 8"
 e810_at_load
 mark "numvfs 4"
@@ -263,13 +308,18 @@ not_served "0000:8a:00.1 PF with VFs enabled" "0000:8a:05.2 no pool's selectors 
         "0000:8a:05.3 no pool's selectors take it" "0000:8a:05.7 no pool's selectors take it"
 assert_eq "$(allocate $PORT 0000:8a:00.0)" "env PCIDEVICE_INTEL_COM_E810_PORT=0000:8a:00.0
 env PCIDEVICE_INTEL_COM_E810_PORT_INFO={\"0000:8a:00.0\":{\"generic\":{\"deviceID\":\"0000:8a:00.0\"}}}" "Allocate of the PF"
+devinfo intel.com-e810_port-0000:8a:00.0-device.json
+assert_eq "$(devinfo_json intel.com-e810_port-0000:8a:00.0-device.json)" \
+        '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:8a:00.0"}}' "device-info of a PF"
 ctl "sriov 0000:8a:00.0 8"
 want $VFIO 1 $E810_VFIO "$VFIO_U"
 want $PF0 1 $E810_PF0
 want $PF1 1 $E810_PF1
 want $PORT 1 ""
 not_served "${E810_NOT_SERVED[@]}"
+devinfo
 pass "acpiIndexes: PF0 is served while its VFs are off, and leaves its pool when they are enabled"
+pass "device-info: the files of PF0's VFs went with them, the PF's when its VFs came back"
 
 # config.json rewritten: only e810_pf1 changes (it takes 05.2 too); the other pools keep their
 # registration and stream, and get no new list
@@ -306,6 +356,15 @@ assert_eq "$(count_lines "$T/kubelet.out" '^stream-ended ')" 1 "streams ended"
 assert_eq "$(ls "$DIR" | grep -c '^kdp-')" 4 "plugin sockets"
 [ -S "$(plugin_socket intel.com_e810_port)" ] && fail "the retired pool's socket is still there"
 pass "a pool renamed: only its resource is retired and registered anew"
+
+# a pool dropped from config.json: the device-info files of its devices go
+assert_eq "$(allocate $PF1 0000:8a:05.0 | head -n 1)" "env PCIDEVICE_INTEL_COM_E810_PF1=0000:8a:05.0" "Allocate of a VF of PF1"
+devinfo intel.com-e810_pf1-0000:8a:05.0-device.json
+sed '/"e810_pf1"/,+1d' "$T/e810.json" >"$T/e810.json.new"
+mv "$T/e810.json.new" "$T/e810.json"
+wait_line "$T/kubelet.out" "^stream-ended resource=$PF1 "
+devinfo
+pass "device-info: the files of a pool dropped from config.json are gone"
 node_done
 
 # ---------------------------------------------------------------------------------------------

@@ -649,7 +649,7 @@ backend_of() {
         gpu-*) echo gpu ;;
         two-socket-switches) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=2330 -o pcitest.driver=nvidia" ;;
         flapping-device) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=20f1 -o pcitest.driver=nvidia" ;;
-        sriov-*) echo "sriov -o sriov.config_file=$cases/$1.config.json" ;;
+        sriov-*) echo "sriov -o sriov.config_file=$cases/$1.config.json -o sriov.devinfo_dir=" ;;
         esac
 }
 

@@ -391,6 +391,105 @@ END_TEST
 
 /* ---- bad input ---- */
 
+/* ---- device-info files ---- */
+
+static void expect_devinfo(const kdp_backend_ctx *ctx, const sriov_selector *sel, const sriov_func *f,
+                           const char *want) {
+        _cleanup_free_ char *json = NULL;
+
+        ck_assert_int_eq(sriov_answer_devinfo(ctx, sel, f, &json), 0);
+        ck_assert_str_eq(json, want);
+}
+
+/* A VF: its address and its PF's, in json.Marshal's order; needVhostNet adds vhost-net. */
+START_TEST(test_sriov_answer_devinfo_of_a_vf) {
+        _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        sriov_selector plain = { 0 }, vhost = { .need_vhost_net = true };
+        sriov_func f = func_of("0000:8a:01.2", "iavf", 102), pf = func_of("0000:8a:00.0", "ice", 90);
+
+        snprintf(f.pf_address, sizeof(f.pf_address), "0000:8a:00.0");
+        expect_devinfo(ctx, &plain, &f,
+                       "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:8a:01.2\","
+                       "\"pf-pci-address\":\"0000:8a:00.0\"}}");
+        expect_devinfo(ctx, &vhost, &f,
+                       "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:8a:01.2\","
+                       "\"vhost-net\":\"/dev/vhost-net\",\"pf-pci-address\":\"0000:8a:00.0\"}}");
+        /* a function that is no VF, no selector: the address alone */
+        expect_devinfo(ctx, NULL, &pf, "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:8a:00.0\"}}");
+
+        /* no /dev/vhost-net: no vhost-net (as the Allocate answer leaves it out) */
+        kdp_test_tree_remove(root, "dev/vhost-net");
+        expect_devinfo(ctx, &vhost, &f,
+                       "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:8a:01.2\","
+                       "\"pf-pci-address\":\"0000:8a:00.0\"}}");
+}
+END_TEST
+
+/* An RDMA VF names its RDMA device, whatever the selector (as sriovdp). */
+START_TEST(test_sriov_answer_devinfo_names_the_rdma_device) {
+        _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        sriov_selector rdma = { .is_rdma = true, .need_vhost_net = true }, plain = { 0 };
+        sriov_func f = rdma_func_of("0000:3b:00.3", 3, false);
+
+        snprintf(f.pf_address, sizeof(f.pf_address), "0000:3b:00.0");
+        expect_devinfo(ctx, &rdma, &f,
+                       "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:00.3\","
+                       "\"vhost-net\":\"/dev/vhost-net\",\"rdma-device\":\"mlx5_3\","
+                       "\"pf-pci-address\":\"0000:3b:00.0\"}}");
+        expect_devinfo(ctx, &plain, &f,
+                       "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:00.3\","
+                       "\"rdma-device\":\"mlx5_3\",\"pf-pci-address\":\"0000:3b:00.0\"}}");
+}
+END_TEST
+
+/* A vdpaType selector and a vDPA device of that type: type "vdpa"; path for vhost only; another type: pci. */
+START_TEST(test_sriov_answer_devinfo_of_a_vdpa_device) {
+        _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        sriov_selector vhost = { .vdpa_type = "vhost" }, virtio = { .vdpa_type = "virtio" };
+        sriov_func f = func_of("0000:3b:00.4", "mlx5_core", -1);
+
+        snprintf(f.pf_address, sizeof(f.pf_address), "0000:3b:00.0");
+        snprintf(f.vdpa_type, sizeof(f.vdpa_type), "vhost");
+        snprintf(f.vdpa_dev, sizeof(f.vdpa_dev), "vdpa0");
+        snprintf(f.vdpa_path, sizeof(f.vdpa_path), "/dev/vhost-vdpa-0");
+        expect_devinfo(ctx, &vhost, &f,
+                       "{\"type\":\"vdpa\",\"version\":\"1.1.0\",\"vdpa\":{\"parent-device\":\"vdpa0\","
+                       "\"driver\":\"vhost\",\"path\":\"/dev/vhost-vdpa-0\",\"pci-address\":\"0000:3b:00.4\","
+                       "\"pf-pci-address\":\"0000:3b:00.0\"}}");
+        /* the selector wants virtio, the device is vhost: described as the PCI function */
+        expect_devinfo(ctx, &virtio, &f,
+                       "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:00.4\","
+                       "\"pf-pci-address\":\"0000:3b:00.0\"}}");
+
+        snprintf(f.vdpa_type, sizeof(f.vdpa_type), "virtio");
+        f.vdpa_path[0] = '\0';
+        expect_devinfo(ctx, &virtio, &f,
+                       "{\"type\":\"vdpa\",\"version\":\"1.1.0\",\"vdpa\":{\"parent-device\":\"vdpa0\","
+                       "\"driver\":\"virtio\",\"pci-address\":\"0000:3b:00.4\",\"pf-pci-address\":\"0000:3b:00.0\"}}");
+}
+END_TEST
+
+/* The file name: every '/' of the resource and the ID becomes '-'; bad input is refused. */
+START_TEST(test_sriov_answer_devinfo_name_replaces_slashes) {
+        _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        _cleanup_free_ char *a = NULL, *b = NULL, *json = NULL;
+        sriov_func none = func_of("", "iavf", -1);
+
+        ck_assert_int_eq(sriov_answer_devinfo_name("intel.com/e810_netdev", "0000:8a:01.0", &a), 0);
+        ck_assert_str_eq(a, "intel.com-e810_netdev-0000:8a:01.0-device.json");
+        ck_assert_int_eq(sriov_answer_devinfo_name("example.com/a/b", "x/y", &b), 0);
+        ck_assert_str_eq(b, "example.com-a-b-x-y-device.json");
+        ck_assert_int_eq(sriov_answer_devinfo_name("", "0000:8a:01.0", &json), -EINVAL);
+        ck_assert_int_eq(sriov_answer_devinfo_name("intel.com/x", "", &json), -EINVAL);
+        ck_assert_int_eq(sriov_answer_devinfo(ctx, NULL, &none, &json), -EINVAL);
+        ck_assert_ptr_null(json);
+}
+END_TEST
+
 START_TEST(test_sriov_answer_rejects_bad_input) {
         _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
@@ -439,6 +538,10 @@ static Suite *sriov_answer_suite(void) {
         tcase_add_test(tc, test_sriov_answer_escapes_json_as_go_does);
         tcase_add_test(tc, test_sriov_answer_env_key_keeps_hyphens_and_replaces_dots);
         tcase_add_test(tc, test_sriov_answer_keeps_request_order);
+        tcase_add_test(tc, test_sriov_answer_devinfo_of_a_vf);
+        tcase_add_test(tc, test_sriov_answer_devinfo_names_the_rdma_device);
+        tcase_add_test(tc, test_sriov_answer_devinfo_of_a_vdpa_device);
+        tcase_add_test(tc, test_sriov_answer_devinfo_name_replaces_slashes);
         tcase_add_test(tc, test_sriov_answer_rejects_bad_input);
         suite_add_tcase(s, tc);
         return s;

@@ -15,11 +15,15 @@
  * asserted).
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
@@ -88,13 +92,18 @@ static char *node_tree(const char *config) {
         return root;
 }
 
-/* init with config_file=<root>/config.json and more "sriov.key=value" (NULL-terminated, may be NULL). */
+/*
+ * init with config_file=<root>/config.json, devinfo_dir=<root>/devinfo and one more
+ * "sriov.key=value" (may be NULL; it overrides those two).
+ */
 static int run_open(run *r, const char *extra) {
-        _cleanup_free_ char *file = NULL;
+        _cleanup_free_ char *file = NULL, *devinfo = NULL;
         int ret;
 
         ck_assert_int_ge(asprintf(&file, "sriov.config_file=%s/config.json", r->root), 0);
-        ret = kdp_test_backend_open(&r->b, SRIOV_SO, "sriov", r->root, (const char *const[]){ file, extra, NULL });
+        ck_assert_int_ge(asprintf(&devinfo, "sriov.devinfo_dir=%s/devinfo", r->root), 0);
+        ret = kdp_test_backend_open(&r->b, SRIOV_SO, "sriov", r->root,
+                                    (const char *const[]){ file, devinfo, extra, NULL });
         r->opened = true;
         return ret;
 }
@@ -927,6 +936,203 @@ static void netns_setup(void) {
                 kdp_test_netns_enter();
 }
 
+/* ---- device-info files ---- */
+
+static int name_cmp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The names in <root>/devinfo, sorted, one a line ("" when it is empty or missing). */
+static char *devinfo_list(const run *r) {
+        _cleanup_free_ char *dir = kdp_test_tree_path(r->root, "devinfo");
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        char *names[64], *buf = NULL;
+        size_t n = 0, len = 0;
+        struct dirent *de;
+        FILE *m;
+
+        while (d && (de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+                        ck_assert_uint_lt(n, KDP_ELEMENTSOF(names));
+                        names[n++] = strdup(de->d_name);
+                }
+        qsort(names, n, sizeof(*names), name_cmp);
+        m = open_memstream(&buf, &len);
+        ck_assert_ptr_nonnull(m);
+        for (size_t i = 0; i < n; i++) {
+                fprintf(m, "%s\n", names[i]);
+                free(names[i]);
+        }
+        ck_assert_int_eq(fclose(m), 0);
+        return buf;
+}
+
+static void expect_devinfo_list(const run *r, const char *want) {
+        _cleanup_free_ char *got = devinfo_list(r);
+
+        ck_assert_str_eq(got, want);
+}
+
+/* <root>/devinfo/<name> holds exactly `want`, read-only for all (0444, as Multus' own library writes it). */
+static void expect_devinfo_file(const run *r, const char *name, const char *want) {
+        _cleanup_free_ char *rel = NULL, *path = NULL, *text = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        ck_assert_int_ge(asprintf(&rel, "devinfo/%s", name), 0);
+        path = kdp_test_tree_path(r->root, rel);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0444);
+        text = kdp_test_fd_text(fd);
+        ck_assert_str_eq(text, want);
+}
+
+#define DEVINFO_VFIO6 "intel.com-e810_vfio-0000:8a:01.6-device.json"
+#define DEVINFO_VFIO7 "intel.com-e810_vfio-0000:8a:01.7-device.json"
+#define DEVINFO_NETDEV0 "intel.com-e810_netdev-0000:8a:01.0-device.json"
+#define DEVINFO_RDMA3 "nvidia.com-cx6_rdma-0000:3b:00.3-device.json"
+#define DEVINFO_PCI(vf, pf) \
+        "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"" vf "\",\"pf-pci-address\":\"" pf "\"}}"
+
+/*
+ * Allocate writes one file per device; a device gone from the bus, or from its pool (pool
+ * dropped, or changed and no longer taking it), loses its file at the next scan; fini removes
+ * the rest.
+ */
+START_TEST(test_sriov_backend_devinfo_follows_allocate_and_the_devices) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        const char *const vfio[] = { "0000:8a:01.7", "0000:8a:01.6" }, *const netdev[] = { "0000:8a:01.0" },
+                          *const rdma[] = { "0000:3b:00.3" };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devinfo_list(&r, "");            /* nothing before Allocate */
+
+        ck_assert_int_eq(run_allocate(&r, VFIO, vfio, 2, &resp), 0);
+        ck_assert_int_eq(run_allocate(&r, NETDEV, netdev, 1, &resp), 0);
+        ck_assert_int_eq(run_allocate(&r, RDMA, rdma, 1, &resp), 0);
+        expect_devinfo_list(&r, DEVINFO_NETDEV0 "\n" DEVINFO_VFIO6 "\n" DEVINFO_VFIO7 "\n" DEVINFO_RDMA3 "\n");
+        expect_devinfo_file(&r, DEVINFO_VFIO6, DEVINFO_PCI("0000:8a:01.6", "0000:8a:00.0"));
+        expect_devinfo_file(&r, DEVINFO_VFIO7, DEVINFO_PCI("0000:8a:01.7", "0000:8a:00.0"));
+        expect_devinfo_file(&r, DEVINFO_NETDEV0, DEVINFO_PCI("0000:8a:01.0", "0000:8a:00.0"));
+        expect_devinfo_file(&r, DEVINFO_RDMA3,
+                            "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:00.3\","
+                            "\"rdma-device\":\"mlx5_3\",\"pf-pci-address\":\"0000:3b:00.0\"}}");
+
+        /* allocated again (the kubelet freed it and gave it to another pod): written over, no temp file left */
+        ck_assert_int_eq(run_allocate(&r, VFIO, vfio + 1, 1, &resp), 0);
+        run_scan(&r);
+        expect_devinfo_list(&r, DEVINFO_NETDEV0 "\n" DEVINFO_VFIO6 "\n" DEVINFO_VFIO7 "\n" DEVINFO_RDMA3 "\n");
+        expect_devinfo_file(&r, DEVINFO_VFIO6, DEVINFO_PCI("0000:8a:01.6", "0000:8a:00.0"));
+
+        /* a VF removed from the bus: its member stays, Unhealthy, its file goes */
+        e810_vf_remove(r.root, 7, false);
+        run_event(&r, "remove", "0000:8a:01.7");
+        run_scan(&r);
+        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
+        expect_devinfo_list(&r, DEVINFO_NETDEV0 "\n" DEVINFO_VFIO6 "\n" DEVINFO_RDMA3 "\n");
+
+        /* cx6_rdma dropped, e810_netdev changed to VFs 1-2: both files go; e810_vfio is as it was */
+        kdp_test_tree_write(r.root, "config.json",
+                            "{\"resourceList\": [\n"
+                            "  {\"resourceName\": \"e810_netdev\",\n"
+                            "   \"selectors\": [{\"drivers\": [\"iavf\"], \"pfNames\": [\"ens3f0np0#1-2\"]}]},\n"
+                            "  {\"resourceName\": \"e810_vfio\",\n"
+                            "   \"selectors\": [{ \"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
+                            "                    \"drivers\": [\"vfio-pci\"] }]}\n"
+                            "]}\n");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, "0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n");
+        ck_assert_ptr_null(kdp_test_backend_resource(&r.b, RDMA));
+        expect_devinfo_list(&r, DEVINFO_VFIO6 "\n");
+
+        /* the backend stops: its files go (the spec's rule for a device plugin that stops) */
+        kdp_test_backend_done(&r.b);
+        r.opened = false;
+        expect_devinfo_list(&r, "");
+}
+END_TEST
+
+/* A changed pool that still takes the device keeps its file; VFs re-cut by sriov_numvfs lose theirs. */
+START_TEST(test_sriov_backend_devinfo_kept_by_a_changed_pool_gone_with_numvfs) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        const char *const netdev[] = { "0000:8a:01.0", "0000:8a:01.1" };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        ck_assert_int_eq(run_allocate(&r, NETDEV, netdev, 2, &resp), 0);
+        kdp_test_tree_write(r.root, "config.json",
+                            "{\"resourceList\": [\n"
+                            "  {\"resourceName\": \"e810_netdev\",\n"
+                            "   \"selectors\": [{\"drivers\": [\"iavf\"], \"pfNames\": [\"ens3f0np0#0\"]}]}\n"
+                            "]}\n");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n");
+        expect_devinfo_list(&r, DEVINFO_NETDEV0 "\n");
+        expect_devinfo_file(&r, DEVINFO_NETDEV0, DEVINFO_PCI("0000:8a:01.0", "0000:8a:00.0"));
+
+        for (int i = 0; i < 8; i++)
+                e810_vf_remove(r.root, i, true);
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF0, "sriov_numvfs", "0");
+        run_event(&r, "remove", "0000:8a:01.0");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, "");
+        expect_devinfo_list(&r, "");
+}
+END_TEST
+
+/*
+ * At start, files of the pools' resources a previous run left ("<resource>-<PCI address>-
+ * device.json") go; another resource's files, and names that are no such pair, stay.
+ */
+START_TEST(test_sriov_backend_devinfo_left_by_a_previous_run_goes_at_start) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        kdp_test_tree_write(r.root, "devinfo/" DEVINFO_VFIO6, "{}");
+        kdp_test_tree_write(r.root, "devinfo/" DEVINFO_RDMA3, "{}");
+        kdp_test_tree_write(r.root, "devinfo/intel.com-e810_vfio-x-0000:8a:01.6-device.json", "{}");
+        kdp_test_tree_write(r.root, "devinfo/example.com-other-0000:8a:01.6-device.json", "{}");
+        kdp_test_tree_write(r.root, "devinfo/intel.com-e810_vfio-0000:8a:01.6-device.json.old", "{}");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        expect_devinfo_list(&r, "example.com-other-0000:8a:01.6-device.json\n"
+                                "intel.com-e810_vfio-0000:8a:01.6-device.json.old\n"
+                                "intel.com-e810_vfio-x-0000:8a:01.6-device.json\n");
+}
+END_TEST
+
+/* devinfo_dir empty: none written; a directory that cannot be made: logged, Allocate still answers. */
+START_TEST(test_sriov_backend_devinfo_off_or_failing_leaves_allocate_alone) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        _cleanup_free_ char *bad = NULL, *log = NULL;
+        const char *const vfio[] = { "0000:8a:01.6" };
+        kdp_test_capture c;
+
+        ck_assert_int_eq(run_open(&r, "sriov.devinfo_dir="), 0);
+        run_scan(&r);
+        ck_assert_int_eq(run_allocate(&r, VFIO, vfio, 1, &resp), 0);
+        ck_assert_uint_eq(resp.n_envs, 2);
+        expect_devinfo_list(&r, "");
+        run_done(&r);
+
+        r = (run){ .root = node_tree(config_json) };
+        ck_assert_int_ge(asprintf(&bad, "sriov.devinfo_dir=%s/config.json/dp", r.root), 0);
+        ck_assert_int_eq(run_open(&r, bad), 0);
+        run_scan(&r);
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(run_allocate(&r, VFIO, vfio, 1, &resp), 0);
+        log = kdp_test_capture_end(&c);
+        ck_assert_uint_eq(resp.n_envs, 2);
+        ck_assert_ptr_nonnull(strstr(log, "\"Cannot write a device-info file\" backend=\"sriov\" resource=\"" VFIO
+                                          "\" device=\"0000:8a:01.6\""));
+        ck_assert_ptr_nonnull(strstr(log, "err=\"Not a directory\""));
+}
+END_TEST
+
 static Suite *sriov_backend_suite(void) {
         Suite *s = suite_create("sriov-backend");
         TCase *tc = tcase_create("core");
@@ -946,6 +1152,10 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_config);
         tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_pf_link_down);
         tcase_add_test(tc, test_sriov_backend_config_change_takes_effect_at_the_next_scan);
+        tcase_add_test(tc, test_sriov_backend_devinfo_follows_allocate_and_the_devices);
+        tcase_add_test(tc, test_sriov_backend_devinfo_kept_by_a_changed_pool_gone_with_numvfs);
+        tcase_add_test(tc, test_sriov_backend_devinfo_left_by_a_previous_run_goes_at_start);
+        tcase_add_test(tc, test_sriov_backend_devinfo_off_or_failing_leaves_allocate_alone);
         suite_add_tcase(s, tc);
 
         if (netns_usable) {

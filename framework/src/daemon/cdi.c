@@ -27,10 +27,10 @@
 
 #include <libfyaml.h>
 
+#include <kdp/atomic-file.h>
 #include <kdp/cleanup.h>
 #include <kdp/log.h>
 
-#include "atomic-file.h"
 #include "cdi.h"
 
 KDP_DEFINE_CLEANUP_FUNC(struct fy_document, fy_document_destroy)

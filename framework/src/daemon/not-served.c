@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <kdp/atomic-file.h>
 #include <kdp/cleanup.h>
 
-#include "atomic-file.h"
 #include "not-served.h"
 
 #define SUFFIX ".not-served"

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Files kdpd writes for others to read (CDI specs, the not-served lists):
- * written whole to a temp file beside the target and renamed over it, so a
- * reader sees the old content or the new, never a part. Loop thread; the
- * caller owns every path and buffer.
+ * Files written for others to read (kdpd's CDI specs and not-served lists, a
+ * backend's files for a CNI): written whole to a temp file beside the target
+ * and renamed over it, so a reader sees the old content or the new, never a
+ * part. Any thread; the caller owns every path and buffer.
  */
 #pragma once
 
 #include <stddef.h>
 #include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Creates `dir` and its missing parents with `mode` (not narrowed by the umask); 0 if it exists. */
 int kdp_atomic_file_mkdir_p(const char *dir, mode_t mode);
@@ -20,3 +24,7 @@ int kdp_atomic_file_mkdir_p(const char *dir, mode_t mode);
  * removed on failure. Returns 0 or the -errno of the step that failed.
  */
 int kdp_atomic_file_write(const char *path, char *tmp_template, const char *content, size_t size, mode_t mode);
+
+#ifdef __cplusplus
+}
+#endif

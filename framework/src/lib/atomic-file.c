@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Whole-file writes by rename (see atomic-file.h).
+ * Whole-file writes by rename (see kdp/atomic-file.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <kdp/atomic-file.h>
 #include <kdp/cleanup.h>
-
-#include "atomic-file.h"
 
 static int mkdir_one(const char *path, mode_t mode) {
         struct stat st;
