@@ -3,7 +3,8 @@
 'use strict';
 /*
  * Validates every YAML document under deploy/ against the Kubernetes API
- * schema, offline, then checks the properties the GPU DaemonSet must have.
+ * schema, offline, then checks the properties the GPU and SR-IOV DaemonSets
+ * must have, and the SR-IOV example network and pod.
  *
  *   node tests/deploy/validate.js [SRCDIR]          (ctest: deploy/schema)
  *
@@ -20,12 +21,15 @@
  *
  * A few rules the API server enforces beyond the schema are checked too
  * (apiErrors). Kustomizations are rendered (resources, then inline JSON 6902
- * patches) and the objects they produce are validated as well.
+ * patches) and the objects they produce are validated as well; when kubectl is
+ * installed, `kubectl kustomize` must render the same objects. The one CRD kind
+ * deploy/ uses, Multus's NetworkAttachmentDefinition, is checked against its
+ * CRD's schema (CUSTOM_KINDS).
  *
  * Then tests/deploy/bad/: each document there is broken on purpose and says,
  * in its kdp.test/expect annotation, which error it must get ("KEYWORD PATH
  * [DETAIL]"). A validator that let any of them through fails this test. The
- * property checks are run against broken copies of the DaemonSet as well.
+ * property checks are run against broken copies of the DaemonSets as well.
  *
  * Prints one line per check and closes with "N passed, M failed".
  */
