@@ -443,6 +443,8 @@ function commonProperties(check, ds, hostMounts, { privileged = false } = {}) {
                         sc.capabilities.drop.includes('ALL') && (sc.capabilities.add || []).length === 0);
         }
         check('readOnlyRootFilesystem: true', () => sc.readOnlyRootFilesystem === true);
+        check('state dir: --state-dir is an emptyDir of the pod (the root filesystem is read-only)', () =>
+                mounts.some((m) => m.mountPath === argValue(c.args || [], '--state-dir') && volume(m.name).emptyDir));
         check('runAsUser: 0 (writes into the root-owned kubelet directory)', () => sc.runAsUser === 0);
         check('resources: cpu and memory requests, memory limit >= request', () => {
                 const r = c.resources;
@@ -521,8 +523,6 @@ function sriovProperties(ds, configMaps) {
         check(`config: config.json declares exactly ${SRIOV_RESOURCES.join(', ')}`, () =>
                 JSON.stringify(sriovResources(configMap().data['config.json'],
                         optionValue(args, 'sriov.resource_prefix') || 'intel.com')) === JSON.stringify(SRIOV_RESOURCES));
-        check('state dir: --state-dir is an emptyDir of the pod', () =>
-                mounts.some((m) => m.mountPath === argValue(args, '--state-dir') && volume(m.name).emptyDir));
         check('/var/run/cdi mounted writable exactly when sriov.cdi is true', () =>
                 (optionValue(args, 'sriov.cdi') === 'true') === mounts.some((m) => m.mountPath === '/var/run/cdi' &&
                         !m.readOnly && volume(m.name).hostPath && volume(m.name).hostPath.path === '/var/run/cdi'));
