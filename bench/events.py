@@ -6,7 +6,9 @@ Starts the kubelet stand-in (kubelet-go -timestamps, outside the simulated
 node), then kdpd with --health-hold-ms 0 under sim-node, and drives N cycles
 through sim-node's control FIFO (or rtnetlink), one command at a time. For each
 command: the wall time just before it is written, then the kubelet's own
-timestamp on its next `devices` line whose allocatable is the expected one.
+timestamp on its next `devices` line whose allocatable is the expected one. For a FIFO command
+also the time sim-node took to carry it out (every uevent sent), from an
+`echo` mark written after it: <figure>_sim_*, the simulator's own share.
 
   pci (bench/hardware.sh): the pcitest backend on flapping-device.umockdev
       (two A100s); commands alternate `unbind 0000:01:00.0` (allocatable 1)
@@ -41,6 +43,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 import sriov_node                       # bench/sriov_node.py, beside this script
@@ -124,8 +127,8 @@ SCENARIOS = {
             ["--backend", "tests/backends/kdp-backend-pcitest.so", "-o", "pcitest.vendor=10de",
              "-o", "pcitest.driver=nvidia"]), 2, 1000, pci_steps),
     "gpu": ("nvidia.com/gpu", fixture_node("gpu-h100x8.umockdev", ["--backend", "gpu"]), 8, 200, gpu_steps),
-    "sriov-numvfs": (sriov_node.RESOURCE, sriov_node_in, 4 * sriov_node.VFS, 50, sriov_numvfs_steps),
-    "sriov-link": (sriov_node.RESOURCE, sriov_link_node, 4 * sriov_node.VFS, 200, sriov_link_steps),
+    "sriov-numvfs": (sriov_node.RESOURCE, sriov_node_in, 4 * sriov_node.VFS, 20, sriov_numvfs_steps),
+    "sriov-link": (sriov_node.RESOURCE, sriov_link_node, 4 * sriov_node.VFS, 100, sriov_link_steps),
 }
 
 
@@ -178,6 +181,33 @@ class Kubelet:
             return int(stamp.replace(".", "")), alloc
 
 
+class Marks:
+    """sim-node's stdout (its `echo` marks), copied to WORK/kdpd.out by a thread that notes
+    when each line arrived."""
+
+    def __init__(self, pipe):
+        self.seen = {}
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self.read, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def read(self, pipe):
+        with open(os.path.join(work, "kdpd.out"), "wb") as log:
+            for line in pipe:
+                stamp = time.time_ns() // 1000
+                log.write(line)
+                log.flush()
+                with self.cond:
+                    self.seen[line.decode(errors="replace").rstrip("\n")] = stamp
+                    self.cond.notify_all()
+
+    def wait(self, text, timeout):
+        """the wall time in µs at which the line text arrived, or None"""
+        with self.cond:
+            self.cond.wait_for(lambda: text in self.seen, timeout)
+            return self.seen.get(text)
+
+
 build, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RES, NODE, START, N, steps_of = SCENARIOS[sys.argv[4] if len(sys.argv) > 4 else "pci"]
@@ -222,29 +252,26 @@ try:
                             "--control", ctl, "--",
                             os.path.join(build, "kdpd"), *BACKEND, "--kubelet-dir", kdir, "--state-dir", os.path.join(os.path.dirname(kdir), "state"),
                             "--cdi-dir", os.path.join(work, "cdi"), "--health-hold-ms", "0"],
-                           env=env, stdout=open(os.path.join(work, "kdpd.out"), "wb"),
-                           stderr=open(os.path.join(work, "kdpd.err"), "wb"))
+                           env=env, stdout=subprocess.PIPE, stderr=open(os.path.join(work, "kdpd.err"), "wb"))
     procs.append(sim)
+    marks = Marks(sim.stdout)
     os.write(cfd, b"wait-listeners 1\n")
     first = k.allocatable(600)          # umockdev takes minutes to load the 782 records of the SR-IOV node on a busy VM
     if first is None or first[1] != START:
         fail(f"kdpd did not list {START} allocatable devices: {first} (see {work}/kdpd.err)")
     os.write(cfd, b"echo ready\n")
-    out = os.path.join(work, "kdpd.out")
-    end = time.monotonic() + 15
-    while b"ready" not in open(out, "rb").read():
-        if time.monotonic() > end or sim.poll() is not None:
-            fail(f"sim-node did not get past wait-listeners (see {work}/kdpd.err)")
-        time.sleep(0.01)
+    if marks.wait("ready", 15) is None:
+        fail(f"sim-node did not get past wait-listeners (see {work}/kdpd.err)")
 
     lat = {}
     for i in range(n):
         for cmd, want, fig in steps_of(i):
             t0 = time.time_ns() // 1000
+            mark = f"emitted {i} {fig}"
             if callable(cmd):
                 cmd()
             else:
-                os.write(cfd, cmd.encode())
+                os.write(cfd, f"{cmd}echo {mark}\n".encode())
             while True:
                 got = k.allocatable(60)
                 if got is None:
@@ -253,6 +280,11 @@ try:
                 if got[1] == want:
                     lat.setdefault(fig, []).append(got[0] - t0)
                     break
+            if not callable(cmd):
+                t1 = marks.wait(mark, 60)
+                if t1 is None:
+                    fail(f"cycle {i} ({fig}): sim-node did not get through the command within 60 s")
+                lat.setdefault(f"{fig}_sim", []).append(t1 - t0)
     for fig, v in lat.items():
         v.sort()
         print(f"{fig}_n={len(v)}")
