@@ -19,7 +19,8 @@ kdpd_pid=
 fg_pid=
 endpoint=
 
-# stop PID [S]: SIGTERM, then SIGKILL after S (5) seconds
+# stop PID [S]: SIGTERM, then SIGKILL after S (5) seconds; returns the exit status
+# (braces: bash reports a crashed job on the shell's stderr, not wait's)
 stop() {
         local pid=$1
         [ -n "$pid" ] || return 0
