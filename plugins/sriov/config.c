@@ -1215,6 +1215,8 @@ const char *sriov_config_excluded(const sriov_func *f) {
                 return "PF with VFs enabled";
         if (f->default_route)
                 return "carries the default route";
+        if (!f->driver[0])
+                return "driver unbound";
         return NULL;
 }
 

@@ -18,7 +18,8 @@
 # Case scripts: tests/sim-node/converge/FIXTURE.NAME.script, lines for sim-node (see sim-node.c)
 # fed through its control FIFO once kdpd #1 has registered its first list, plus this harness's
 # own line "restore PATH" (a write of PATH with the fixture's text: NVIDIA's information file,
-# a KFD node's properties) and "exclude PATH" (the same text with "GPU Excluded: Yes"). Each
+# a KFD node's properties) and "exclude PATH" (the same text with "GPU Excluded: Yes"); a case
+# with the line "# converge: keeps nothing" fails when kdpd #1 keeps any device as seen. Each
 # fixture also gets a random script (fixed seed, random_script below), and gpu-h100x8 runs the
 # fixture's own gpu-h100x8-fall-off-bus.script. The SR-IOV fixtures (backend sriov, its
 # config.json tests/sim-node/converge/FIXTURE.config.json) run each event script of their own
@@ -594,7 +595,11 @@ run_case() {
                 stop_all
                 return
         fi
-        if [ $agreed -ge 2 ]; then
+        if [ $agreed -ge 2 ] && [ -s "$d/kept" ] && grep -qx '# converge: keeps nothing' "$script"; then
+                fail "$case_name: the lists agree but kdpd #1 keeps devices the case says it must not"
+                sed 's/^/    kept: /' "$d/kept"
+                show_logs "$d"
+        elif [ $agreed -ge 2 ]; then
                 if [ -s "$d/kept" ]; then
                         ok "$case_name: the lists agree; kept as seen by kdpd #1: $(sed 's/ (.*//' "$d/kept" | awk '{ print $2 }' | tr '\n' ' ')"
                 else
