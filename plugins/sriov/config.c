@@ -357,6 +357,29 @@ static bool key_replaced_later(loader *ld, struct fy_node *map, struct fy_node_p
         return false;
 }
 
+/*
+ * The key of `pair`, one pair of the mapping `map` (the value at `key`, on `line`), for a loop
+ * over it: its text (*ret_name, free()) and its path ("key.name") in `k` (SRIOV_PATH_MAX bytes).
+ * *ret_name is NULL for a pair to pass over: a key that is no string (warned by node_string), or
+ * one a later key replaces (`fold`: Go's case-folded struct fields; warned). <0 only for -ENOMEM.
+ */
+static int pair_key(loader *ld, struct fy_node *map, struct fy_node_pair *pair, unsigned line, const char *key,
+                    bool fold, char **ret_name, char *k) {
+        struct fy_node *kn = fy_node_pair_key(pair);
+        _cleanup_free_ char *name = NULL;
+        int r;
+
+        *ret_name = NULL;
+        r = node_string(ld, kn, node_line(kn, line), key, &name);
+        if (r < 0 || !name)
+                return r;
+        key_member(k, SRIOV_PATH_MAX, key, name);
+        if (key_replaced_later(ld, map, pair, name, fold, k))
+                return 0;
+        *ret_name = KDP_TAKE_PTR(name);
+        return 0;
+}
+
 /* ---- values ---- */
 
 /* A JSON string or null ("") into *ret (free()); 0 also when refused (logged), -ENOMEM. */
@@ -602,13 +625,10 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
                 char k[SRIOV_PATH_MAX];
                 void *field;
 
-                r = node_string(ld, kn, kline, key, &name);
+                r = pair_key(ld, n, pair, line, key, true, &name, k);
                 if (r < 0)
                         return r;
                 if (!name)
-                        continue;
-                key_member(k, sizeof(k), key, name);
-                if (key_replaced_later(ld, n, pair, name, true, k))
                         continue;
 
                 f = selector_field_find(name);
@@ -740,13 +760,10 @@ static int parse_info_map(loader *ld, struct fy_node *n, unsigned line, const ch
                 _cleanup_free_ char *name = NULL, *value = NULL;
                 char k[SRIOV_PATH_MAX];
 
-                r = node_string(ld, kn, kline, key, &name);
+                r = pair_key(ld, n, pair, line, key, false, &name, k);
                 if (r < 0)
                         return r;
                 if (!name)
-                        continue;
-                key_member(k, sizeof(k), key, name);
-                if (key_replaced_later(ld, n, pair, name, false, k))
                         continue;
                 r = parse_string(ld, v, kline, k, &value);
                 if (r < 0)
@@ -794,13 +811,10 @@ static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *
                 sriov_info_entry *e;
                 char k[SRIOV_PATH_MAX];
 
-                r = node_string(ld, kn, kline, key, &name);
+                r = pair_key(ld, n, pair, line, key, false, &name, k);
                 if (r < 0)
                         return r;
                 if (!name)
-                        continue;
-                key_member(k, sizeof(k), key, name);
-                if (key_replaced_later(ld, n, pair, name, false, k))
                         continue;
                 e = &p->info[p->n_info++];
                 e->key = KDP_TAKE_PTR(name);
@@ -902,13 +916,10 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 _cleanup_free_ char *kname = NULL;
                 char k[SRIOV_PATH_MAX];
 
-                r = node_string(ld, kn, kline, key, &kname);
+                r = pair_key(ld, n, pair, line, key, true, &kname, k);
                 if (r < 0)
                         return r;
                 if (!kname)
-                        continue;
-                key_member(k, sizeof(k), key, kname);
-                if (key_replaced_later(ld, n, pair, kname, true, k))
                         continue;
 
                 if (strcasecmp(kname, "resourceName") == 0) {

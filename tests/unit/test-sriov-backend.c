@@ -223,6 +223,26 @@ START_TEST(test_sriov_backend_exclude_topology_drops_the_numa_node) {
 }
 END_TEST
 
+/* The netdev pool of config_json while VF 1 is unbound. */
+#define E810_NETDEV_VF1_UNBOUND                                                                  \
+        "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: driver unbound\n"                     \
+        "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n"
+
+/* VF 1 (0000:8a:01.1) left by iavf: its netdev goes with the driver; the event kdpd hands over. */
+static void vf1_unbind(run *r) {
+        kdp_test_sriov_net_remove(r->root, E810_VF_PATH(1), "ens3f0v1");
+        kdp_test_tree_remove(r->root, "sys/devices/" E810_VF_PATH(1) "/driver");
+        run_event(r, "unbind", "0000:8a:01.1");
+}
+
+/* VF 1, without a driver, bound to iavf: its netdev comes back. */
+static void vf1_bind_iavf(run *r) {
+        kdp_test_pci_sys_link(r->root, &(kdp_test_pci_dev){ .path = E810_VF_PATH(1) }, "driver",
+                              "bus/pci/drivers/iavf");
+        kdp_test_sriov_net_add(r->root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
+        run_event(r, "bind", "0000:8a:01.1");
+}
+
 /* ---- health ---- */
 
 START_TEST(test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back) {
@@ -263,13 +283,9 @@ START_TEST(test_sriov_backend_vf_unbound_then_rebound) {
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
 
-        kdp_test_sriov_net_remove(r.root, E810_VF_PATH(1), "ens3f0v1");
-        kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
-        run_event(&r, "unbind", "0000:8a:01.1");
+        vf1_unbind(&r);
         run_scan(&r);
-        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: driver unbound\n"
-                                   "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
-                                   "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n");
+        expect_devices(&r, NETDEV, E810_NETDEV_VF1_UNBOUND);
         expect_devices(&r, VFIO, E810_VFIO_ALL);
         expect_not_served(&r, NOT_SERVED_ALL);  /* it is in its pool's list, not among these */
 
@@ -286,9 +302,7 @@ START_TEST(test_sriov_backend_vf_unbound_then_rebound) {
         expect_devices(&r, VFIO, "0000:8a:01.1 1 Healthy\n" E810_VFIO_ALL);
 
         kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
-        kdp_test_pci_sys_link(r.root, &vf1, "driver", "bus/pci/drivers/iavf");
-        kdp_test_sriov_net_add(r.root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
-        run_event(&r, "bind", "0000:8a:01.1");
+        vf1_bind_iavf(&r);
         run_scan(&r);
         expect_devices(&r, NETDEV, E810_NETDEV_ALL);
         expect_devices(&r, VFIO, "0000:8a:01.1 1 Unhealthy: bound to iavf\n" E810_VFIO_ALL);
@@ -319,13 +333,11 @@ static const char config_driverless[] =
 START_TEST(test_sriov_backend_a_vf_before_its_probe_is_in_no_pool) {
         _cleanup_(run_done) run r = { .root = node_tree(config_driverless) };
         _cleanup_(run_done) run fresh = { .root = node_tree(config_driverless) };
-        const kdp_test_pci_dev vf1 = { .path = E810_VF_PATH(1) };
         _cleanup_free_ char *netdev = NULL, *any = NULL, *not_served = NULL;
 
         /* VF 1 just added: on the bus, no driver yet, no netdev */
-        kdp_test_sriov_net_remove(r.root, E810_VF_PATH(1), "ens3f0v1");
-        kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
         ck_assert_int_eq(run_open(&r, NULL), 0);
+        vf1_unbind(&r);
         run_event(&r, "add", "0000:8a:01.1");
         run_scan(&r);
         expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
@@ -337,9 +349,7 @@ START_TEST(test_sriov_backend_a_vf_before_its_probe_is_in_no_pool) {
         expect_devices(&r, ANY, ANY_ALL);
 
         /* iavf's probe: the iavf pool takes it, and the driverless pool never had it */
-        kdp_test_pci_sys_link(r.root, &vf1, "driver", "bus/pci/drivers/iavf");
-        kdp_test_sriov_net_add(r.root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
-        run_event(&r, "bind", "0000:8a:01.1");
+        vf1_bind_iavf(&r);
         run_scan(&r);
         expect_devices(&r, NETDEV, E810_NETDEV_ALL);
         expect_devices(&r, ANY, ANY_ALL);
@@ -356,13 +366,9 @@ START_TEST(test_sriov_backend_a_vf_before_its_probe_is_in_no_pool) {
         expect_not_served(&r, not_served);
 
         /* a member unbound later is kept, Unhealthy "driver unbound"; the driverless pool does not take it */
-        kdp_test_sriov_net_remove(r.root, E810_VF_PATH(1), "ens3f0v1");
-        kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
-        run_event(&r, "unbind", "0000:8a:01.1");
+        vf1_unbind(&r);
         run_scan(&r);
-        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: driver unbound\n"
-                                   "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
-                                   "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n");
+        expect_devices(&r, NETDEV, E810_NETDEV_VF1_UNBOUND);
         expect_devices(&r, ANY, ANY_ALL);
         expect_not_served(&r, ANY_NOT_SERVED);
 }
