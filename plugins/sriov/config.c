@@ -689,11 +689,39 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
         return 0;
 }
 
+/*
+ * Room for the items of the list (`want` JSON_ARRAY) or object (JSON_OBJECT) `n` at `key`: *ret
+ * (free()) holds *ret_n zeroed items of `size` bytes. null, an empty one, or a value of another
+ * type (warned: `what` was wanted) gives none: 0, *ret NULL. <0 only for -ENOMEM.
+ */
+static int items_alloc(loader *ld, struct fy_node *n, unsigned line, const char *key, json_type want,
+                       const char *what, size_t size, void **ret, size_t *ret_n) {
+        json_type t = json_type_of(n);
+        int count;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (t == JSON_NULL)
+                return 0;
+        if (t != want) {
+                loader_wrong_type(ld, line, key, what, t);
+                return 0;
+        }
+        count = want == JSON_ARRAY ? fy_node_sequence_item_count(n) : fy_node_mapping_item_count(n);
+        if (count <= 0)
+                return 0;
+        *ret = calloc((size_t) count, size);
+        if (!*ret)
+                return -ENOMEM;
+        *ret_n = (size_t) count;
+        return 0;
+}
+
 static int parse_selectors(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_pool *p) {
         json_type t = json_type_of(n);
         struct fy_node *item;
-        void *it = NULL;
-        int count, r;
+        void *it = NULL, *items;
+        int r;
 
         for (size_t i = 0; i < p->n_selectors; i++)
                 selector_done(&p->selectors[i]);
@@ -711,18 +739,11 @@ static int parse_selectors(loader *ld, struct fy_node *n, unsigned line, const c
                 p->n_selectors = 1;
                 return parse_selector(ld, n, line, key, p->type, &p->selectors[0]);
         }
-        if (t != JSON_ARRAY) {
-                loader_wrong_type(ld, line, key, "a list of selector objects or one selector object", t);
-                return 0;
-        }
-
-        count = fy_node_sequence_item_count(n);
-        if (count <= 0)
-                return 0;
-        p->selectors = calloc((size_t) count, sizeof(sriov_selector));
-        if (!p->selectors)
-                return -ENOMEM;
-        p->n_selectors = (size_t) count;
+        r = items_alloc(ld, n, line, key, JSON_ARRAY, "a list of selector objects or one selector object",
+                        sizeof(sriov_selector), &items, &p->n_selectors);
+        p->selectors = items;
+        if (r < 0)
+                return r;
         for (size_t i = 0; (item = fy_node_sequence_iterate(n, &it)) && i < p->n_selectors; i++) {
                 char k[SRIOV_PATH_MAX];
 
@@ -777,10 +798,10 @@ static int parse_info_map(loader *ld, struct fy_node *n, unsigned line, const ch
 }
 
 static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_pool *p) {
-        json_type t = json_type_of(n);
         struct fy_node_pair *pair;
-        void *it = NULL;
-        int count, r;
+        void *it = NULL, *items;
+        size_t room;
+        int r;
 
         for (size_t i = 0; i < p->n_info; i++) {
                 free(p->info[i].key);
@@ -791,18 +812,11 @@ static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *
         p->info = NULL;
         p->n_info = 0;
 
-        if (t == JSON_NULL)
-                return 0;
-        if (t != JSON_OBJECT) {
-                loader_wrong_type(ld, line, key, "an object of objects of strings", t);
-                return 0;
-        }
-        count = fy_node_mapping_item_count(n);
-        if (count <= 0)
-                return 0;
-        p->info = calloc((size_t) count, sizeof(sriov_info_entry));
-        if (!p->info)
-                return -ENOMEM;
+        r = items_alloc(ld, n, line, key, JSON_OBJECT, "an object of objects of strings", sizeof(sriov_info_entry),
+                        &items, &room);
+        p->info = items;
+        if (r < 0 || !p->info)
+                return r;
 
         while ((pair = fy_node_mapping_iterate(n, &it))) {
                 struct fy_node *kn = fy_node_pair_key(pair);

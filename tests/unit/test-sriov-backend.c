@@ -1010,6 +1010,7 @@ static Suite *sriov_backend_suite(void) {
         TCase *tc = tcase_create("core");
 
         tcase_add_checked_fixture(tc, netns_setup, NULL);
+        tcase_set_timeout(tc, 120);     /* a hang guard: two nodes and backends per test under a sanitizer */
         tcase_add_test(tc, test_sriov_backend_serves_every_pool_and_names_what_it_does_not);
         tcase_add_test(tc, test_sriov_backend_exclude_topology_drops_the_numa_node);
         tcase_add_test(tc, test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back);
