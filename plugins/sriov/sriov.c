@@ -45,8 +45,10 @@
  *
  * Every function of a class a pool considers (base class 0x02 for netDevice pools, 0x12 for
  * accelerator pools, the vendors/devices of pci pools) that no pool takes is declared not
- * served, with the reason: excluded (a PF with VFs enabled, a netdev carrying the default route)
- * or "no pool's selectors take it".
+ * served, with the reason: excluded (a PF with VFs enabled, a netdev carrying the default route,
+ * no driver bound) or "no pool's selectors take it". A function without a driver is in no pool
+ * (sriovdp makes no device of it), so a VF seen between its "add" and its driver's probe is
+ * taken by the pool its driver makes it fit, never first by one whose selectors name no driver.
  */
 #include <dirent.h>
 #include <errno.h>

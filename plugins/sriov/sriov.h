@@ -162,7 +162,10 @@ void sriov_config_done(sriov_config *c);
 
 /*
  * Why no pool may take `f` whatever the config (a PF with VFs enabled, a netdev carrying the
- * default route), as a reason for kdp_device_tree_not_served(); NULL when a pool may.
+ * default route, no driver bound: sriovdp makes no device of a function without a driver), as
+ * a reason for kdp_device_tree_not_served(); NULL when a pool may. A function between its
+ * "add" and its driver's probe is unbound: no pool takes it then, so what a pool holds never
+ * depends on whether a scan fell into that gap.
  */
 const char *sriov_config_excluded(const sriov_func *f);
 

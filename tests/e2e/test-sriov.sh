@@ -15,6 +15,11 @@
 #     kdpd stops.
 #   - E810 once more: the uio provider (a VF bound to igb_uio, its /dev/uio0 missing for a
 #     while) and the extra provider (additionalInfo).
+# It runs in a network namespace of its own (root; skipped otherwise), where the fixtures' PF
+# netdevs are links it makes: kdpd's rtnetlink view (PF link state, default routes) holds them
+# and nothing of the machine's, and PF0's link going down makes its VFs Unhealthy.
+. "$(dirname "$0")/../procs.sh"
+in_private_netns "$0" "$@"
 . "$(dirname "$0")/lib.sh"
 
 SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
@@ -23,6 +28,11 @@ VFIO=example.com/e810_vfio
 PF0=intel.com/e810_pf0
 PF1=intel.com/e810_pf1
 PORT=intel.com/e810_port
+
+# the PF netdevs of the fixtures, up (the VFs' own netdevs are no reason: plugins/sriov/README.md)
+for link in ens3f0np0 ens3f1np1 ens1f0np0 ens1f1np1; do
+        netns_link_add "$link" >"$T/ip.out" 2>&1 || fail "cannot make link $link: $(cat "$T/ip.out")"
+done
 
 # node NAME FIXTURE: a stand-in kubelet (its output in $T/kubelet.out) and kdpd with the SR-IOV
 # backend on the simulated node, config in $T/NAME.json; sim-node's stdout (the scripts' marks)
@@ -263,6 +273,21 @@ ctl bind 0000:8a:01.0 iavf
 want $PF0 1 $E810_PF0
 not_served "${E810_NOT_SERVED[@]}"
 pass "a VF whose netdev is in a pod stays Healthy and allocatable in its pfNames pool"
+
+# PF0's link down (rtnetlink; the script's sysfs carrier is not what kdpd reads): every VF of
+# PF0 is Unhealthy in every pool, PF1's stay Healthy; up again, all is as before
+ip link set ens3f0np0 down
+want $PF0 1 "" $E810_PF0
+want $VFIO 1 0000:8a:05.4,0000:8a:05.5 0000:8a:01.5,0000:8a:01.6,0000:8a:01.7
+want $PF1 1 $E810_PF1
+unhealthy $PF0 0000:8a:01.0 "PF ens3f0np0 link down"
+unhealthy $VFIO 0000:8a:01.6 "PF ens3f0np0 link down"
+unhealthy $PF0 0000:8a:01.5 "PF ens3f0np0 link down"
+not_served "${E810_NOT_SERVED[@]}"
+ip link set ens3f0np0 up
+want $PF0 1 $E810_PF0
+want $VFIO 1 $E810_VFIO "$VFIO_U"
+pass "a PF's link down makes its VFs Unhealthy in every pool, and Healthy again once it is up"
 
 # sriov-e810-numvfs: PF1 8 -> 0 -> 8 -> 4 VFs
 script "$NODES/sriov-e810-numvfs.script"

@@ -232,6 +232,26 @@ START_TEST(test_sriov_backend_exclude_topology_drops_the_numa_node) {
 }
 END_TEST
 
+/* The netdev pool of config_json while VF 1 is unbound. */
+#define E810_NETDEV_VF1_UNBOUND                                                                  \
+        "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: driver unbound\n"                     \
+        "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n"
+
+/* VF 1 (0000:8a:01.1) left by iavf: its netdev goes with the driver; the event kdpd hands over. */
+static void vf1_unbind(run *r) {
+        kdp_test_sriov_net_remove(r->root, E810_VF_PATH(1), "ens3f0v1");
+        kdp_test_tree_remove(r->root, "sys/devices/" E810_VF_PATH(1) "/driver");
+        run_event(r, "unbind", "0000:8a:01.1");
+}
+
+/* VF 1, without a driver, bound to iavf: its netdev comes back. */
+static void vf1_bind_iavf(run *r) {
+        kdp_test_pci_sys_link(r->root, &(kdp_test_pci_dev){ .path = E810_VF_PATH(1) }, "driver",
+                              "bus/pci/drivers/iavf");
+        kdp_test_sriov_net_add(r->root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
+        run_event(r, "bind", "0000:8a:01.1");
+}
+
 /* ---- health ---- */
 
 START_TEST(test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back) {
@@ -272,13 +292,9 @@ START_TEST(test_sriov_backend_vf_unbound_then_rebound) {
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
 
-        kdp_test_sriov_net_remove(r.root, E810_VF_PATH(1), "ens3f0v1");
-        kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
-        run_event(&r, "unbind", "0000:8a:01.1");
+        vf1_unbind(&r);
         run_scan(&r);
-        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: driver unbound\n"
-                                   "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
-                                   "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n");
+        expect_devices(&r, NETDEV, E810_NETDEV_VF1_UNBOUND);
         expect_devices(&r, VFIO, E810_VFIO_ALL);
         expect_not_served(&r, NOT_SERVED_ALL);  /* it is in its pool's list, not among these */
 
@@ -295,13 +311,75 @@ START_TEST(test_sriov_backend_vf_unbound_then_rebound) {
         expect_devices(&r, VFIO, "0000:8a:01.1 1 Healthy\n" E810_VFIO_ALL);
 
         kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
-        kdp_test_pci_sys_link(r.root, &vf1, "driver", "bus/pci/drivers/iavf");
-        kdp_test_sriov_net_add(r.root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
-        run_event(&r, "bind", "0000:8a:01.1");
+        vf1_bind_iavf(&r);
         run_scan(&r);
         expect_devices(&r, NETDEV, E810_NETDEV_ALL);
         expect_devices(&r, VFIO, "0000:8a:01.1 1 Unhealthy: bound to iavf\n" E810_VFIO_ALL);
         expect_not_served(&r, NOT_SERVED_ALL);
+}
+END_TEST
+
+/* iavf VFs first, then every E810 VF whatever its driver: a pool whose selectors name no driver. */
+static const char config_driverless[] =
+        "{\"resourceList\": [\n"
+        "  {\"resourceName\": \"e810_netdev\", \"selectors\": [{\"drivers\": [\"iavf\"]}]},\n"
+        "  {\"resourceName\": \"e810_any\", \"selectors\": [{\"vendors\": [\"8086\"], \"devices\": [\"1889\"]}]}\n"
+        "]}\n";
+#define ANY "intel.com/e810_any"
+#define ANY_ALL E810_VFIO_ALL "0000:8a:05.0 1 Healthy\n"    /* vfio-pci and igb_uio */
+#define ANY_CX6                                                                                  \
+        "0000:3b:00.0: PF with VFs enabled\n0000:3b:00.2: no pool's selectors take it\n"            \
+        "0000:3b:00.3: no pool's selectors take it\n0000:3b:00.4: no pool's selectors take it\n"    \
+        "0000:3b:00.5: no pool's selectors take it\n"
+#define ANY_NOT_SERVED ANY_CX6 "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"
+
+/*
+ * A VF between its "add" and its driver's probe is unbound: no pool takes it, not even one whose
+ * selectors name no driver (sriovdp makes no device of a function without a driver). So whether
+ * a scan fell into that gap changes nothing: once iavf binds, the pools are what a backend
+ * started on the final node shows, with no member kept "bound to iavf" in the driverless pool.
+ */
+START_TEST(test_sriov_backend_a_vf_before_its_probe_is_in_no_pool) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_driverless) };
+        _cleanup_(run_done) run fresh = { .root = node_tree(config_driverless) };
+        _cleanup_free_ char *netdev = NULL, *any = NULL, *not_served = NULL;
+
+        /* VF 1 just added: on the bus, no driver yet, no netdev */
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        vf1_unbind(&r);
+        run_event(&r, "add", "0000:8a:01.1");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
+                                   "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n");
+        expect_devices(&r, ANY, ANY_ALL);
+        expect_not_served(&r, ANY_CX6 "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"
+                              "0000:8a:01.1: driver unbound\n");
+        run_scan(&r);           /* a later scan in the same gap: still in no pool */
+        expect_devices(&r, ANY, ANY_ALL);
+
+        /* iavf's probe: the iavf pool takes it, and the driverless pool never had it */
+        vf1_bind_iavf(&r);
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_devices(&r, ANY, ANY_ALL);
+        expect_not_served(&r, ANY_NOT_SERVED);
+
+        /* the same as a backend that starts on the final node */
+        ck_assert_int_eq(run_open(&fresh, NULL), 0);
+        run_scan(&fresh);
+        netdev = devices_text(&fresh, NETDEV);
+        any = devices_text(&fresh, ANY);
+        not_served = kdp_test_not_served_text(fresh.b.tree);
+        expect_devices(&r, NETDEV, netdev);
+        expect_devices(&r, ANY, any);
+        expect_not_served(&r, not_served);
+
+        /* a member unbound later is kept, Unhealthy "driver unbound"; the driverless pool does not take it */
+        vf1_unbind(&r);
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_VF1_UNBOUND);
+        expect_devices(&r, ANY, ANY_ALL);
+        expect_not_served(&r, ANY_NOT_SERVED);
 }
 END_TEST
 
@@ -1138,10 +1216,12 @@ static Suite *sriov_backend_suite(void) {
         TCase *tc = tcase_create("core");
 
         tcase_add_checked_fixture(tc, netns_setup, NULL);
+        tcase_set_timeout(tc, 120);     /* a hang guard: two nodes and backends per test under a sanitizer */
         tcase_add_test(tc, test_sriov_backend_serves_every_pool_and_names_what_it_does_not);
         tcase_add_test(tc, test_sriov_backend_exclude_topology_drops_the_numa_node);
         tcase_add_test(tc, test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back);
         tcase_add_test(tc, test_sriov_backend_vf_unbound_then_rebound);
+        tcase_add_test(tc, test_sriov_backend_a_vf_before_its_probe_is_in_no_pool);
         tcase_add_test(tc, test_sriov_backend_numvfs_to_zero_takes_the_vfs_away);
         tcase_add_test(tc, test_sriov_backend_pf_leaves_when_its_vfs_are_enabled);
         tcase_add_test(tc, test_sriov_backend_netdev_moved_into_a_pod_stays);
