@@ -9,16 +9,6 @@
 
 RELOADER=reloader.example.com/thing
 
-# wait_count FILE REGEX N: waits until N lines of FILE match REGEX (and no more than N)
-wait_count() {
-        local end
-        end=$(deadline_ms "$(wait_s)")
-        while [ "$(count_lines "$1" "$2")" -lt "$3" ] && [ "$(now_ms)" -lt "$end" ]; do
-                sleep 0.02
-        done
-        assert_eq "$(count_lines "$1" "$2")" "$3" "lines matching '$2' in $1"
-}
-
 cfg="$T/config.yaml"
 cat >"$cfg" <<YAML
 example:
