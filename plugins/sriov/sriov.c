@@ -4,12 +4,15 @@
  * network device plugin's config.json and answering Allocate as it does (README.md).
  *
  *   init   params -> config.json -> pools (config.c)
- *   scan   config.json changed on disk? -> read again; PCI list -> each function a pool may
- *          want (discover.c) -> its pool (sriov_config_match) -> the table of members
- *          (members[]) -> devices; every pool declared, also when empty
+ *   scan   config.json changed (watch.c: an inotify event, settled, or its identity)? -> read
+ *          again; PCI list -> each function a pool may want (discover.c) -> its pool
+ *          (sriov_config_match) -> the table of members (members[]) -> devices; every pool
+ *          declared, also when empty
  *   device_event (pci add/remove/bind/unbind) -> the PCI list is read again; a bind or add
  *          starts a member's AER counters anew
  *   the rtnetlink fd (link.c) -> a PF link or a default route that matters changed: scan
+ *   the inotify fd (watch.c) -> an event naming config.json: a scan once settled
+ *   reload (kdpd's SIGHUP) -> config.json read now; kdpd scans next
  *   allocate -> sriov_answer (answer.c) for the members named; preferred -> VFs of one PF
  *
  * A member is one function served in one pool: the pair (address, resource). A member once
