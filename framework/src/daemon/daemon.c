@@ -55,6 +55,7 @@ struct backend_slot {
         kdp_loop_source *expiry;        /* rescan the backend asked for (kdp_backend_rescan_after()) */
         fd_watch *watches;
         bool dirty;                     /* a device event asks for a scan */
+        bool restarted;                 /* restarted by this SIGHUP's config diff: its reload hook is not called */
         kdp_conditions conditions;      /* of its last scan: devices not served, refusals, NUMA dropped */
         bool list_tried;                /* its not-served list was written, or tried, since start */
         bool listed;                    /* ... and written: removed at exit */
@@ -782,14 +783,39 @@ static int restart_backend(kdp_daemon *d, backend_slot *slot, const kdp_config *
         return start_backend(slot, d->config);
 }
 
+/*
+ * SIGHUP, after kdpd's own config: every running backend that was not restarted re-reads the
+ * files it owns (its reload hook), then is scanned; the scan's diff re-registers only the
+ * resources whose lists changed. Returns how many were told.
+ */
+static unsigned reload_backend_files(kdp_daemon *d) {
+        unsigned told = 0;
+
+        for (size_t i = 0; i < d->n_slots; i++) {
+                backend_slot *slot = &d->slots[i];
+
+                if (slot->restarted) {
+                        slot->restarted = false;
+                        continue;
+                }
+                if (kdp_registry_reload(slot->b) < 0)
+                        continue;       /* no hook, or stopped */
+                told++;
+                (void) rescan(slot, false);
+        }
+        return told;
+}
+
 static void reload(kdp_daemon *d) {
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
-        unsigned changed = 0;
+        unsigned changed = 0, told;
         int r;
 
         r = load_config(d, &c);
         if (r < 0) {
                 kdp_log_error(r, "Kept the running config after a failed reload");
+                told = reload_backend_files(d);
+                kdp_log_info("Reloaded the backends' own files", KDP_F_INT("reloadedBackends", told));
                 return;
         }
         warn_unknown_sections(d, c);
@@ -799,6 +825,7 @@ static void reload(kdp_daemon *d) {
                 if (kdp_config_section_equal(d->config, c, slot->b->name))
                         continue;
                 changed++;
+                slot->restarted = true;
                 kdp_log_info("Reloading backend with its changed config", KDP_F_STR("backend", slot->b->name));
                 if (restart_backend(d, slot, c) >= 0) {
                         (void) rescan(slot, true);
@@ -807,7 +834,8 @@ static void reload(kdp_daemon *d) {
         }
         kdp_config_free(d->config);
         d->config = KDP_TAKE_PTR(c);
-        kdp_log_info("Reloaded config", KDP_F_INT("changedBackends", changed));
+        told = reload_backend_files(d);
+        kdp_log_info("Reloaded config", KDP_F_INT("changedBackends", changed), KDP_F_INT("reloadedBackends", told));
 }
 
 static void on_signal(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
