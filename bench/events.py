@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""bench/events.py BUILD_DIR WORK_DIR [N] [pci|gpu]: device event -> ListAndWatch latency.
+"""bench/events.py BUILD_DIR WORK_DIR [N] [pci|gpu|sriov-numvfs|sriov-link]: device event -> ListAndWatch latency.
 
 Starts the kubelet stand-in (kubelet-go -timestamps, outside the simulated
 node), then kdpd with --health-hold-ms 0 under sim-node, and drives N cycles
-through sim-node's control FIFO, one command at a time. For each command: the
-wall time just before it is written, then the kubelet's own timestamp on its
-next `devices` line whose allocatable is the expected one.
+through sim-node's control FIFO (or rtnetlink), one command at a time. For each
+command: the wall time just before it is written, then the kubelet's own
+timestamp on its next `devices` line whose allocatable is the expected one. For a FIFO command
+also the time sim-node took to carry it out (every uevent sent), from an
+`echo` mark written after it: <figure>_sim_*, the simulator's own share.
 
   pci (bench/hardware.sh): the pcitest backend on flapping-device.umockdev
       (two A100s); commands alternate `unbind 0000:01:00.0` (allocatable 1)
@@ -18,13 +20,33 @@ next `devices` line whose allocatable is the expected one.
       µs) until allocatable 7, then `uevent 0000:3a:00.0 change`, which the
       backend takes for a reset that clears the Xid, until 8. Prints xid_* and
       reset_* (n, p50_us, p99_us, max_us).
+  sriov-numvfs (bench/sriov.sh): the SR-IOV backend on the node of
+      bench/sriov_node.py (4 PFs x 64 VFs on iavf, one pool of 256), written
+      into WORK_DIR; each cycle is `sriov 0000:8a:00.0 0` until allocatable
+      192, then `sriov 0000:8a:00.0 64` (sim-node's 64 VF adds, each with its
+      change, net add and bind, then the PF's change) until 256. Prints
+      numvfs_off_* and numvfs_on_*.
+  sriov-link (bench/sriov.sh, in a network namespace of its own: `unshare -n`;
+      it refuses to run where there is a link but `lo`): the same node, with a veth pair per PF
+      whose end is named like the PF's netdev (ens3f0np0 ...), both ends up,
+      as the backend unit tests build them. Each cycle sets, with one
+      RTM_NEWLINK each (the time is taken just before the send), ens3f0np0
+      admin-down until allocatable 192 (its 64 VFs Unhealthy), up until 256,
+      then its peer down (ens3f0np0 loses its carrier) until 192, and up until
+      256. Prints link_down_*, link_up_*, carrier_down_*, carrier_up_*.
 """
+import contextlib
 import os
 import select
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
+
+import sriov_node                       # bench/sriov_node.py, beside this script
 
 XID = "NVRM: Xid (PCI:0000:3a:00): 79, pid=0, GPU has fallen off the bus."
 FIRST_SEQ = 100000
@@ -41,12 +63,72 @@ def gpu_steps(i):
             ("uevent 0000:3a:00.0 change\n", 8, "reset"))
 
 
-# scenario: resource, fixture, kdpd's backend arguments, allocatable at start, commands of cycle i
+def sriov_numvfs_steps(i):
+    pf = sriov_node.pf_address(0)
+    return ((f"sriov {pf} 0\n", 3 * sriov_node.VFS, "numvfs_off"),
+            (f"sriov {pf} {sriov_node.VFS}\n", 4 * sriov_node.VFS, "numvfs_on"))
+
+
+IFF_UP = 0x1
+RTM_NEWLINK = 16
+NLM_F_REQUEST, NLM_F_ACK = 0x1, 0x4
+NLMSG_ERROR = 2
+
+
+def set_link(name, up):
+    """One RTM_NEWLINK that sets or clears IFF_UP of link name; the kernel's answer is awaited
+    (after the send, which is what is timed)."""
+    def act():
+        msg = struct.pack("=BxHiII", socket.AF_UNSPEC, 0, socket.if_nametoindex(name), IFF_UP if up else 0, IFF_UP)
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, socket.NETLINK_ROUTE) as nl:
+            nl.send(struct.pack("=IHHII", 16 + len(msg), RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, 1, 0) + msg)
+            ans = nl.recv(4096)
+        kind, = struct.unpack_from("=H", ans, 4)
+        err, = struct.unpack_from("=i", ans, 16)
+        if kind != NLMSG_ERROR or err:
+            fail(f"RTM_NEWLINK {name} {'up' if up else 'down'}: {os.strerror(-err) if err else kind}")
+    return act
+
+
+def sriov_link_steps(i):
+    pf, peer, all_vfs = sriov_node.PFS[0][1], "pf0peer", 4 * sriov_node.VFS
+    return ((set_link(pf, False), all_vfs - sriov_node.VFS, "link_down"), (set_link(pf, True), all_vfs, "link_up"),
+            (set_link(peer, False), all_vfs - sriov_node.VFS, "carrier_down"), (set_link(peer, True), all_vfs, "carrier_up"))
+
+
+def sriov_node_in(work):
+    """The bench's SR-IOV node and its config.json, written into work (generate.py's output on stderr)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        fixture = sriov_node.write(work)
+    return fixture, ["--backend", "sriov", "-o", f"sriov.config_file={fixture[:-len('.umockdev')]}.json"]
+
+
+def sriov_link_node(work):
+    """sriov_node_in, and a veth pair per PF netdev, both ends up, in this process's own netns."""
+    if [name for _i, name in socket.if_nameindex() if name != "lo"]:
+        fail("sriov-link builds links named like the node's PFs: run it in a fresh network namespace, "
+             "with `lo` only (unshare -n)")
+    for k, (_fn, ifname, *_rest) in enumerate(sriov_node.PFS):
+        subprocess.run(["ip", "link", "add", ifname, "type", "veth", "peer", "name", f"pf{k}peer"], check=True)
+        subprocess.run(["ip", "link", "set", ifname, "up"], check=True)
+        subprocess.run(["ip", "link", "set", f"pf{k}peer", "up"], check=True)
+    return sriov_node_in(work)
+
+
+def fixture_node(name, backend):
+    """A committed node of tests/fixtures/nodes, with kdpd's backend arguments."""
+    return lambda work: (os.path.join(src, "tests/fixtures/nodes", name), backend)
+
+
+# scenario: resource, node (work dir -> fixture, kdpd's backend arguments), allocatable at start,
+# cycles by default, commands of cycle i (text for the control FIFO, or a callable that acts)
 SCENARIOS = {
-    "pci": ("test.example.com/pci", "flapping-device.umockdev",
+    "pci": ("test.example.com/pci", fixture_node("flapping-device.umockdev",
             ["--backend", "tests/backends/kdp-backend-pcitest.so", "-o", "pcitest.vendor=10de",
-             "-o", "pcitest.driver=nvidia"], 2, 1000, pci_steps),
-    "gpu": ("nvidia.com/gpu", "gpu-h100x8.umockdev", ["--backend", "gpu"], 8, 200, gpu_steps),
+             "-o", "pcitest.driver=nvidia"]), 2, 1000, pci_steps),
+    "gpu": ("nvidia.com/gpu", fixture_node("gpu-h100x8.umockdev", ["--backend", "gpu"]), 8, 200, gpu_steps),
+    "sriov-numvfs": (sriov_node.RESOURCE, sriov_node_in, 4 * sriov_node.VFS, 20, sriov_numvfs_steps),
+    "sriov-link": (sriov_node.RESOURCE, sriov_link_node, 4 * sriov_node.VFS, 100, sriov_link_steps),
 }
 
 
@@ -99,11 +181,37 @@ class Kubelet:
             return int(stamp.replace(".", "")), alloc
 
 
+class Marks:
+    """sim-node's stdout (its `echo` marks), copied to WORK/kdpd.out by a thread that notes
+    when each line arrived."""
+
+    def __init__(self, pipe):
+        self.seen = {}
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self.read, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def read(self, pipe):
+        with open(os.path.join(work, "kdpd.out"), "wb") as log:
+            for line in pipe:
+                stamp = time.time_ns() // 1000
+                log.write(line)
+                log.flush()
+                with self.cond:
+                    self.seen[line.decode(errors="replace").rstrip("\n")] = stamp
+                    self.cond.notify_all()
+
+    def wait(self, text, timeout):
+        """the wall time in µs at which the line text arrived, or None"""
+        with self.cond:
+            self.cond.wait_for(lambda: text in self.seen, timeout)
+            return self.seen.get(text)
+
+
 build, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-RES, FIXTURE, BACKEND, START, N, steps_of = SCENARIOS[sys.argv[4] if len(sys.argv) > 4 else "pci"]
-BACKEND = [os.path.join(os.path.abspath(sys.argv[1]), a) if a.startswith("tests/") else a for a in BACKEND]
-n = int(sys.argv[3]) if len(sys.argv) > 3 else N
 src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RES, NODE, START, N, steps_of = SCENARIOS[sys.argv[4] if len(sys.argv) > 4 else "pci"]
+n = int(sys.argv[3]) if len(sys.argv) > 3 else N
 kdir = os.path.join(work, "device-plugins")
 ctl = os.path.join(work, "ctl")
 os.makedirs(kdir, exist_ok=True)
@@ -138,39 +246,45 @@ try:
     # O_RDWR: the FIFO stays open between commands and the open does not block
     cfd = os.open(ctl, os.O_RDWR)
     env = dict(os.environ, KDP_BUILD_DIR=build)
-    sim = subprocess.Popen([os.path.join(src, "tests/sim-node/sim-node"),
-                            os.path.join(src, "tests/fixtures/nodes", FIXTURE),
+    fixture, backend = NODE(work)
+    BACKEND = [os.path.join(build, a) if a.startswith("tests/") else a for a in backend]
+    sim = subprocess.Popen([os.path.join(src, "tests/sim-node/sim-node"), fixture,
                             "--control", ctl, "--",
                             os.path.join(build, "kdpd"), *BACKEND, "--kubelet-dir", kdir, "--state-dir", os.path.join(os.path.dirname(kdir), "state"),
                             "--cdi-dir", os.path.join(work, "cdi"), "--health-hold-ms", "0"],
-                           env=env, stdout=open(os.path.join(work, "kdpd.out"), "wb"),
-                           stderr=open(os.path.join(work, "kdpd.err"), "wb"))
+                           env=env, stdout=subprocess.PIPE, stderr=open(os.path.join(work, "kdpd.err"), "wb"))
     procs.append(sim)
+    marks = Marks(sim.stdout)
     os.write(cfd, b"wait-listeners 1\n")
-    first = k.allocatable(30)
+    first = k.allocatable(600)          # umockdev takes minutes to load the 782 records of the SR-IOV node on a busy VM
     if first is None or first[1] != START:
         fail(f"kdpd did not list {START} allocatable devices: {first} (see {work}/kdpd.err)")
     os.write(cfd, b"echo ready\n")
-    out = os.path.join(work, "kdpd.out")
-    end = time.monotonic() + 15
-    while b"ready" not in open(out, "rb").read():
-        if time.monotonic() > end or sim.poll() is not None:
-            fail(f"sim-node did not get past wait-listeners (see {work}/kdpd.err)")
-        time.sleep(0.01)
+    if marks.wait("ready", 15) is None:
+        fail(f"sim-node did not get past wait-listeners (see {work}/kdpd.err)")
 
     lat = {}
     for i in range(n):
         for cmd, want, fig in steps_of(i):
             t0 = time.time_ns() // 1000
-            os.write(cfd, cmd.encode())
+            mark = f"emitted {i} {fig}"
+            if callable(cmd):
+                cmd()
+            else:
+                os.write(cfd, f"{cmd}echo {mark}\n".encode())
             while True:
-                got = k.allocatable(10)
+                got = k.allocatable(60)
                 if got is None:
-                    fail(f"cycle {i} ({fig}): no devices line with allocatable={want} within 10 s "
+                    fail(f"cycle {i} ({fig}): no devices line with allocatable={want} within 60 s "
                          f"(see {work}/kdpd.err)")
                 if got[1] == want:
                     lat.setdefault(fig, []).append(got[0] - t0)
                     break
+            if not callable(cmd):
+                t1 = marks.wait(mark, 60)
+                if t1 is None:
+                    fail(f"cycle {i} ({fig}): sim-node did not get through the command within 60 s")
+                lat.setdefault(f"{fig}_sim", []).append(t1 - t0)
     for fig, v in lat.items():
         v.sort()
         print(f"{fig}_n={len(v)}")

@@ -38,21 +38,9 @@ res=example.com/widget
 [ -x "$bench" ] || { echo "run.sh: $bench not built" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/kdp-bench.XXXXXX)
-kubelet_pid=
+src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/bench/lib.sh"           # stop, proc_kb, cpu_ticks, bench_field; its cleanup is replaced below
 plugin_pid=
-
-# stop PID: SIGTERM, then SIGKILL after 5 s; returns the exit status
-# (braces: bash reports a crashed job on the shell's stderr, not wait's)
-stop() {
-        local pid=$1
-        [ -n "$pid" ] || return 0
-        kill -TERM "$pid" 2>/dev/null
-        for _ in $(seq 500); do
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.01
-        done
-        { kill -KILL "$pid"; wait "$pid"; } 2>/dev/null
-}
 
 cleanup() {
         stop "$plugin_pid"
@@ -96,26 +84,11 @@ stamp_us() {
         grep -m1 -E -- "^[0-9]+\.[0-9]+ $2" "$1" | cut -d' ' -f1 | tr -d .
 }
 
-# proc_kb PID FILE FIELD: a "Field:   N kB" value from /proc/PID/FILE
-proc_kb() {
-        awk -v f="$3:" '$1 == f { print $2; exit }' "/proc/$1/$2"
-}
-
-# cpu_ticks PID: user + system CPU time of a process so far, in clock ticks
-cpu_ticks() {
-        awk '{ print $14 + $15 }' "/proc/$1/stat"
-}
-
 # emit NAME VALUE: one figure, kept for the ratios
 declare -A fig
 emit() {
         fig[$1]=$2
         echo "$1=$2"
-}
-
-# bench_field OUT NAME
-bench_field() {
-        sed -n "s/^$2=//p" "$1"
 }
 
 run_one() {

@@ -12,6 +12,17 @@
 #   kill_tree PID...   SIGTERM to each PID, SIGTERM then SIGKILL to everything still below it and
 #                      to the PIDs themselves after a grace; reaps what is this shell's child
 #   on_exit FN         runs FN once when the shell ends: exit, or SIGINT/SIGTERM/SIGHUP
+#   netns_usable       true when this shell may make network namespaces (root, unshare(1), ip(8));
+#                      else false, with the reason in NETNS_WHY
+#   in_private_netns SCRIPT [ARGS...]   runs SCRIPT again, in place of this shell (exec: the same
+#                      PID, so whatever waits for it still does), in a network namespace of its
+#                      own, and returns at once in that run; exits 77 (skip) saying why when
+#                      netns_usable is false. Call it before anything else starts: the namespace
+#                      holds `lo` and the links the test makes, none of the machine's, and goes
+#                      with the test's last process
+#   netns_link_add NAME   a link NAME, up, in this shell's namespace: a dummy link, or where the
+#                      kernel has no dummy driver one end of a veth pair (its peer kdppeer<N> up,
+#                      so NAME has its carrier); `ip link set NAME down` takes it down
 #
 # Waits in the tests are for events, with deadlines meant to be reached only when something is
 # broken: a loaded machine, a sanitizer or valgrind makes a step slower, never wrong.
@@ -131,4 +142,31 @@ on_exit_run() {
         ON_EXIT_FN=
         [ -n "$fn" ] && "$fn"
         return $rc
+}
+
+netns_usable() {
+        NETNS_WHY=
+        if [ "$(id -u)" != 0 ]; then
+                NETNS_WHY="not root: a network namespace of its own needs root"
+        elif ! command -v unshare >/dev/null || ! command -v ip >/dev/null; then
+                NETNS_WHY="no unshare(1) or ip(8)"
+        elif ! unshare --net true 2>/dev/null; then
+                NETNS_WHY="unshare --net failed: no network namespaces here"
+        fi
+        [ -z "$NETNS_WHY" ]
+}
+
+in_private_netns() {
+        [ "${KDP_PRIVATE_NETNS:-}" = "$$" ] && return 0
+        netns_usable || { echo "skip: $NETNS_WHY"; exit 77; }
+        KDP_PRIVATE_NETNS=$$ exec unshare --net -- bash "$@"
+}
+
+netns_link_add() {
+        if ! ip link add "$1" type dummy 2>/dev/null; then
+                NETNS_PEERS=$((${NETNS_PEERS:-0} + 1))
+                ip link add "$1" type veth peer name "kdppeer$NETNS_PEERS" &&
+                        ip link set "kdppeer$NETNS_PEERS" up || return 1
+        fi
+        ip link set "$1" up
 }

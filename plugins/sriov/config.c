@@ -357,6 +357,29 @@ static bool key_replaced_later(loader *ld, struct fy_node *map, struct fy_node_p
         return false;
 }
 
+/*
+ * The key of `pair`, one pair of the mapping `map` (the value at `key`, on `line`), for a loop
+ * over it: its text (*ret_name, free()) and its path ("key.name") in `k` (SRIOV_PATH_MAX bytes).
+ * *ret_name is NULL for a pair to pass over: a key that is no string (warned by node_string), or
+ * one a later key replaces (`fold`: Go's case-folded struct fields; warned). <0 only for -ENOMEM.
+ */
+static int pair_key(loader *ld, struct fy_node *map, struct fy_node_pair *pair, unsigned line, const char *key,
+                    bool fold, char **ret_name, char *k) {
+        struct fy_node *kn = fy_node_pair_key(pair);
+        _cleanup_free_ char *name = NULL;
+        int r;
+
+        *ret_name = NULL;
+        r = node_string(ld, kn, node_line(kn, line), key, &name);
+        if (r < 0 || !name)
+                return r;
+        key_member(k, SRIOV_PATH_MAX, key, name);
+        if (key_replaced_later(ld, map, pair, name, fold, k))
+                return 0;
+        *ret_name = KDP_TAKE_PTR(name);
+        return 0;
+}
+
 /* ---- values ---- */
 
 /* A JSON string or null ("") into *ret (free()); 0 also when refused (logged), -ENOMEM. */
@@ -602,13 +625,10 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
                 char k[SRIOV_PATH_MAX];
                 void *field;
 
-                r = node_string(ld, kn, kline, key, &name);
+                r = pair_key(ld, n, pair, line, key, true, &name, k);
                 if (r < 0)
                         return r;
                 if (!name)
-                        continue;
-                key_member(k, sizeof(k), key, name);
-                if (key_replaced_later(ld, n, pair, name, true, k))
                         continue;
 
                 f = selector_field_find(name);
@@ -669,11 +689,39 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
         return 0;
 }
 
+/*
+ * Room for the items of the list (`want` JSON_ARRAY) or object (JSON_OBJECT) `n` at `key`: *ret
+ * (free()) holds *ret_n zeroed items of `size` bytes. null, an empty one, or a value of another
+ * type (warned: `what` was wanted) gives none: 0, *ret NULL. <0 only for -ENOMEM.
+ */
+static int items_alloc(loader *ld, struct fy_node *n, unsigned line, const char *key, json_type want,
+                       const char *what, size_t size, void **ret, size_t *ret_n) {
+        json_type t = json_type_of(n);
+        int count;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (t == JSON_NULL)
+                return 0;
+        if (t != want) {
+                loader_wrong_type(ld, line, key, what, t);
+                return 0;
+        }
+        count = want == JSON_ARRAY ? fy_node_sequence_item_count(n) : fy_node_mapping_item_count(n);
+        if (count <= 0)
+                return 0;
+        *ret = calloc((size_t) count, size);
+        if (!*ret)
+                return -ENOMEM;
+        *ret_n = (size_t) count;
+        return 0;
+}
+
 static int parse_selectors(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_pool *p) {
         json_type t = json_type_of(n);
         struct fy_node *item;
-        void *it = NULL;
-        int count, r;
+        void *it = NULL, *items;
+        int r;
 
         for (size_t i = 0; i < p->n_selectors; i++)
                 selector_done(&p->selectors[i]);
@@ -691,18 +739,11 @@ static int parse_selectors(loader *ld, struct fy_node *n, unsigned line, const c
                 p->n_selectors = 1;
                 return parse_selector(ld, n, line, key, p->type, &p->selectors[0]);
         }
-        if (t != JSON_ARRAY) {
-                loader_wrong_type(ld, line, key, "a list of selector objects or one selector object", t);
-                return 0;
-        }
-
-        count = fy_node_sequence_item_count(n);
-        if (count <= 0)
-                return 0;
-        p->selectors = calloc((size_t) count, sizeof(sriov_selector));
-        if (!p->selectors)
-                return -ENOMEM;
-        p->n_selectors = (size_t) count;
+        r = items_alloc(ld, n, line, key, JSON_ARRAY, "a list of selector objects or one selector object",
+                        sizeof(sriov_selector), &items, &p->n_selectors);
+        p->selectors = items;
+        if (r < 0)
+                return r;
         for (size_t i = 0; (item = fy_node_sequence_iterate(n, &it)) && i < p->n_selectors; i++) {
                 char k[SRIOV_PATH_MAX];
 
@@ -740,13 +781,10 @@ static int parse_info_map(loader *ld, struct fy_node *n, unsigned line, const ch
                 _cleanup_free_ char *name = NULL, *value = NULL;
                 char k[SRIOV_PATH_MAX];
 
-                r = node_string(ld, kn, kline, key, &name);
+                r = pair_key(ld, n, pair, line, key, false, &name, k);
                 if (r < 0)
                         return r;
                 if (!name)
-                        continue;
-                key_member(k, sizeof(k), key, name);
-                if (key_replaced_later(ld, n, pair, name, false, k))
                         continue;
                 r = parse_string(ld, v, kline, k, &value);
                 if (r < 0)
@@ -760,10 +798,10 @@ static int parse_info_map(loader *ld, struct fy_node *n, unsigned line, const ch
 }
 
 static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_pool *p) {
-        json_type t = json_type_of(n);
         struct fy_node_pair *pair;
-        void *it = NULL;
-        int count, r;
+        void *it = NULL, *items;
+        size_t room;
+        int r;
 
         for (size_t i = 0; i < p->n_info; i++) {
                 free(p->info[i].key);
@@ -774,18 +812,11 @@ static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *
         p->info = NULL;
         p->n_info = 0;
 
-        if (t == JSON_NULL)
-                return 0;
-        if (t != JSON_OBJECT) {
-                loader_wrong_type(ld, line, key, "an object of objects of strings", t);
-                return 0;
-        }
-        count = fy_node_mapping_item_count(n);
-        if (count <= 0)
-                return 0;
-        p->info = calloc((size_t) count, sizeof(sriov_info_entry));
-        if (!p->info)
-                return -ENOMEM;
+        r = items_alloc(ld, n, line, key, JSON_OBJECT, "an object of objects of strings", sizeof(sriov_info_entry),
+                        &items, &room);
+        p->info = items;
+        if (r < 0 || !p->info)
+                return r;
 
         while ((pair = fy_node_mapping_iterate(n, &it))) {
                 struct fy_node *kn = fy_node_pair_key(pair);
@@ -794,13 +825,10 @@ static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *
                 sriov_info_entry *e;
                 char k[SRIOV_PATH_MAX];
 
-                r = node_string(ld, kn, kline, key, &name);
+                r = pair_key(ld, n, pair, line, key, false, &name, k);
                 if (r < 0)
                         return r;
                 if (!name)
-                        continue;
-                key_member(k, sizeof(k), key, name);
-                if (key_replaced_later(ld, n, pair, name, false, k))
                         continue;
                 e = &p->info[p->n_info++];
                 e->key = KDP_TAKE_PTR(name);
@@ -902,13 +930,10 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 _cleanup_free_ char *kname = NULL;
                 char k[SRIOV_PATH_MAX];
 
-                r = node_string(ld, kn, kline, key, &kname);
+                r = pair_key(ld, n, pair, line, key, true, &kname, k);
                 if (r < 0)
                         return r;
                 if (!kname)
-                        continue;
-                key_member(k, sizeof(k), key, kname);
-                if (key_replaced_later(ld, n, pair, kname, true, k))
                         continue;
 
                 if (strcasecmp(kname, "resourceName") == 0) {
@@ -1215,6 +1240,8 @@ const char *sriov_config_excluded(const sriov_func *f) {
                 return "PF with VFs enabled";
         if (f->default_route)
                 return "carries the default route";
+        if (!f->driver[0])
+                return "driver unbound";
         return NULL;
 }
 

@@ -336,26 +336,31 @@ static void skipped(const sriov_link *l, const struct nlmsghdr *nlh) {
         kdp_backend_log_v(l->ctx, 4, "Skipped malformed rtnetlink message", KDP_F_INT("type", nlh->nlmsg_type));
 }
 
-static int link_attr(const struct nlattr *a, void *data) {
-        const struct nlattr **tb = data;
+/* What attr_keep() keeps of a message: each attribute type up to `max` with its libmnl type. */
+typedef struct attr_table {
+        uint16_t max;                                   /* IFLA_MAX, RTA_MAX */
+        const enum mnl_attr_data_type *kept;            /* [0..max]: MNL_TYPE_UNSPEC for one not read */
+        const struct nlattr **tb;                       /* [0..max]: the attributes kept */
+} attr_table;
+
+static const enum mnl_attr_data_type link_attrs[IFLA_MAX + 1] = {
+        [IFLA_IFNAME] = MNL_TYPE_NUL_STRING, [IFLA_OPERSTATE] = MNL_TYPE_U8, [IFLA_CARRIER] = MNL_TYPE_U8,
+};
+
+static const enum mnl_attr_data_type route_attrs[RTA_MAX + 1] = {
+        [RTA_TABLE] = MNL_TYPE_U32, [RTA_OIF] = MNL_TYPE_U32, [RTA_MULTIPATH] = MNL_TYPE_BINARY,
+};
+
+/* mnl_attr_parse()'s callback: a kept attribute of a malformed size fails the message. */
+static int attr_keep(const struct nlattr *a, void *data) {
+        const attr_table *t = data;
         uint16_t type = mnl_attr_get_type(a);
 
-        if (mnl_attr_type_valid(a, IFLA_MAX) < 0)
-                return MNL_CB_OK;       /* newer than our headers: not ours to read */
-        switch (type) {
-        case IFLA_IFNAME:
-                if (mnl_attr_validate(a, MNL_TYPE_NUL_STRING) < 0)
-                        return MNL_CB_ERROR;
-                break;
-        case IFLA_OPERSTATE:
-        case IFLA_CARRIER:
-                if (mnl_attr_validate(a, MNL_TYPE_U8) < 0)
-                        return MNL_CB_ERROR;
-                break;
-        default:
-                return MNL_CB_OK;
-        }
-        tb[type] = a;
+        if (mnl_attr_type_valid(a, t->max) < 0 || t->kept[type] == MNL_TYPE_UNSPEC)
+                return MNL_CB_OK;       /* newer than our headers, or not ours to read */
+        if (mnl_attr_validate(a, t->kept[type]) < 0)
+                return MNL_CB_ERROR;
+        t->tb[type] = a;
         return MNL_CB_OK;
 }
 
@@ -373,8 +378,8 @@ static void on_link(sriov_link *l, const struct nlmsghdr *nlh) {
         ifi = mnl_nlmsg_get_payload(nlh);
         if (ifi->ifi_family != AF_UNSPEC)
                 return;         /* AF_BRIDGE: a port joined or left a bridge, the link itself is as it was */
-        if (mnl_attr_parse(nlh, sizeof(*ifi), link_attr, tb) != MNL_CB_OK || !tb[IFLA_IFNAME] ||
-            ifi->ifi_index <= 0) {
+        if (mnl_attr_parse(nlh, sizeof(*ifi), attr_keep, &(attr_table){ IFLA_MAX, link_attrs, tb }) != MNL_CB_OK ||
+            !tb[IFLA_IFNAME] || ifi->ifi_index <= 0) {
                 skipped(l, nlh);
                 return;
         }
@@ -415,29 +420,6 @@ static void on_link(sriov_link *l, const struct nlmsghdr *nlh) {
         e->gen = l->gen;
         if (was_up && !(e->flags & IFF_UP))
                 routes_drop_flushed(l);
-}
-
-static int route_attr(const struct nlattr *a, void *data) {
-        const struct nlattr **tb = data;
-        uint16_t type = mnl_attr_get_type(a);
-
-        if (mnl_attr_type_valid(a, RTA_MAX) < 0)
-                return MNL_CB_OK;
-        switch (type) {
-        case RTA_TABLE:
-        case RTA_OIF:
-                if (mnl_attr_validate(a, MNL_TYPE_U32) < 0)
-                        return MNL_CB_ERROR;
-                break;
-        case RTA_MULTIPATH:
-                if (mnl_attr_validate(a, MNL_TYPE_BINARY) < 0)
-                        return MNL_CB_ERROR;
-                break;
-        default:
-                return MNL_CB_OK;
-        }
-        tb[type] = a;
-        return MNL_CB_OK;
 }
 
 /* Appends the ifindex to r->oifs unless there; false when out of memory. */
@@ -490,7 +472,7 @@ static void on_route(sriov_link *l, const struct nlmsghdr *nlh) {
         if ((rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6) || rtm->rtm_dst_len != 0 ||
             rtm->rtm_type != RTN_UNICAST)
                 return;
-        if (mnl_attr_parse(nlh, sizeof(*rtm), route_attr, tb) != MNL_CB_OK) {
+        if (mnl_attr_parse(nlh, sizeof(*rtm), attr_keep, &(attr_table){ RTA_MAX, route_attrs, tb }) != MNL_CB_OK) {
                 skipped(l, nlh);
                 return;
         }

@@ -4,12 +4,15 @@
  * network device plugin's config.json and answering Allocate as it does (README.md).
  *
  *   init   params -> config.json -> pools (config.c)
- *   scan   config.json changed on disk? -> read again; PCI list -> each function a pool may
- *          want (discover.c) -> its pool (sriov_config_match) -> the table of members
- *          (members[]) -> devices; every pool declared, also when empty
+ *   scan   config.json changed (watch.c: an inotify event, settled, or its identity)? -> read
+ *          again; PCI list -> each function a pool may want (discover.c) -> its pool
+ *          (sriov_config_match) -> the table of members (members[]) -> devices; every pool
+ *          declared, also when empty
  *   device_event (pci add/remove/bind/unbind) -> the PCI list is read again; a bind or add
  *          starts a member's AER counters anew
  *   the rtnetlink fd (link.c) -> a PF link or a default route that matters changed: scan
+ *   the inotify fd (watch.c) -> an event naming config.json: a scan once settled
+ *   reload (kdpd's SIGHUP) -> config.json read now; kdpd scans next
  *   allocate -> sriov_answer (answer.c) for the members named, and each one's device-info file
  *          for Multus (devinfo_dir); preferred -> VFs of one PF
  *   after each scan, the device-info file of a device gone from the bus or from its pool goes;
@@ -46,15 +49,16 @@
  *
  * Every function of a class a pool considers (base class 0x02 for netDevice pools, 0x12 for
  * accelerator pools, the vendors/devices of pci pools) that no pool takes is declared not
- * served, with the reason: excluded (a PF with VFs enabled, a netdev carrying the default route)
- * or "no pool's selectors take it".
+ * served, with the reason: excluded (a PF with VFs enabled, a netdev carrying the default route,
+ * no driver bound) or "no pool's selectors take it". A function without a driver is in no pool
+ * (sriovdp makes no device of it), so a VF seen between its "add" and its driver's probe is
+ * taken by the pool its driver makes it fit, never first by one whose selectors name no driver.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <kdp/atomic-file.h>
@@ -90,22 +94,13 @@ typedef struct devinfo_file {
         uint64_t written_usec;                  /* kdp_backend_now_usec() of its last write */
 } devinfo_file;
 
-/* The config file as last read: a scan reads it again when any of these changed. */
-typedef struct file_id {
-        dev_t dev;
-        ino_t ino;
-        off_t size;
-        struct timespec mtime, ctime;
-        int error;                              /* stat()'s -errno, 0 when it worked */
-} file_id;
-
 typedef struct sriov_state {
         kdp_backend_ctx *ctx;
         char *config_path;
         char *prefix;
         bool cdi;
         sriov_config cfg;
-        file_id cfg_id;
+        sriov_watch *cfg_watch;                 /* when to read config.json again (watch.c) */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         kdp_pci_list_cache pci;                 /* the PCI functions as last listed */
         member *members;
@@ -207,19 +202,12 @@ static int link_on_fd(void *state, int fd) {
 
 /* ---- the config ---- */
 
-static file_id file_id_of(const char *path) {
-        struct stat st;
+/* The config file's directory is readable (kdpd's loop): an event naming the file asks for a rescan once settled. */
+static int config_on_fd(void *state, int fd) {
+        sriov_state *s = state;
 
-        if (stat(path, &st) < 0)
-                return (file_id){ .error = -errno };
-        return (file_id){ .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = st.st_mtim,
-                          .ctime = st.st_ctim };
-}
-
-static bool file_id_equal(const file_id *a, const file_id *b) {
-        return a->error == b->error && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-               a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
-               a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+        (void) fd;
+        return sriov_watch_dispatch(s->cfg_watch);
 }
 
 static const sriov_pool *pool_of(const sriov_config *c, const char *resource) {
@@ -244,30 +232,24 @@ static void log_pools(const sriov_state *s) {
 }
 
 /*
- * Reads config.json again when it changed on disk (another inode, size, mtime or ctime: an
- * edit, a ConfigMap's symlink swap). A file that fails to load leaves the running pools as
- * they are (config.c logged why, naming file:line:key) until it changes again. A pool that
- * did not change keeps its members; the members of a changed or dropped pool leave.
+ * Reads config.json again when watch.c says so (`asked`: kdpd's SIGHUP, read now). A file that
+ * fails to load leaves the running pools as they are (config.c logged why, naming file:line:key)
+ * until it changes again. A pool that did not change keeps its members; the members of a
+ * changed or dropped pool leave.
  */
-static void reload_config(sriov_state *s) {
-        file_id id = file_id_of(s->config_path);
+static void reload_config(sriov_state *s, bool asked) {
+        const char *trigger = sriov_watch_check(s->cfg_watch, asked);
         sriov_config next;
         size_t k = 0, kept = 0;
         int r;
 
-        if (file_id_equal(&id, &s->cfg_id))
+        if (!trigger)
                 return;
-        s->cfg_id = id;
-        if (id.error < 0) {
-                kdp_backend_log_warning(s->ctx, "Kept the running pools: cannot read the config file",
-                                        KDP_F_STR("path", s->config_path), KDP_F_STR("err", strerror(-id.error)));
-                return;
-        }
         r = sriov_config_load(s->ctx, s->config_path, s->prefix, &next);
         if (r < 0) {
                 sriov_config_done(&next);
                 kdp_backend_log_error(s->ctx, r, "Kept the running pools after a failed reload of the config file",
-                                      KDP_F_STR("path", s->config_path));
+                                      KDP_F_STR("path", s->config_path), KDP_F_STR("trigger", trigger));
                 return;
         }
         for (size_t i = 0; i < s->cfg.n_pools; i++) {
@@ -286,8 +268,15 @@ static void reload_config(sriov_state *s) {
         sriov_config_done(&s->cfg);
         s->cfg = next;
         kdp_backend_log_info(s->ctx, "Reloaded the config file", KDP_F_STR("path", s->config_path),
-                             KDP_F_INT("pools", (int64_t) s->cfg.n_pools), KDP_F_INT("unchangedPools", (int64_t) kept));
-        log_pools(s);
+                             KDP_F_INT("pools", (int64_t) s->cfg.n_pools), KDP_F_INT("unchangedPools", (int64_t) kept),
+                             KDP_F_STR("trigger", trigger));
+        if (kept < s->cfg.n_pools)
+                log_pools(s);
+}
+
+/* kdpd's SIGHUP: config.json is read now; the scan that follows serves what it says. */
+static void sriov_reload(void *state) {
+        reload_config(state, true);
 }
 
 /* ---- ops: init, fini ---- */
@@ -319,6 +308,7 @@ static void sriov_fini(void *state) {
         free(s->devinfo);
         free(s->devinfo_dir);
         s->link = sriov_link_free(s->link);
+        s->cfg_watch = sriov_watch_free(s->cfg_watch);
         free(s->watch);
         kdp_pci_list_cache_done(&s->pci);
         sriov_config_done(&s->cfg);
@@ -367,9 +357,10 @@ static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
 
                 while (n > 1 && s->dev_root[n - 1] == '/')
                         s->dev_root[--n] = '\0';
-                s->cfg_id = file_id_of(s->config_path);
-                r = sriov_config_load(ctx, s->config_path, s->prefix, &s->cfg);
+                r = sriov_watch_new(ctx, s->config_path, config_on_fd, &s->cfg_watch);
         }
+        if (r >= 0)
+                r = sriov_config_load(ctx, s->config_path, s->prefix, &s->cfg);
         /* a socket that fails is logged and retried at each scan: only -ENOMEM ends init */
         if (r >= 0)
                 r = sriov_link_new(ctx, link_on_fd, &s->link);
@@ -949,7 +940,7 @@ static int sriov_scan(void *state, kdp_device_tree *tree) {
         kdp_pci_list *l;
         int r;
 
-        reload_config(s);
+        reload_config(s, false);
         if (s->link)
                 (void) sriov_link_retry(s->link);       /* a failed socket, once its backoff passed */
         r = kdp_pci_list_cache_refresh(s->ctx, &s->pci, PCI_RELIST_MS);
@@ -1125,8 +1116,9 @@ static const kdp_backend_ops sriov_ops = {
         .fini = sriov_fini,
         .allocate = sriov_allocate,
         .preferred = sriov_preferred,
-        .rescan_interval_ms = 2000,     /* AER counters, /dev nodes and config.json send no uevent */
+        .rescan_interval_ms = 2000,     /* AER counters and /dev nodes send no uevent */
         .device_event = sriov_device_event,
+        .reload = sriov_reload,
         .allocated = sriov_allocated,
 };
 

@@ -19,6 +19,9 @@
  *               DeviceSpecs, and the device-info files a CNI reads
  *   link.c      rtnetlink -> link up/down/unknown of a netdev, and whether the
  *               default route goes out through it (§9, §11)
+ *   watch.c     when to read config.json again: inotify on its directory (a
+ *               ConfigMap's "..data" swap, a rename over it, a write), its
+ *               identity at each scan, kdpd's SIGHUP
  *
  * Ownership: sriov.c owns the sriov_config (replaced whole on reload) and the
  * member table (an array of sriov_func copies with their pool, kept across
@@ -26,8 +29,9 @@
  * discover.c fill structs the caller owns and frees with their *_done()
  * functions; answer.c reads both and writes into the caller's
  * kdp_alloc_response. sriov.c owns the table of device-info files it wrote (written at
- * Allocate, removed when a scan no longer finds their member present). sriov.c owns the sriov_link (its socket, fd watch and
- * tables). Everything runs under the backend's lock
+ * Allocate, removed when a scan no longer finds their member present), the sriov_link (its
+ * socket, fd watch and tables) and the sriov_watch (its inotify fd and fd watch). Everything
+ * runs under the backend's lock
  * (kdp/backend.h): scan on the loop thread, allocate on the gRPC thread.
  *
  * Facts: ../shared/HARDWARE-SRIOV.md (sections cited as §N).
@@ -162,7 +166,10 @@ void sriov_config_done(sriov_config *c);
 
 /*
  * Why no pool may take `f` whatever the config (a PF with VFs enabled, a netdev carrying the
- * default route), as a reason for kdp_device_tree_not_served(); NULL when a pool may.
+ * default route, no driver bound: sriovdp makes no device of a function without a driver), as
+ * a reason for kdp_device_tree_not_served(); NULL when a pool may. A function between its
+ * "add" and its driver's probe is unbound: no pool takes it then, so what a pool holds never
+ * depends on whether a scan fell into that gap.
  */
 const char *sriov_config_excluded(const sriov_func *f);
 
@@ -315,3 +322,58 @@ bool sriov_link_has_default_route(const sriov_link *l, const char *ifname);
 const char *sriov_link_state_to_string(sriov_link_state s);
 
 KDP_DEFINE_CLEANUP_FUNC(sriov_link, sriov_link_free)
+
+/* ---- watch.c: when to read config.json again ---- */
+
+/*
+ * config.json changes in three ways, each seen by an inotify watch on the file's directory
+ * (never on the file's inode, which the first two replace):
+ *   - a ConfigMap volume (kubelet's atomic writer): a new "..<timestamp>" directory with the
+ *     files, a "..data_tmp" symlink to it renamed over "..data"; config.json itself is a
+ *     symlink "..data/config.json", so the event names "..data" (the first component of the
+ *     file's symlink target, read again after each read of the file);
+ *   - an editor or a tool writing a temporary file and renaming it over config.json;
+ *   - a write in place (IN_CLOSE_WRITE), a chmod or touch (IN_ATTRIB), a removal.
+ * An event that names the file (or "..data"), or an overflowed queue, asks for a read once
+ * SRIOV_WATCH_SETTLE_MS passed without another such event, through kdp_backend_rescan_after():
+ * a file created empty and then written is read once, whole. Events of other names (an
+ * editor's swap file, kdpd's own files beside it) are read and dropped.
+ *
+ * At each scan the file's identity (device, inode, size, mtime, ctime through its symlinks) is
+ * compared too, which sees what the watch cannot: a symlink to a file in another directory, a
+ * filesystem whose changes inotify does not report (NFS, some FUSE), a watch that failed
+ * (fs.inotify.max_user_instances or max_user_watches reached: logged once, tried again at each
+ * scan) or whose directory went away. The events waiting on the watch are read right after
+ * that stat(), so a change in the watched directory is always the watch's, read once settled.
+ *
+ * Ownership and threads: the sriov_watch is its creator's (sriov.c's state), as are its
+ * inotify fd and its fd watch on the ctx; sriov_watch_free() ends both. Every call runs under
+ * the backend's lock: sriov_watch_dispatch() from the backend's fd callback on the loop thread,
+ * sriov_watch_check() from scan and reload.
+ */
+#define SRIOV_WATCH_SETTLE_MS 100
+
+typedef struct sriov_watch sriov_watch;
+
+/*
+ * Watches `path`'s directory on ctx's loop with `on_fd` (the backend's callback, which returns
+ * sriov_watch_dispatch() of its sriov_watch), and notes the file's identity as read now. A
+ * watch that fails is logged and tried again at each sriov_watch_check(): -ENOMEM only.
+ */
+int sriov_watch_new(kdp_backend_ctx *ctx, const char *path, kdp_backend_fd_fn on_fd, sriov_watch **ret);
+sriov_watch *sriov_watch_free(sriov_watch *w);
+
+/* Reads the waiting events (the fd callback); an event naming the file asks for a rescan once settled. Returns 0. */
+int sriov_watch_dispatch(sriov_watch *w);
+
+/*
+ * Whether to read the file now, and why: "SIGHUP" when `asked` (kdpd's reload), "inotify" when
+ * an event named it and has settled, "scan" when its identity changed; NULL: not now. Watches
+ * the directory again first when the watch failed or went.
+ */
+const char *sriov_watch_check(sriov_watch *w, bool asked);
+
+/* The inotify fd; -1 while not watching. */
+int sriov_watch_fd(const sriov_watch *w);
+
+KDP_DEFINE_CLEANUP_FUNC(sriov_watch, sriov_watch_free)

@@ -13,6 +13,10 @@
  *   TINY_PREFIX="p"        device IDs "<p>-0", "<p>-1", ...
  *   TINY_DEVICES="n"       default of the `devices` param
  *   TINY_SUBSYSTEM="s"     udev subsystem whose events trigger a scan (default none)
+ *   TINY_RELOAD            a reload hook: each call is logged ("Reloaded own files"
+ *                          reloads=<n>) and adds one device, so the scan that follows shows it
+ *   TINY_OLD_OPS           struct_size ends before `reload`, as in a backend built
+ *                          before that hook existed (the table still sets it)
  *
  * Every variant declares the params `devices` (0..1024) and `label` (default
  * "a"); each device carries the env TINY_LABEL=<label>, so a reload that only
@@ -20,6 +24,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,7 +38,9 @@
 #endif
 
 typedef struct tiny_state {
+        kdp_backend_ctx *ctx;
         int64_t n_devices;
+        int64_t reloads;        /* reload calls since init */
         const char *label;      /* borrowed from the ctx, valid until fini */
 } tiny_state;
 
@@ -50,7 +57,7 @@ static int tiny_init(kdp_backend_ctx *ctx, void **ret_state) {
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        *s = (tiny_state){ .n_devices = n, .label = kdp_backend_param(ctx, "label") };
+        *s = (tiny_state){ .ctx = ctx, .n_devices = n, .label = kdp_backend_param(ctx, "label") };
         *ret_state = s;
         return 0;
 }
@@ -61,7 +68,7 @@ __attribute__((unused)) static int tiny_scan(void *state, kdp_device_tree *tree)
         int r;
 
         r = kdp_device_tree_add_resource(tree, TINY_RESOURCE);
-        for (int64_t i = 0; r >= 0 && i < s->n_devices; i++) {
+        for (int64_t i = 0; r >= 0 && i < s->n_devices + s->reloads; i++) {
                 char id[KDP_DEVICE_ID_MAX + 1];
 
                 (void) snprintf(id, sizeof(id), "%s-%" PRId64, TINY_PREFIX, i);
@@ -78,6 +85,14 @@ static void tiny_fini(void *state) {
         free(state);
 }
 
+/* unused unless TINY_RELOAD */
+__attribute__((unused)) static void tiny_reload(void *state) {
+        tiny_state *s = state;
+
+        s->reloads++;
+        kdp_backend_log_info(s->ctx, "Reloaded own files", KDP_F_INT("reloads", s->reloads));
+}
+
 static const kdp_param_spec tiny_params[] = {
         { "devices", TINY_DEVICES, "Number of devices" },
         { "label", "a", "Value of TINY_LABEL in every device" },
@@ -86,7 +101,11 @@ static const kdp_param_spec tiny_params[] = {
 
 static const kdp_backend_ops tiny_ops = {
         .abi_major = TINY_ABI,
+#ifdef TINY_OLD_OPS
+        .struct_size = offsetof(kdp_backend_ops, reload),
+#else
         .struct_size = sizeof(kdp_backend_ops),
+#endif
         .name = TINY_NAME,
 #ifdef TINY_SUBSYSTEM
         .udev_subsystems = (const char *const[]){ TINY_SUBSYSTEM, NULL },
@@ -97,6 +116,9 @@ static const kdp_backend_ops tiny_ops = {
         .scan = tiny_scan,
 #endif
         .fini = tiny_fini,
+#ifdef TINY_RELOAD
+        .reload = tiny_reload,
+#endif
 };
 
 #ifdef TINY_NO_ENTRY

@@ -3,7 +3,8 @@
 'use strict';
 /*
  * Validates every YAML document under deploy/ against the Kubernetes API
- * schema, offline, then checks the properties the GPU DaemonSet must have.
+ * schema, offline, then checks the properties the GPU and SR-IOV DaemonSets
+ * must have, and the SR-IOV example network and pod.
  *
  *   node tests/deploy/validate.js [SRCDIR]          (ctest: deploy/schema)
  *
@@ -20,12 +21,15 @@
  *
  * A few rules the API server enforces beyond the schema are checked too
  * (apiErrors). Kustomizations are rendered (resources, then inline JSON 6902
- * patches) and the objects they produce are validated as well.
+ * patches) and the objects they produce are validated as well; when kubectl is
+ * installed, `kubectl kustomize` must render the same objects. The one CRD kind
+ * deploy/ uses, Multus's NetworkAttachmentDefinition, is checked against its
+ * CRD's schema (CUSTOM_KINDS).
  *
  * Then tests/deploy/bad/: each document there is broken on purpose and says,
  * in its kdp.test/expect annotation, which error it must get ("KEYWORD PATH
  * [DETAIL]"). A validator that let any of them through fails this test. The
- * property checks are run against broken copies of the DaemonSet as well.
+ * property checks are run against broken copies of the DaemonSets as well.
  *
  * Prints one line per check and closes with "N passed, M failed".
  */
@@ -84,11 +88,43 @@ function modelFor(apiVersion, kind) {
         return M && M.apiVersion === apiVersion && M.kind === kind ? M : null;
 }
 
+/*
+ * Kinds of CRDs that deploy/ uses, with the schema their CRD declares (closed like the others as
+ * it is registered): Multus's NetworkAttachmentDefinition, as
+ * k8snetworkplumbingwg/network-attachment-definition-client's artifacts/networks-crd.yaml
+ * defines it (status left out: nobody writes it in a manifest).
+ */
+const CUSTOM_KINDS = {
+        'k8s.cni.cncf.io/v1 NetworkAttachmentDefinition': {
+                type: 'object',
+                required: ['apiVersion', 'kind', 'spec'],
+                properties: {
+                        apiVersion: { type: 'string', enum: ['k8s.cni.cncf.io/v1'] },
+                        kind: { type: 'string', enum: ['NetworkAttachmentDefinition'] },
+                        metadata: { $ref: 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta#' },
+                        spec: { type: 'object', required: ['config'], properties: { config: { type: 'string' } } },
+                },
+        },
+};
+
+/* a model-like { validate() } for a kind of CUSTOM_KINDS, null for any other */
+function customModelFor(apiVersion, kind) {
+        const schema = CUSTOM_KINDS[`${apiVersion} ${kind}`];
+        if (!schema)
+                return null;
+        require('@kubernetes-models/apimachinery/_schemas/IoK8sApimachineryPkgApisMetaV1ObjectMeta').addSchema();
+        const id = `kdp.test.${apiVersion.replace(/\//g, '.')}.${kind}`;
+        kv.register(id, JSON.parse(JSON.stringify(schema)));
+        return function (obj) {
+                this.validate = () => kv.validate(id, obj);
+        };
+}
+
 /* [] when `obj` is a valid object of its apiVersion and kind, else ajv-style errors */
 function schemaErrors(obj) {
         if (!obj || typeof obj !== 'object' || Array.isArray(obj))
                 return [{ keyword: 'type', instancePath: '', message: 'a document must be a mapping' }];
-        const M = modelFor(obj.apiVersion, obj.kind);
+        const M = modelFor(obj.apiVersion, obj.kind) || customModelFor(obj.apiVersion, obj.kind);
         if (!M)
                 return [{ keyword: 'no-schema', instancePath: '',
                           message: `no Kubernetes schema for apiVersion ${obj.apiVersion} kind ${obj.kind}` }];
@@ -308,18 +344,30 @@ function renderKustomization(dir, seen = new Set()) {
         return objs;
 }
 
-// ---- the properties the GPU DaemonSet must have --------------------------------------------------
+// ---- the properties the DaemonSets must have ---------------------------------------------------
 
-const NFD_LABELS = ['pci-0302_10de', 'pci-0300_10de', 'pci-0380_1002', 'pci-1200_1002', 'pci-0380_8086', 'pci-0300_8086']
+const GPU_NFD_LABELS = ['pci-0302_10de', 'pci-0300_10de', 'pci-0380_1002', 'pci-1200_1002', 'pci-0380_8086', 'pci-0300_8086']
         .map((l) => `feature.node.kubernetes.io/${l}.present`);
 const GPU_TAINTS = ['nvidia.com/gpu', 'amd.com/gpu', 'gpu.intel.com/i915'];
-const HOST_MOUNTS = [   // hostPath, where it is mounted, read-only?
-        ['/var/lib/kubelet/device-plugins', '/var/lib/kubelet/device-plugins', false],
-        ['/dev', '/dev', true],
-        ['/run/udev', '/run/udev', true],
-        ['/var/run/cdi', '/var/run/cdi', false],
-        ['/proc/driver', '/host/proc/driver', true],
+const GPU_HOST_MOUNTS = [       // hostPath, its type, where it is mounted, read-only?
+        ['/var/lib/kubelet/device-plugins', 'Directory', '/var/lib/kubelet/device-plugins', false],
+        ['/dev', 'Directory', '/dev', true],
+        ['/run/udev', 'DirectoryOrCreate', '/run/udev', true],
+        ['/var/run/cdi', 'DirectoryOrCreate', '/var/run/cdi', false],
+        ['/proc/driver', 'Directory', '/host/proc/driver', true],
 ];
+const SRIOV_NFD_LABEL = 'feature.node.kubernetes.io/network-sriov.capable';
+const SRIOV_ARGS = ['--backend', 'sriov', '-o', 'sriov.config_file=/etc/pcidp/config.json',
+        '-o', 'sriov.resource_prefix=intel.com', '--state-dir', '/run/kdp'];
+const SRIOV_HOST_MOUNTS = [
+        ['/var/lib/kubelet/device-plugins', 'Directory', '/var/lib/kubelet/device-plugins', false],
+        ['/dev', 'Directory', '/dev', true],
+        ['/run/udev', 'DirectoryOrCreate', '/run/udev', true],
+        ['/var/run/k8s.cni.cncf.io/devinfo/dp', 'DirectoryOrCreate', '/var/run/k8s.cni.cncf.io/devinfo/dp', false],
+        ['/var/lib/kubelet/pod-resources', 'Directory', '/var/lib/kubelet/pod-resources', true],
+];
+/* the resources of deploy/sriov/configmap.yaml's pools, in file order */
+const SRIOV_RESOURCES = ['intel.com/e810_netdevice', 'intel.com/e810_vfio', 'nvidia.com/cx6_rdma'];
 
 function mebibytes(q) {
         const m = /^([0-9.]+)(Ki|Mi|Gi|k|M|G)?$/.exec(String(q));
@@ -329,10 +377,10 @@ function mebibytes(q) {
         return Number(m[1]) * (m[2] ? f[m[2]] : 1 / 1048576);
 }
 
-/* [what, ok] for each property; `privileged` for the deploy/gpu-privileged rendering */
-function daemonSetProperties(ds, configMaps, { privileged = false } = {}) {
+/* [list, check]: check(what, fn) appends [what, ok] to list, fn() throwing counting as false */
+function checklist() {
         const out = [];
-        const check = (what, fn) => {
+        return [out, (what, fn) => {
                 let ok;
                 try {
                         ok = !!fn();
@@ -340,34 +388,45 @@ function daemonSetProperties(ds, configMaps, { privileged = false } = {}) {
                         ok = false;
                 }
                 out.push([what, ok]);
-        };
+        }];
+}
+
+/* what the checks read of a DaemonSet's pod and its one container */
+function podOf(ds) {
         const pod = ((ds.spec || {}).template || {}).spec || {};
         const c = (pod.containers || [])[0] || {};
-        const sc = c.securityContext || {};
-        const mounts = c.volumeMounts || [];
         const volumes = pod.volumes || [];
-        const volume = (name) => volumes.find((v) => v.name === name) || {};
+        return { pod, c, sc: c.securityContext || {}, mounts: c.volumeMounts || [], volumes,
+                 volume: (name) => volumes.find((v) => v.name === name) || {} };
+}
+
+/* the value after `flag` in args (the last one when repeated) */
+function argValue(args, flag) {
+        const i = (args || []).lastIndexOf(flag);
+        return i >= 0 ? args[i + 1] : undefined;
+}
+
+/* the value of -o KEY=VALUE in args */
+function optionValue(args, key) {
+        const o = (args || []).filter((a, i) => i > 0 && args[i - 1] === '-o' && a.startsWith(`${key}=`)).pop();
+        return o === undefined ? undefined : o.slice(key.length + 1);
+}
+
+/*
+ * What every kdpd DaemonSet has: in kube-system at critical priority, in the host's network,
+ * hostPaths `hostMounts` mounted as listed, nothing inside /proc, no host /sys, and a hardened
+ * container with requests and a memory limit.
+ */
+function commonProperties(check, ds, hostMounts, { privileged = false } = {}) {
+        const { pod, c, sc, mounts, volumes, volume } = podOf(ds);
 
         check('namespace kube-system', () => ds.metadata.namespace === 'kube-system');
         check('priorityClassName system-node-critical', () => pod.priorityClassName === 'system-node-critical');
         check('hostNetwork: true (uevents reach only the host network namespace)', () => pod.hostNetwork === true);
-        for (const key of GPU_TAINTS)
-                check(`tolerates ${key}:NoSchedule`, () => pod.tolerations.some((t) =>
-                        t.key === key && t.operator === 'Exists' && t.effect === 'NoSchedule'));
-        const terms = pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
-        for (const label of NFD_LABELS)
-                check(`node affinity: a term of its own for ${label.replace(/^.*\//, '')}=true`, () => terms.some((t) =>
-                        t.matchExpressions.length === 1 && !t.matchFields && t.matchExpressions[0].key === label &&
-                        t.matchExpressions[0].operator === 'In' && t.matchExpressions[0].values.join() === 'true'));
-        check('container args: --backend gpu --config /etc/kdp/config.yaml --proc-root /host/proc', () => {
-                const a = (c.args || []).join(' ');
-                return / ?--backend gpu( |$)/.test(a) && / ?--config \/etc\/kdp\/config\.yaml( |$)/.test(a) &&
-                        / ?--proc-root \/host\/proc( |$)/.test(a);
-        });
-        for (const [host, at, ro] of HOST_MOUNTS)
-                check(`mounts hostPath ${host} at ${at}${ro ? ' read-only' : ' writable'}`, () => mounts.some((m) =>
-                        m.mountPath === at && !m.subPath && !!m.readOnly === ro &&
-                        volume(m.name).hostPath && volume(m.name).hostPath.path === host));
+        for (const [host, type, at, ro] of hostMounts)
+                check(`mounts hostPath ${host} (${type}) at ${at}${ro ? ' read-only' : ' writable'}`, () => mounts.some((m) =>
+                        m.mountPath === at && !m.subPath && !!m.readOnly === ro && volume(m.name).hostPath &&
+                        volume(m.name).hostPath.path === host && volume(m.name).hostPath.type === type));
         check('no mount inside /proc (runc refuses them)', () =>
                 mounts.every((m) => m.mountPath !== '/proc' && !m.mountPath.startsWith('/proc/')));
         check('no hostPath /sys (readOnly would not cover its cgroup/debugfs submounts)', () =>
@@ -385,11 +444,34 @@ function daemonSetProperties(ds, configMaps, { privileged = false } = {}) {
                         sc.capabilities.drop.includes('ALL') && (sc.capabilities.add || []).length === 0);
         }
         check('readOnlyRootFilesystem: true', () => sc.readOnlyRootFilesystem === true);
+        check('state dir: --state-dir is an emptyDir of the pod (the root filesystem is read-only)', () =>
+                mounts.some((m) => m.mountPath === argValue(c.args || [], '--state-dir') && volume(m.name).emptyDir));
         check('runAsUser: 0 (writes into the root-owned kubelet directory)', () => sc.runAsUser === 0);
         check('resources: cpu and memory requests, memory limit >= request', () => {
                 const r = c.resources;
                 return r.requests.cpu && r.requests.memory && r.limits.memory &&
                         mebibytes(r.requests.memory) <= mebibytes(r.limits.memory);
+        });
+}
+
+/* [what, ok] for each property of the GPU DaemonSet; `privileged` for the deploy/gpu-privileged rendering */
+function gpuProperties(ds, configMaps, { privileged = false } = {}) {
+        const [out, check] = checklist();
+        const { pod, c, mounts, volume } = podOf(ds);
+
+        commonProperties(check, ds, GPU_HOST_MOUNTS, { privileged });
+        for (const key of GPU_TAINTS)
+                check(`tolerates ${key}:NoSchedule`, () => pod.tolerations.some((t) =>
+                        t.key === key && t.operator === 'Exists' && t.effect === 'NoSchedule'));
+        const terms = () => pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+        for (const label of GPU_NFD_LABELS)
+                check(`node affinity: a term of its own for ${label.replace(/^.*\//, '')}=true`, () => terms().some((t) =>
+                        t.matchExpressions.length === 1 && !t.matchFields && t.matchExpressions[0].key === label &&
+                        t.matchExpressions[0].operator === 'In' && t.matchExpressions[0].values.join() === 'true'));
+        check('container args: --backend gpu --config /etc/kdp/config.yaml --proc-root /host/proc', () => {
+                const a = (c.args || []).join(' ');
+                return / ?--backend gpu( |$)/.test(a) && / ?--config \/etc\/kdp\/config\.yaml( |$)/.test(a) &&
+                        / ?--proc-root \/host\/proc( |$)/.test(a);
         });
         check('config: ConfigMap with a config.yaml holding a gpu: section, mounted at /etc/kdp', () => {
                 const m = mounts.find((x) => x.mountPath === '/etc/kdp');
@@ -403,6 +485,111 @@ function daemonSetProperties(ds, configMaps, { privileged = false } = {}) {
                         Object.values(gpu).every((v) => v === null || typeof v !== 'object'));
         });
         return out;
+}
+
+/* the resources a sriovdp config.json declares: resourcePrefix (else `prefix`)/resourceName, in file order */
+function sriovResources(json, prefix) {
+        return JSON.parse(json).resourceList.map((r) => `${r.resourcePrefix || prefix}/${r.resourceName}`);
+}
+
+/* [what, ok] for each property of the SR-IOV DaemonSet */
+function sriovProperties(ds, configMaps) {
+        const [out, check] = checklist();
+        const { pod, c, mounts, volume } = podOf(ds);
+        const args = c.args || [];
+        const configFile = optionValue(args, 'sriov.config_file') || '';
+        const configMount = () => mounts.find((m) => m.mountPath === path.posix.dirname(configFile));
+        const configMap = () => configMaps.find((x) => x.metadata.name === volume(configMount().name).configMap.name &&
+                x.metadata.namespace === ds.metadata.namespace);
+
+        commonProperties(check, ds, SRIOV_HOST_MOUNTS);
+        check('tolerates every NoSchedule taint (a toleration without key, Exists, NoSchedule)', () =>
+                pod.tolerations.some((t) => t.key === undefined && t.operator === 'Exists' && t.effect === 'NoSchedule'));
+        check('tolerates no NoExecute taint of any key (every keyless toleration is NoSchedule only)', () =>
+                pod.tolerations.every((t) => t.key !== undefined || t.effect === 'NoSchedule'));
+        check(`node affinity: exactly one term, ${SRIOV_NFD_LABEL.replace(/^.*\//, '')}=true`, () => {
+                const terms = pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+                const e = terms[0].matchExpressions;
+                return terms.length === 1 && !terms[0].matchFields && e.length === 1 && e[0].key === SRIOV_NFD_LABEL &&
+                        e[0].operator === 'In' && e[0].values.join() === 'true';
+        });
+        check(`container args: ${SRIOV_ARGS.join(' ')}`, () => JSON.stringify(args) === JSON.stringify(SRIOV_ARGS));
+        check('no subPath mount (a subPath never sees a ConfigMap update)', () => mounts.every((m) => !m.subPath));
+        check('config: sriov.config_file is config.json in a ConfigMap mounted whole, read-only, at its directory', () => {
+                const m = configMount();
+                const v = volume(m.name).configMap;
+                return path.posix.basename(configFile) === 'config.json' && m.readOnly === true && !m.subPath &&
+                        !v.items && typeof configMap().data['config.json'] === 'string';
+        });
+        check(`config: config.json declares exactly ${SRIOV_RESOURCES.join(', ')}`, () =>
+                JSON.stringify(sriovResources(configMap().data['config.json'],
+                        optionValue(args, 'sriov.resource_prefix') || 'intel.com')) === JSON.stringify(SRIOV_RESOURCES));
+        check('/var/run/cdi mounted writable exactly when sriov.cdi is true', () =>
+                (optionValue(args, 'sriov.cdi') === 'true') === mounts.some((m) => m.mountPath === '/var/run/cdi' &&
+                        !m.readOnly && volume(m.name).hostPath && volume(m.name).hostPath.path === '/var/run/cdi'));
+        return out;
+}
+
+/*
+ * deploy/sriov/pod-example.yaml: a NetworkAttachmentDefinition of the SR-IOV CNI whose
+ * resourceName annotation names a pool of the ConfigMap, and a Pod that asks for that network
+ * and for one device of that resource under limits (what Multus's webhook would add).
+ */
+function sriovExampleChecks(docs) {
+        const nad = docs.find((o) => o.kind === 'NetworkAttachmentDefinition') || { metadata: {} };
+        const pod = docs.find((o) => o.kind === 'Pod') || { metadata: {} };
+        const resource = (nad.metadata.annotations || {})['k8s.v1.cni.cncf.io/resourceName'];
+        const check = (ok, what) => report(ok, `deploy/sriov/pod-example.yaml: ${what}`);
+        let cni = {};
+        try {
+                cni = JSON.parse(nad.spec.config);
+        } catch {
+                cni = {};
+        }
+        check(resource === SRIOV_RESOURCES[0], `the NetworkAttachmentDefinition's resourceName is ${SRIOV_RESOURCES[0]}`);
+        check(cni.type === 'sriov' && cni.name === nad.metadata.name && typeof cni.cniVersion === 'string',
+              'its config is JSON for the SR-IOV CNI ("type": "sriov"), named as the object');
+        check((pod.metadata.annotations || {})['k8s.v1.cni.cncf.io/networks'] === nad.metadata.name,
+              'the Pod asks for that network (k8s.v1.cni.cncf.io/networks)');
+        check(!!pod.spec && pod.spec.containers.length === 1 && String(pod.spec.containers[0].resources.limits[resource]) === '1',
+              `the Pod has limits ${resource}: 1`);
+}
+
+/* an object with its keys sorted, for comparing two renderings */
+function canonical(v) {
+        if (Array.isArray(v))
+                return v.map(canonical);
+        if (v && typeof v === 'object')
+                return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])]));
+        return v;
+}
+
+/*
+ * When kubectl is installed: `kubectl kustomize DIR` renders each kustomization under deploy/ to
+ * exactly the objects renderKustomization() gave (in any order).
+ */
+function renderedByKubectl(src, all) {
+        const { spawnSync } = require('child_process');
+        const dirs = [...new Set(all.filter((d) => / -> /.test(d.label)).map((d) => d.label.split(' -> ')[0]))];
+        if (spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status !== 0) {
+                console.log('skip kubectl kustomize: kubectl is not installed');
+                return;
+        }
+        const key = (o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`;
+        for (const label of dirs) {
+                const dir = path.dirname(path.join(src, label));
+                const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+                const ours = all.filter((d) => d.label.startsWith(`${label} -> `)).map((d) => d.value);
+                let theirs = [];
+                if (r.status === 0)
+                        theirs = parseYaml(r.stdout).filter((d) => d.value != null).map((d) => d.value);
+                const same = r.status === 0 && theirs.length === ours.length && ours.every((o) => {
+                        const t = theirs.find((x) => key(x) === key(o));
+                        return t && JSON.stringify(canonical(t)) === JSON.stringify(canonical(o));
+                });
+                report(same, `${label}: kubectl kustomize renders the same objects`,
+                       r.status === 0 ? theirs.map(key) : [r.stderr.trim()]);
+        }
 }
 
 // ---- main --------------------------------------------------------------------------------------
@@ -447,12 +634,12 @@ function main() {
         const configMaps = all.map((d) => d.value).filter((o) => o.kind === 'ConfigMap');
         const base = fromFile('deploy/gpu/daemonset.yaml').find((o) => o.kind === 'DaemonSet');
         if (report(!!base, 'deploy/gpu/daemonset.yaml holds the GPU DaemonSet'))
-                for (const [what, ok] of daemonSetProperties(base, configMaps))
+                for (const [what, ok] of gpuProperties(base, configMaps))
                         report(ok, `gpu DaemonSet: ${what}`);
         const priv = all.find((d) => d.label.startsWith('deploy/gpu-privileged/kustomization.yaml -> ') &&
                 d.value.kind === 'DaemonSet');
         if (report(!!priv, 'deploy/gpu-privileged renders the GPU DaemonSet')) {
-                for (const [what, ok] of daemonSetProperties(priv.value, configMaps, { privileged: true }))
+                for (const [what, ok] of gpuProperties(priv.value, configMaps, { privileged: true }))
                         report(ok, `gpu-privileged DaemonSet: ${what}`);
                 const strip = (o) => {
                         const c = JSON.parse(JSON.stringify(o));
@@ -466,6 +653,12 @@ function main() {
         report(!!pod && pod.spec.containers.some((c) => c.resources && c.resources.limits &&
                 String(c.resources.limits['nvidia.com/gpu']) === '1'),
                'deploy/gpu/pod-example.yaml: a Pod with limits nvidia.com/gpu: 1');
+        const sriov = fromFile('deploy/sriov/daemonset.yaml').find((o) => o.kind === 'DaemonSet');
+        if (report(!!sriov, 'deploy/sriov/daemonset.yaml holds the SR-IOV DaemonSet'))
+                for (const [what, ok] of sriovProperties(sriov, configMaps))
+                        report(ok, `sriov DaemonSet: ${what}`);
+        sriovExampleChecks(fromFile('deploy/sriov/pod-example.yaml'));
+        renderedByKubectl(src, all);
 
         // 3. the validator must reject what is broken
         const badDir = path.join(__dirname, 'bad');
@@ -502,9 +695,51 @@ function main() {
                 for (const [what, mutate] of broken) {
                         const ds = JSON.parse(JSON.stringify(base));
                         mutate(ds);
-                        const failing = daemonSetProperties(ds, configMaps).filter(([, ok]) => !ok).map(([w]) => w);
+                        const failing = gpuProperties(ds, configMaps).filter(([, ok]) => !ok).map(([w]) => w);
                         report(failing.length > 0, `property checks reject a DaemonSet with ${what}`,
                                ['every property check passed']);
+                }
+        }
+        if (sriov) {
+                const spec = (ds) => ds.spec.template.spec;
+                const mount = (ds, at) => spec(ds).containers[0].volumeMounts.find((m) => m.mountPath === at);
+                const broken = [   // what is broken, how, the checks that must fail (exactly those)
+                        ['privileged: true', (ds) => { spec(ds).containers[0].securityContext.privileged = true; },
+                         ['not privileged']],
+                        ['no hostNetwork', (ds) => { delete spec(ds).hostNetwork; },
+                         ['hostNetwork: true (uevents reach only the host network namespace)']],
+                        ['config.json mounted through subPath', (ds) => {
+                                Object.assign(mount(ds, '/etc/pcidp'), { mountPath: '/etc/pcidp/config.json', subPath: 'config.json' });
+                        }, ['no subPath mount (a subPath never sees a ConfigMap update)',
+                            'config: sriov.config_file is config.json in a ConfigMap mounted whole, read-only, at its directory',
+                            `config: config.json declares exactly ${SRIOV_RESOURCES.join(', ')}`]],
+                        ['no device-info directory', (ds) => {
+                                spec(ds).containers[0].volumeMounts = spec(ds).containers[0].volumeMounts.filter((m) =>
+                                        m.name !== 'devinfo');
+                        }, ['mounts hostPath /var/run/k8s.cni.cncf.io/devinfo/dp (DirectoryOrCreate) at /var/run/k8s.cni.cncf.io/devinfo/dp writable']],
+                        ['the host /sys mounted', (ds) => {
+                                spec(ds).volumes.push({ name: 'sys', hostPath: { path: '/sys', type: 'Directory' } });
+                                spec(ds).containers[0].volumeMounts.push({ name: 'sys', mountPath: '/sys', readOnly: true });
+                        }, ['no hostPath /sys (readOnly would not cover its cgroup/debugfs submounts)']],
+                        ['sriov.cdi=true without /var/run/cdi', (ds) => { spec(ds).containers[0].args.push('-o', 'sriov.cdi=true'); },
+                         [`container args: ${SRIOV_ARGS.join(' ')}`, '/var/run/cdi mounted writable exactly when sriov.cdi is true']],
+                        ['a toleration of every NoExecute taint', (ds) => { spec(ds).tolerations.push({ operator: 'Exists' }); },
+                         ['tolerates no NoExecute taint of any key (every keyless toleration is NoSchedule only)']],
+                        ['a pool renamed in the ConfigMap', null,
+                         [`config: config.json declares exactly ${SRIOV_RESOURCES.join(', ')}`]],
+                ];
+                for (const [what, mutate, want] of broken) {
+                        const ds = JSON.parse(JSON.stringify(sriov));
+                        let cms = configMaps;
+                        if (mutate)
+                                mutate(ds);
+                        else
+                                cms = configMaps.map((cm) => cm.metadata.name !== 'kdp-sriov-config' ? cm : {
+                                        ...cm, data: { 'config.json': cm.data['config.json'].replace('"e810_vfio"', '"e810_dpdk"') } });
+                        const failing = sriovProperties(ds, cms).filter(([, ok]) => !ok).map(([w]) => w);
+                        report(JSON.stringify(failing) === JSON.stringify(want),
+                               `SR-IOV property checks reject a DaemonSet with ${what}`,
+                               [`failed: ${JSON.stringify(failing)}`, `expected: ${JSON.stringify(want)}`]);
                 }
         }
 
@@ -512,4 +747,6 @@ function main() {
         return failed === 0 ? 0 : 1;
 }
 
-process.exitCode = main();
+if (require.main === module)
+        process.exitCode = main();
+module.exports = { parseYaml, renderKustomization, argValue, optionValue };

@@ -70,6 +70,16 @@ wait_line() {
         fail "no line matching '$re' in $file after $((timeout * SLOW))s"
 }
 
+# wait_count FILE REGEX N: waits until N lines of FILE match REGEX (and no more than N)
+wait_count() {
+        local end
+        end=$(deadline_ms "$(wait_s)")
+        while [ "$(count_lines "$1" "$2")" -lt "$3" ] && [ "$(now_ms)" -lt "$end" ]; do
+                sleep 0.02
+        done
+        assert_eq "$(count_lines "$1" "$2")" "$3" "lines matching '$2' in $1"
+}
+
 # count_lines FILE REGEX
 count_lines() {
         grep -Ec -- "$2" "$1" 2>/dev/null || true

@@ -14,6 +14,8 @@ assert_eq "$(grep '^alloc ' "$T/kubelet.out" | tr '\n' '|')" \
         "alloc resource=example.com/widget env EXAMPLE_WIDGETS=widget-0,widget-2|alloc resource=example.com/widget env WIDGET_0=widget-0|alloc resource=example.com/widget env WIDGET_2=widget-2|alloc resource=example.com/widget device /dev/null /dev/widget0 rw|alloc resource=example.com/widget device /dev/null /dev/widget2 rw|alloc resource=example.com/widget annotation example.com/widgets=widget-0,widget-2|alloc resource=example.com/widget cdi example.com/widget=widget-0|alloc resource=example.com/widget cdi example.com/widget=widget-2|" \
         "allocate response seen by the kubelet"
 pass "kubelet admission flow"
+# the example backend takes no PodResources answers: the kubelet is not asked
+assert_eq "$(grep -c '"Following pod resources"' "$T/kdpd.err")" 0 "no PodResources List without an allocated hook"
 
 S=$(plugin_socket widget)
 out=$("$KDPCTL" allocate --socket "$S" widget-7) || fail "allocate one"

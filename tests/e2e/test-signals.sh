@@ -1,8 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # SIGTERM: kdpd ends its streams, removes its sockets and exits 0.
 # SIGHUP: the config is reloaded; only the backend whose section changed
-# re-registers its resources; a broken config keeps the running one.
+# re-registers its resources; a broken config keeps the running one. Every
+# backend not restarted gets its reload hook once per SIGHUP, then a scan
+# (the reloader test backend adds one device per reload); a restarted one
+# does not, and a broken kdpd config still reaches the hooks.
 . "$(dirname "$0")/lib.sh"
+
+RELOADER=reloader.example.com/thing
 
 cfg="$T/config.yaml"
 cat >"$cfg" <<YAML
@@ -12,10 +17,12 @@ twin:
   label: a
 YAML
 start_kubelet kubelet
-start_kdpd kdpd --config "$cfg" --backend example --backend "$KDP_BUILD_DIR/tests/backends/kdp-backend-twin.so"
+start_kdpd kdpd --config "$cfg" --backend example --backend "$KDP_BUILD_DIR/tests/backends/kdp-backend-twin.so" \
+        --backend "$KDP_BUILD_DIR/tests/backends/kdp-backend-reloader.so"
 wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=4 '
 wait_line "$T/kubelet.out" '^devices resource=twin.example.com/gadget '
-assert_eq "$(count_lines "$T/kubelet.out" '^registered ')" 2 "registrations at start"
+wait_line "$T/kubelet.out" "^devices resource=$RELOADER capacity=1 "
+assert_eq "$(count_lines "$T/kubelet.out" '^registered ')" 3 "registrations at start"
 
 cat >"$cfg" <<YAML
 example:
@@ -24,12 +31,17 @@ twin:
   label: b
 YAML
 kill -HUP "$KDPD_PID"
-wait_line "$T/kdpd.err" '"Reloaded config" changedBackends=1'
+wait_line "$T/kdpd.err" '"Reloaded config" changedBackends=1 reloadedBackends=1$'
 wait_line "$T/kubelet.out" '^registered resource=twin.example.com/gadget .*' 5
 sleep 0.3
 assert_eq "$(count_lines "$T/kubelet.out" '^registered resource=twin.example.com/gadget ')" 2 "twin registrations"
 assert_eq "$(count_lines "$T/kubelet.out" '^registered resource=example.com/widget ')" 1 "example registrations"
 pass "SIGHUP re-registered only the resource whose config changed"
+devices_match $RELOADER '^devices resource=reloader\.example\.com/thing capacity=2 '
+wait_count "$T/kdpd.err" '"Reloaded own files" backend="reloader"' 1
+wait_count "$T/kdpd.err" '"Reloaded own files" backend="reloader" reloads=1$' 1
+assert_eq "$(count_lines "$T/kubelet.out" "^registered resource=$RELOADER ")" 1 "reloader registrations"
+pass "SIGHUP called the reload hook of the backend whose section did not change, once, then scanned it"
 
 cat >"$cfg" <<YAML
 example:
@@ -40,6 +52,26 @@ YAML
 kill -HUP "$KDPD_PID"
 wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=6 allocatable=6 '
 pass "SIGHUP applied a new device count"
+wait_count "$T/kdpd.err" '"Reloaded config" changedBackends=1 reloadedBackends=1$' 2
+devices_match $RELOADER '^devices resource=reloader\.example\.com/thing capacity=3 '
+wait_count "$T/kdpd.err" '"Reloaded own files" backend="reloader"' 2
+wait_count "$T/kdpd.err" '"Reloaded own files" backend="reloader" reloads=2$' 1
+pass "a second SIGHUP called the reload hook once more"
+
+# the reloader's own section changed: it is restarted (a fresh state, 5 devices) and not reloaded
+cat >"$cfg" <<YAML
+example:
+  devices: 6
+twin:
+  label: b
+reloader:
+  devices: 5
+YAML
+kill -HUP "$KDPD_PID"
+wait_count "$T/kdpd.err" '"Reloaded config" changedBackends=1 reloadedBackends=0$' 1
+devices_match $RELOADER '^devices resource=reloader\.example\.com/thing capacity=5 '
+assert_eq "$(count_lines "$T/kdpd.err" '"Reloaded own files" backend="reloader"')" 2 "reload calls after its restart"
+pass "SIGHUP did not call the reload hook of the backend it restarted"
 
 printf 'example:\n  devices: [1\n' >"$cfg"
 kill -HUP "$KDPD_PID"
@@ -48,9 +80,14 @@ grep -q "\"Rejected config file\" path=\"$cfg\" line=3" "$T/kdpd.err" || fail "r
 S=$(plugin_socket widget)
 assert_eq "$("$KDPCTL" list --socket "$S" | tail -n 1)" "total=6 healthy=6 unhealthy=0" "still serving after a bad reload"
 pass "a broken config on SIGHUP keeps the running one"
+wait_line "$T/kdpd.err" '"Reloaded the backends'"'"' own files" reloadedBackends=1$'
+devices_match $RELOADER '^devices resource=reloader\.example\.com/thing capacity=6 '
+wait_count "$T/kdpd.err" '"Reloaded own files" backend="reloader" reloads=1$' 2
+assert_eq "$(count_lines "$T/kdpd.err" '"Reloaded own files" backend="reloader"')" 3 "reload calls in all"
+pass "a broken kdpd config on SIGHUP still has the backends re-read their own files"
 
 socks_before=$(ls "$DIR" | grep -c '^kdp-')
-assert_eq "$socks_before" 2 "kdpd sockets while running"
+assert_eq "$socks_before" 3 "kdpd sockets while running"
 stop_kdpd
 assert_eq "$(ls "$DIR" | grep -c '^kdp-')" 0 "kdpd sockets after SIGTERM"
 wait_line "$T/kubelet.out" '^stream-ended resource=example.com/widget status=OK'

@@ -8,7 +8,9 @@
 #     (sriov_numvfs changes, a rebind, a PF unplugged and back, a netdev moved into a pod) and
 #     VFs disabled on the PF with an acpi_index; a config.json rewrite that touches one pool.
 #   - ConnectX-6 Dx (RDMA VFs, switchdev uplink): isRdma, linkTypes, pfNames of the uplink,
-#     the RDMA Allocate answer, and its sriov_numvfs script.
+#     the RDMA Allocate answer, and its sriov_numvfs script; its config.json in a ConfigMap
+#     volume's layout, updated as the kubelet does (the ..data swap): only the changed pool's
+#     stream sees it; kdpd's SIGHUP reads it again; a broken one keeps the pools until fixed.
 #   - no-IOMMU E810: the vfio answer with the host's noiommu-<N> node.
 #   - device-info files for Multus (in $T/devinfo-NAME): written at Allocate with their exact
 #     JSON, gone with their VFs (sriov_numvfs script), with their pool (config.json), and when
@@ -19,6 +21,11 @@
 #     List back (a kubelet that does not know the device) removes them.
 #   - E810 once more: the uio provider (a VF bound to igb_uio, its /dev/uio0 missing for a
 #     while) and the extra provider (additionalInfo).
+# It runs in a network namespace of its own (root; skipped otherwise), where the fixtures' PF
+# netdevs are links it makes: kdpd's rtnetlink view (PF link state, default routes) holds them
+# and nothing of the machine's, and PF0's link going down makes its VFs Unhealthy.
+. "$(dirname "$0")/../procs.sh"
+in_private_netns "$0" "$@"
 . "$(dirname "$0")/lib.sh"
 
 SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
@@ -30,10 +37,17 @@ PORT=intel.com/e810_port
 KUBELET_ARGS=()         # more args for the next node's stand-in kubelet
 KDPD_ARGS=()            # and for its kdpd
 
-# node NAME FIXTURE: a stand-in kubelet (its output in $T/kubelet.out) and kdpd with the SR-IOV
-# backend on the simulated node, config in $T/NAME.json; sim-node's stdout (the scripts' marks)
-# in $T/NAME.out, kdpd's log in $T/NAME.err, its state in $T/state-NAME; fd 9 is its control FIFO
+# the PF netdevs of the fixtures, up (the VFs' own netdevs are no reason: plugins/sriov/README.md)
+for link in ens3f0np0 ens3f1np1 ens1f0np0 ens1f1np1; do
+        netns_link_add "$link" >"$T/ip.out" 2>&1 || fail "cannot make link $link: $(cat "$T/ip.out")"
+done
+
+# node NAME FIXTURE [CONFIG]: a stand-in kubelet (its output in $T/kubelet.out) and kdpd with the
+# SR-IOV backend on the simulated node, config in CONFIG (default $T/NAME.json); sim-node's stdout
+# (the scripts' marks) in $T/NAME.out, kdpd's log in $T/NAME.err, its state in $T/state-NAME; fd 9
+# is its control FIFO
 node() {
+        local config=${3:-$T/$1.json}
         NAME=$1
         DIR="$T/dp-$1"
         mkdir -p "$DIR"
@@ -41,8 +55,8 @@ node() {
         mkfifo "$T/ctl-$1"
         exec 9<>"$T/ctl-$1"
         "${DIE_WITH_US[@]}" "$SIM" "$NODES/$2.umockdev" --control "$T/ctl-$1" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" \
-                --state-dir "$T/state-$1" --cdi-dir "$T/cdi" --backend sriov -o sriov.config_file="$T/$1.json" -o sriov.devinfo_dir="$T/devinfo-$1" \
-                --health-hold-ms 300 "${KDPD_ARGS[@]}" \
+                --state-dir "$T/state-$1" --cdi-dir "$T/cdi" --backend sriov -o sriov.config_file="$config" \
+                -o sriov.devinfo_dir="$T/devinfo-$1" --health-hold-ms 300 "${KDPD_ARGS[@]}" \
                 >"$T/$1.out" 2>"$T/$1.err" &
         KDPD_PID=$!
         PIDS+=("$KDPD_PID")
@@ -161,6 +175,34 @@ registrations() {
         count_lines "$T/kubelet.out" "^registered resource=$1 "
 }
 
+# lists RESOURCE: how many lists the kubelet got on RESOURCE's streams
+lists() {
+        count_lines "$T/kubelet.out" "^devices resource=$1 "
+}
+
+# config_map DIR FILE: DIR holds FILE as config.json the way the kubelet lays out a ConfigMap
+# volume (DIR/..<timestamp>/config.json, DIR/..data -> ..<timestamp>, DIR/config.json ->
+# ..data/config.json); again on a DIR that has one, FILE replaces it as the kubelet's atomic
+# writer does: the new ..<timestamp> directory, a ..data_tmp symlink to it renamed over ..data,
+# the old directory removed
+CM_SEQ=0
+config_map() {
+        local dir=$1 old new
+        CM_SEQ=$((CM_SEQ + 1))
+        new=..2024_01_01_00_00_00.$CM_SEQ
+        mkdir -p "$dir/$new"
+        cp "$2" "$dir/$new/config.json"
+        if [ ! -L "$dir/..data" ]; then
+                ln -s "$new" "$dir/..data"
+                ln -s ..data/config.json "$dir/config.json"
+                return
+        fi
+        old=$(readlink "$dir/..data")
+        ln -s "$new" "$dir/..data_tmp"
+        mv -T "$dir/..data_tmp" "$dir/..data"
+        rm -rf "${dir:?}/$old"
+}
+
 # ---------------------------------------------------------------------------------------------
 # E810
 
@@ -270,6 +312,21 @@ want $PF0 1 $E810_PF0
 not_served "${E810_NOT_SERVED[@]}"
 pass "a VF whose netdev is in a pod stays Healthy and allocatable in its pfNames pool"
 
+# PF0's link down (rtnetlink; the script's sysfs carrier is not what kdpd reads): every VF of
+# PF0 is Unhealthy in every pool, PF1's stay Healthy; up again, all is as before
+ip link set ens3f0np0 down
+want $PF0 1 "" $E810_PF0
+want $VFIO 1 0000:8a:05.4,0000:8a:05.5 0000:8a:01.5,0000:8a:01.6,0000:8a:01.7
+want $PF1 1 $E810_PF1
+unhealthy $PF0 0000:8a:01.0 "PF ens3f0np0 link down"
+unhealthy $VFIO 0000:8a:01.6 "PF ens3f0np0 link down"
+unhealthy $PF0 0000:8a:01.5 "PF ens3f0np0 link down"
+not_served "${E810_NOT_SERVED[@]}"
+ip link set ens3f0np0 up
+want $PF0 1 $E810_PF0
+want $VFIO 1 $E810_VFIO "$VFIO_U"
+pass "a PF's link down makes its VFs Unhealthy in every pool, and Healthy again once it is up"
+
 # sriov-e810-numvfs: PF1 8 -> 0 -> 8 -> 4 VFs
 script "$NODES/sriov-e810-numvfs.script"
 mark "numvfs 0"
@@ -334,7 +391,7 @@ n_pf1=$(count_lines "$T/kubelet.out" "^devices resource=$PF1 ")
 sed 's/"0000:8a:05.6"\]/"0000:8a:05.6", "0000:8a:05.2"]/' "$T/e810.json" >"$T/e810.json.new"
 mv "$T/e810.json.new" "$T/e810.json"
 want $PF1 1 0000:8a:05.0,0000:8a:05.1,0000:8a:05.2,0000:8a:05.6
-wait_line "$T/e810.err" '"Reloaded the config file" backend="sriov" path="[^"]*/e810\.json" pools=4 unchangedPools=3$'
+wait_line "$T/e810.err" '"Reloaded the config file" backend="sriov" path="[^"]*/e810\.json" pools=4 unchangedPools=3 trigger="inotify"$'
 not_served "0000:8a:00.0 PF with VFs enabled" "0000:8a:00.1 PF with VFs enabled" \
         "0000:8a:01.3 no pool's selectors take it" "0000:8a:01.4 no pool's selectors take it" \
         "0000:8a:05.3 no pool's selectors take it" "0000:8a:05.7 no pool's selectors take it"
@@ -389,7 +446,8 @@ cat >"$T/cx6.json" <<'END'
   "selectors": [{"linkTypes": ["ether"], "rootDevices": ["0000:3b:00.1#1-3"]}]}
 ]}
 END
-node cx6 sriov-cx6dx
+config_map "$T/cm-cx6" "$T/cx6.json"
+node cx6 sriov-cx6dx "$T/cm-cx6/config.json"
 want $IB 0 ""
 want $RDMA 0 0000:3b:00.2,0000:3b:00.3,0000:3b:00.4,0000:3b:00.5
 want $ETH 0 0000:3b:01.3,0000:3b:01.4,0000:3b:01.5
@@ -425,6 +483,51 @@ not_served "0000:3b:00.0 PF with VFs enabled" "0000:3b:00.1 PF with VFs enabled"
         "0000:3b:02.1 no pool's selectors take it"
 want $IB 0 ""
 pass "sriov_numvfs 4 -> 0 -> 8 on PF1: the range takes VFs 1-3, the VFs beyond it are not served"
+
+# the ConfigMap updated: cx6_eth's range becomes #1-2; cx6_rdma and cx6_ib keep their
+# registration, socket and stream, and get no new list
+socks=$(ls "$DIR" | grep '^kdp-')
+n_rdma=$(lists $RDMA) n_ib=$(lists $IB) n_eth=$(lists $ETH)
+sed 's/#1-3/#1-2/' "$T/cx6.json" >"$T/cx6-eth12.json"
+config_map "$T/cm-cx6" "$T/cx6-eth12.json"
+want $ETH 0 0000:3b:01.3,0000:3b:01.4
+wait_line "$T/cx6.err" '"Reloaded the config file" backend="sriov" path="[^"]*/cm-cx6/config\.json" pools=3 unchangedPools=2 trigger="inotify"$'
+assert_eq "$(lists $ETH)" $((n_eth + 1)) "new lists of the changed pool"
+
+# kdpd's SIGHUP, its own config unchanged: config.json is read again, nothing else happens
+kill -HUP "$(pgrep -P "$KDPD_PID")"
+wait_line "$T/cx6.err" '"Reloaded config" changedBackends=0 reloadedBackends=1$'
+wait_line "$T/cx6.err" '"Reloaded the config file" backend="sriov" path="[^"]*/cm-cx6/config\.json" pools=3 unchangedPools=3 trigger="SIGHUP"$'
+pass "SIGHUP with kdpd's config unchanged: the backend read config.json again"
+ctl unbind 0000:3b:01.4         # an event after both: once its list is there, a list they made would be too
+want $ETH 0 0000:3b:01.3 0000:3b:01.4
+for res in $RDMA $IB $ETH; do
+        assert_eq "$(registrations "$res")" 1 "$res registered once"
+done
+assert_eq "$(lists $RDMA)" "$n_rdma" "lists of the unchanged cx6_rdma"
+assert_eq "$(lists $IB)" "$n_ib" "lists of the unchanged cx6_ib"
+assert_eq "$(lists $ETH)" $((n_eth + 2)) "lists of the changed pool (the update, the unbind)"
+assert_eq "$(count_lines "$T/kubelet.out" '^stream-ended ')" 0 "streams ended"
+assert_eq "$(ls "$DIR" | grep '^kdp-')" "$socks" "plugin sockets"
+pass "ConfigMap update (..data swap): only the changed pool's stream got a list; the others kept registration, socket and stream"
+
+# a broken config.json through the ConfigMap: logged with file:line:key, the pools stay; fixed, read again
+printf '{"resourceList": [\n {"resourceName": 7}\n]}\n' >"$T/cx6-bad.json"
+config_map "$T/cm-cx6" "$T/cx6-bad.json"
+wait_line "$T/cx6.err" '"Rejected SR-IOV config file" backend="sriov" path="[^"]*/cm-cx6/config\.json" line=2 key="resourceList\[0\]\.resourceName"'
+wait_line "$T/cx6.err" '"Kept the running pools after a failed reload of the config file" backend="sriov" path="[^"]*/cm-cx6/config\.json" trigger="inotify"'
+ctl bind 0000:3b:01.4 mlx5_core
+want $ETH 0 0000:3b:01.3,0000:3b:01.4
+want $RDMA 0 0000:3b:00.2,0000:3b:00.3,0000:3b:00.4,0000:3b:00.5
+config_map "$T/cm-cx6" "$T/cx6.json"
+want $ETH 0 0000:3b:01.3,0000:3b:01.4,0000:3b:01.5
+wait_count "$T/cx6.err" '"Reloaded the config file" backend="sriov" path="[^"]*/cm-cx6/config\.json" pools=3 unchangedPools=2 trigger="inotify"$' 2
+for res in $RDMA $IB $ETH; do
+        assert_eq "$(registrations "$res")" 1 "$res registered once"
+done
+assert_eq "$(lists $RDMA)" "$n_rdma" "lists of the unchanged cx6_rdma"
+assert_eq "$(count_lines "$T/cx6.err" '"Kept the running pools after a failed reload')" 1 "failed reloads"
+pass "a broken config.json keeps the running pools, named file:line:key; fixed, it is read again"
 node_done
 
 # ---------------------------------------------------------------------------------------------

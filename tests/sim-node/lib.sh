@@ -2,7 +2,8 @@
 # What the rig's test scripts share; source it first. It sets src, build (exported as
 # KDP_BUILD_DIR), simnode, check (sim-check), nodes (tests/fixtures/nodes) and tmp (removed on exit
 # with fds 3 and 4 closed and $sim_pid killed), skips (exit 77) when sim-node is not built or
-# umockdev's preload does not run here, and defines ok, fail (counted in $failures) and expect.
+# umockdev's preload does not run here, and defines ok, fail (counted in $failures), expect,
+# run (a command on a fixture's node) and wait_text.
 # ok() never fails, so "[ ... ] && ok ... || fail ..." is an if-then-else.
 # On every exit path (exit, SIGINT, SIGTERM, SIGHUP) $sim_pid and everything else the script
 # started is stopped; start sim-node in the background with "${DIE_WITH_US[@]}" in front so that
@@ -63,4 +64,28 @@ expect() {
                 fail "$name"
                 sed 's/^/    /' "$tmp/diff"
         fi
+}
+
+# run NAME FIXTURE COMMAND...: COMMAND on the fixture's node, its stdout in $tmp/out; sim-node or
+# COMMAND failing, or anything on stderr, is a failure
+run() {
+        local name=$1 fixture=$2 rc
+        shift 2
+        "${DIE_WITH_US[@]}" "$simnode" "$nodes/$fixture.umockdev" -- "$@" > "$tmp/out" 2> "$tmp/err"
+        rc=$?
+        [ $rc = 0 ] && [ ! -s "$tmp/err" ] || fail "$name: exit $rc: $(cat "$tmp/err")"
+}
+
+# wait_text FILE REGEX: until a line of FILE matches (deadline 60 s, stretched by SLOW); else a
+# failure that shows FILE and $tmp/simerr (sim-node's stderr, where a script writes it), and exit
+wait_text() {
+        local file=$1 re=$2 end
+        end=$(deadline_ms 60)
+        while [ "$(now_ms)" -lt "$end" ]; do
+                grep -qE -- "$re" "$file" 2>/dev/null && return 0
+                sleep 0.02
+        done
+        fail "timed out waiting for /$re/ in $(basename "$file")"
+        sed 's/^/    /' "$file" "$tmp/simerr" 2>/dev/null
+        exit 1
 }

@@ -18,12 +18,15 @@
 # Case scripts: tests/sim-node/converge/FIXTURE.NAME.script, lines for sim-node (see sim-node.c)
 # fed through its control FIFO once kdpd #1 has registered its first list, plus this harness's
 # own line "restore PATH" (a write of PATH with the fixture's text: NVIDIA's information file,
-# a KFD node's properties) and "exclude PATH" (the same text with "GPU Excluded: Yes"). Each
+# a KFD node's properties) and "exclude PATH" (the same text with "GPU Excluded: Yes"); a case
+# with the line "# converge: keeps nothing" fails when kdpd #1 keeps any device as seen. Each
 # fixture also gets a random script (fixed seed, random_script below), and gpu-h100x8 runs the
 # fixture's own gpu-h100x8-fall-off-bus.script. The SR-IOV fixtures (backend sriov, its
 # config.json tests/sim-node/converge/FIXTURE.config.json) run each event script of their own
-# as a case (tests/fixtures/nodes/sriov-e810-numvfs.script: sriov-e810/numvfs). Exit 77 =
-# skipped. ok() never fails, so "[ ... ] && ok ... || fail ..." is an if-then-else.
+# as a case (tests/fixtures/nodes/sriov-e810-numvfs.script: sriov-e810/numvfs), each in a
+# network namespace of its own whose links are the fixture's PF netdevs (a script's "set
+# net/<PF> carrier V" is mirrored there once it ran); without root they are skipped, named.
+# Exit 77 = skipped. ok() never fails, so "[ ... ] && ok ... || fail ..." is an if-then-else.
 # shellcheck disable=SC2015
 set -u
 
@@ -530,14 +533,52 @@ only=${KDP_CONVERGE_ONLY:-.}
 [ "${KDP_VALGRIND:-}" = 1 ] && [ -z "${KDP_CONVERGE_ONLY:-}" ] && only=$valgrind_cases
 skipped=()
 
+# The SR-IOV cases run sim-node (and both kdpds) in a network namespace of their own, whose
+# links are the fixture's PF netdevs, up: rtnetlink (PF link state, default routes) shows them
+# and nothing of the machine's. Where no namespace can be made they are skipped, with the reason.
+netns_skipped=()
+netns_why=
+netns_usable || netns_why=$NETNS_WHY
+
+# pf_links FIXTURE: the netdevs of the fixture's PFs
+pf_links() {
+        case $1 in
+        sriov-e810) echo ens3f0np0 ens3f1np1 ;;
+        sriov-cx6dx) echo ens1f0np0 ens1f1np1 ;;
+        sriov-noiommu) echo ens3f0np0 ;;
+        esac
+}
+
+# pf_carriers DIR: the script's last "set net/<PF> carrier V" of each PF link, as its link state
+# in the case's namespace (kdpd reads rtnetlink, not the sysfs file the script wrote)
+pf_carriers() {
+        local link v
+        for link in $(pf_links "$case_fixture"); do
+                v=$(awk -v a="net/$link" '$1 == "set" && $2 == a && $3 == "carrier" { v = $4 } END { print v }' "$1/script")
+                [ -n "$v" ] || continue
+                [ "$v" = 0 ] && v=down || v=up
+                nsenter --net="/proc/$sim_pid/ns/net" ip link set "$link" "$v" || return 1
+        done
+}
+
 n_cases=0
 run_case() {
-        local fixture=$1 name=$2 script=$3 d k extra=() t0
+        local fixture=$1 name=$2 script=$3 d k extra=() netns=() t0
         shift 3
         case_name=$fixture/$name case_fixture=$fixture
         if ! [[ $case_name =~ $only ]]; then
                 [[ $case_name =~ ${KDP_CONVERGE_ONLY:-.} ]] && skipped+=("$case_name")
                 return 0
+        fi
+        if [ "$1" = sriov ]; then
+                if [ -n "$netns_why" ]; then
+                        netns_skipped+=("$case_name")
+                        return 0
+                fi
+                # shellcheck disable=SC2016
+                netns=(unshare --net -- bash -c '. "$1"; shift
+                        while [ "$1" != -- ]; do netns_link_add "$1" || exit 2; shift; done
+                        shift; exec "$@"' netns "$src/tests/procs.sh" $(pf_links "$fixture") --)
         fi
         n_cases=$((n_cases + 1))
         t0=$(now_ms)
@@ -556,7 +597,7 @@ run_case() {
         *) extra=(--backend "$pcitest") ;;
         esac
         # a process group of its own, for stop_all to sweep (setsid does not fork: not a group leader)
-        "${DIE_WITH_US[@]}" setsid "$simnode" "$nodes/$fixture.umockdev" --control "$d/ctl" -- bash "$wrapper" "$d" \
+        "${DIE_WITH_US[@]}" setsid "${netns[@]}" "$simnode" "$nodes/$fixture.umockdev" --control "$d/ctl" -- bash "$wrapper" "$d" \
                 "${kdpd_run[@]}" -- --health-hold-ms 0 --cdi-dir "$d/cdi" "${extra[@]}" "${@:2}" \
                 > "$d/sim.out" 2> "$d/sim.err" &
         sim_pid=$! sim_pgid=$!
@@ -568,6 +609,11 @@ run_case() {
         if ! sim_running; then
                 fail "$case_name: sim-node stopped during the script"
                 show_logs "$d"
+                stop_all
+                return
+        fi
+        if [ ${#netns[@]} -gt 0 ] && ! pf_carriers "$d"; then
+                fail "$case_name: cannot set the PF links as the script left their carriers"
                 stop_all
                 return
         fi
@@ -594,7 +640,11 @@ run_case() {
                 stop_all
                 return
         fi
-        if [ $agreed -ge 2 ]; then
+        if [ $agreed -ge 2 ] && [ -s "$d/kept" ] && grep -qx '# converge: keeps nothing' "$script"; then
+                fail "$case_name: the lists agree but kdpd #1 keeps devices the case says it must not"
+                sed 's/^/    kept: /' "$d/kept"
+                show_logs "$d"
+        elif [ $agreed -ge 2 ]; then
                 if [ -s "$d/kept" ]; then
                         ok "$case_name: the lists agree; kept as seen by kdpd #1: $(sed 's/ (.*//' "$d/kept" | awk '{ print $2 }' | tr '\n' ' ')"
                 else
@@ -686,6 +736,11 @@ main() {
         done
 
         echo "$n_cases cases"
+        if [ ${#netns_skipped[@]} -gt 0 ]; then
+                echo "${#netns_skipped[@]} SR-IOV cases were not run ($netns_why):"
+                printf '    %s\n' "${netns_skipped[@]}"
+                [ $n_cases = 0 ] && exit 77
+        fi
         if [ ${#skipped[@]} -gt 0 ]; then
                 echo "under valgrind, ${#skipped[@]} cases were not run (KDP_CONVERGE_ONLY=. runs them):"
                 printf '    %s\n' "${skipped[@]}"

@@ -14,27 +14,6 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "${KDP_BUILD_DIR:-$(dirname "${BASH_SOURCE[0]}")/../../build}/kdpctl"
 kdpctl=$build/kdpctl
 
-# run NAME FIXTURE COMMAND...: COMMAND's stdout in $tmp/out; sim-node or COMMAND failing is a failure
-run() {
-        local name=$1 fixture=$2 rc
-        shift 2
-        "${DIE_WITH_US[@]}" "$simnode" "$nodes/$fixture.umockdev" -- "$@" > "$tmp/out" 2> "$tmp/err"
-        rc=$?
-        [ $rc = 0 ] && [ ! -s "$tmp/err" ] || fail "$name: exit $rc: $(cat "$tmp/err")"
-}
-# wait_for FILE REGEX: deadline 30 s, stretched by SLOW
-wait_for() {
-        local file=$1 re=$2 end
-        end=$(deadline_ms 30)
-        while [ "$(now_ms)" -lt "$end" ]; do
-                grep -qE -- "$re" "$file" 2>/dev/null && return 0
-                sleep 0.02
-        done
-        fail "timed out waiting for /$re/ in $(basename "$file")"
-        sed 's/^/    /' "$file" "$tmp/simerr" 2>/dev/null
-        exit 1
-}
-
 # ---------------------------------------------------------------------------------------------
 # The PCI trees: addresses, IDs, classes, drivers, NUMA nodes, IOMMU groups
 
@@ -291,13 +270,13 @@ file $P/gpus/0000:3a:00.0/information
 file /dev/nvidia2
 check /sys$G2
 count"
-wait_for "$tmp/simout" '^gone$'
+wait_text "$tmp/simout" '^gone$'
 printf '%s\nmark gone\n' "$requests" >&4
-wait_for "$tmp/events" '^mark gone$'
+wait_text "$tmp/events" '^mark gone$'
 cat "$tmp/fall.2" >&3
-wait_for "$tmp/simout" '^back$'
+wait_text "$tmp/simout" '^back$'
 printf '%s\nmark back\n' "$requests" >&4
-wait_for "$tmp/events" '^mark back$'
+wait_text "$tmp/events" '^mark back$'
 exec 4>&-
 wait "$sim_pid"
 rc=$?

@@ -18,27 +18,6 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "${KDP_BUILD_DIR:-$(dirname "${BASH_SOURCE[0]}")/../../build}/kdpctl"
 kdpctl=$build/kdpctl
 
-# run NAME FIXTURE COMMAND...: COMMAND's stdout in $tmp/out; sim-node or COMMAND failing is a failure
-run() {
-        local name=$1 fixture=$2 rc
-        shift 2
-        "${DIE_WITH_US[@]}" "$simnode" "$nodes/$fixture.umockdev" -- "$@" > "$tmp/out" 2> "$tmp/err"
-        rc=$?
-        [ $rc = 0 ] && [ ! -s "$tmp/err" ] || fail "$name: exit $rc: $(cat "$tmp/err")"
-}
-# wait_for FILE REGEX: deadline 60 s, stretched by SLOW
-wait_for() {
-        local file=$1 re=$2 end
-        end=$(deadline_ms 60)
-        while [ "$(now_ms)" -lt "$end" ]; do
-                grep -qE -- "$re" "$file" 2>/dev/null && return 0
-                sleep 0.02
-        done
-        fail "timed out waiting for /$re/ in $(basename "$file")"
-        sed 's/^/    /' "$file" "$tmp/simerr" 2>/dev/null
-        exit 1
-}
-
 # The plain reads, one line per fact: PFs with their sriov_* files and virtfn<N> links, VFs with
 # physfn, driver, group and vfio node, netdevs (carrier "-" when the read fails: admin down),
 # RDMA devices with their char devices ("!" if one's device link is not the function), iommu
@@ -314,9 +293,9 @@ run_script() {
                 mark=$(sed -n 's/^echo //p' "$part")
                 [ -n "$mark" ] || { fail "$script: $(basename "$part") ends without an echo"; continue; }
                 cat "$part" >&3
-                wait_for "$tmp/simout" "^$mark\$"
+                wait_text "$tmp/simout" "^$mark\$"
                 printf '%s\n' "$@" "mark $mark" >&4
-                wait_for "$tmp/events" "^mark $mark\$"
+                wait_text "$tmp/events" "^mark $mark\$"
         done
         exec 4>&-
         wait "$sim_pid"

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <kdp/backend.h>
 
@@ -26,6 +27,14 @@
 #include "device-tree.h"
 
 /* Any "now": the backend sees only this clock, never the machine's uptime. */
+#define KDP_TEST_BACKEND_WATCHES_MAX 8
+
+/* One fd the backend has kdpd's loop watch, with its handler. */
+typedef struct kdp_test_backend_watch {
+        int fd;
+        kdp_backend_fd_fn fn;
+} kdp_test_backend_watch;
+
 #define KDP_TEST_BACKEND_NOW_USEC UINT64_C(1234000000)
 
 typedef struct kdp_test_backend {
@@ -37,6 +46,8 @@ typedef struct kdp_test_backend {
         kdp_device_tree *tree;
         int watched_fd;                 /* the last kdp_backend_watch_fd(), -1: none */
         kdp_backend_fd_fn on_fd;        /* its handler */
+        kdp_test_backend_watch watches[KDP_TEST_BACKEND_WATCHES_MAX];   /* every fd watched now */
+        size_t n_watches;
         uint64_t now_usec;              /* the fake clock the backend reads */
         int64_t rescan_ms;              /* the last kdp_backend_rescan_after(), -1: none */
 } kdp_test_backend;
@@ -49,16 +60,47 @@ static inline uint64_t kdp_test_backend_clock(void *data) {
 static int kdp_test_backend_watch_result;
 
 static inline int kdp_test_backend_watch_fd(void *data, int fd, kdp_backend_fd_fn fn) {
+        kdp_test_backend *b = data;
+
         if (kdp_test_backend_watch_result < 0)
                 return kdp_test_backend_watch_result;
-        ((kdp_test_backend *) data)->watched_fd = fd;
-        ((kdp_test_backend *) data)->on_fd = fn;
+        ck_assert_uint_lt(b->n_watches, KDP_TEST_BACKEND_WATCHES_MAX);
+        for (size_t i = 0; i < b->n_watches; i++)
+                ck_assert_int_ne(b->watches[i].fd, fd);         /* kdpd refuses a second watch of an fd */
+        b->watches[b->n_watches++] = (kdp_test_backend_watch){ .fd = fd, .fn = fn };
+        b->watched_fd = fd;
+        b->on_fd = fn;
         return 0;
 }
 
+/* Ends the watch of `fd` (watched_fd, the last one asked for, stays as it was). */
 static inline void kdp_test_backend_unwatch_fd(void *data, int fd) {
-        (void) data;
-        (void) fd;
+        kdp_test_backend *b = data;
+
+        for (size_t i = 0; i < b->n_watches; i++)
+                if (b->watches[i].fd == fd) {
+                        b->watches[i] = b->watches[--b->n_watches];
+                        return;
+                }
+}
+
+/*
+ * The watch whose fd is of `kind`, as /proc/self/fd names it: "socket:" (a netlink socket),
+ * "anon_inode:inotify", "anon_inode:[timerfd]"...; NULL when the backend watches none.
+ */
+static inline const kdp_test_backend_watch *kdp_test_backend_find_watch(const kdp_test_backend *b, const char *kind) {
+        for (size_t i = 0; i < b->n_watches; i++) {
+                char link[64], target[128];
+                ssize_t n;
+
+                (void) snprintf(link, sizeof(link), "/proc/self/fd/%d", b->watches[i].fd);
+                n = readlink(link, target, sizeof(target) - 1);
+                ck_assert_int_gt(n, 0);
+                target[n] = '\0';
+                if (strncmp(target, kind, strlen(kind)) == 0)
+                        return &b->watches[i];
+        }
+        return NULL;
 }
 
 static inline int kdp_test_backend_rescan_after(void *data, uint32_t ms) {

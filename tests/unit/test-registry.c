@@ -2,6 +2,7 @@
 /* The backend loader: every refusal with its exact error, and the hooks of a good backend. */
 #include <check.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -122,6 +123,51 @@ START_TEST(test_registry_default_hooks_without_backend_hooks) {
 }
 END_TEST
 
+/* The reload hook: called only while started, reaching the state; none for a backend without it. */
+START_TEST(test_registry_reload_calls_the_hook_of_a_started_backend) {
+        _cleanup_(kdp_registry_freep) kdp_backend *b = NULL, *twin = NULL;
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *tree = NULL;
+        const char *roots[_KDP_PATH_KIND_MAX] = { 0 };
+        const kdp_device_list *l;
+
+        ck_assert_int_eq(load("reloader", &b), 0);
+        ck_assert_ptr_nonnull(b->reload);
+        ck_assert_int_eq(kdp_registry_reload(b), -ESRCH);       /* not started */
+        ck_assert_int_eq(kdp_registry_start(b, NULL, roots), 0);
+        ck_assert_int_eq(kdp_registry_reload(b), 0);
+        ck_assert_int_eq(kdp_registry_reload(b), 0);
+        ck_assert_int_eq(kdp_registry_scan(b, NULL, &tree), 0);
+        l = kdp_device_tree_find(tree, "reloader.example.com/thing");
+        ck_assert_ptr_nonnull(l);
+        ck_assert_int_eq(l->n_devices, 3);                      /* devices=1, one more per reload */
+        kdp_registry_stop(b);
+        ck_assert_int_eq(kdp_registry_reload(b), -ESRCH);
+
+        ck_assert_int_eq(load("twin", &twin), 0);
+        ck_assert_ptr_null(twin->reload);
+        ck_assert_int_eq(kdp_registry_start(twin, NULL, roots), 0);
+        ck_assert_int_eq(kdp_registry_reload(twin), -EOPNOTSUPP);
+}
+END_TEST
+
+/* A backend whose struct_size ends before `reload` has none, whatever lies beyond its table. */
+START_TEST(test_registry_ignores_reload_beyond_struct_size) {
+        _cleanup_(kdp_registry_freep) kdp_backend *b = NULL;
+        _cleanup_(kdp_device_tree_freep) kdp_device_tree *tree = NULL;
+        const char *roots[_KDP_PATH_KIND_MAX] = { 0 };
+
+        ck_assert_int_eq(load("oldreload", &b), 0);
+        ck_assert_uint_eq(b->ops->struct_size, offsetof(kdp_backend_ops, reload));
+        ck_assert(!KDP_OPS_HAS(b->ops, reload));
+        ck_assert(KDP_OPS_HAS(b->ops, device_event));
+        ck_assert_ptr_null(b->reload);
+        ck_assert_int_eq(kdp_registry_start(b, NULL, roots), 0);
+        ck_assert_int_eq(kdp_registry_reload(b), -EOPNOTSUPP);
+        ck_assert_int_eq(kdp_registry_scan(b, NULL, &tree), 0);
+        ck_assert_int_eq(kdp_device_tree_find(tree, "oldreload.example.com/thing")->n_devices, 1);
+}
+END_TEST
+
 static Suite *registry_suite(void) {
         Suite *s = suite_create("registry");
         TCase *tc = tcase_create("load");
@@ -134,6 +180,8 @@ static Suite *registry_suite(void) {
         tcase_add_test(tc, test_registry_start_refuses_unknown_config_key);
         tcase_add_test(tc, test_registry_start_reports_init_failure);
         tcase_add_test(tc, test_registry_default_hooks_without_backend_hooks);
+        tcase_add_test(tc, test_registry_reload_calls_the_hook_of_a_started_backend);
+        tcase_add_test(tc, test_registry_ignores_reload_beyond_struct_size);
         suite_add_tcase(s, tc);
 
         return s;

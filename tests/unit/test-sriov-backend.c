@@ -232,6 +232,26 @@ START_TEST(test_sriov_backend_exclude_topology_drops_the_numa_node) {
 }
 END_TEST
 
+/* The netdev pool of config_json while VF 1 is unbound. */
+#define E810_NETDEV_VF1_UNBOUND                                                                  \
+        "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: driver unbound\n"                     \
+        "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n"
+
+/* VF 1 (0000:8a:01.1) left by iavf: its netdev goes with the driver; the event kdpd hands over. */
+static void vf1_unbind(run *r) {
+        kdp_test_sriov_net_remove(r->root, E810_VF_PATH(1), "ens3f0v1");
+        kdp_test_tree_remove(r->root, "sys/devices/" E810_VF_PATH(1) "/driver");
+        run_event(r, "unbind", "0000:8a:01.1");
+}
+
+/* VF 1, without a driver, bound to iavf: its netdev comes back. */
+static void vf1_bind_iavf(run *r) {
+        kdp_test_pci_sys_link(r->root, &(kdp_test_pci_dev){ .path = E810_VF_PATH(1) }, "driver",
+                              "bus/pci/drivers/iavf");
+        kdp_test_sriov_net_add(r->root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
+        run_event(r, "bind", "0000:8a:01.1");
+}
+
 /* ---- health ---- */
 
 START_TEST(test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back) {
@@ -272,13 +292,9 @@ START_TEST(test_sriov_backend_vf_unbound_then_rebound) {
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
 
-        kdp_test_sriov_net_remove(r.root, E810_VF_PATH(1), "ens3f0v1");
-        kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
-        run_event(&r, "unbind", "0000:8a:01.1");
+        vf1_unbind(&r);
         run_scan(&r);
-        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Unhealthy: driver unbound\n"
-                                   "0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
-                                   "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n");
+        expect_devices(&r, NETDEV, E810_NETDEV_VF1_UNBOUND);
         expect_devices(&r, VFIO, E810_VFIO_ALL);
         expect_not_served(&r, NOT_SERVED_ALL);  /* it is in its pool's list, not among these */
 
@@ -295,13 +311,75 @@ START_TEST(test_sriov_backend_vf_unbound_then_rebound) {
         expect_devices(&r, VFIO, "0000:8a:01.1 1 Healthy\n" E810_VFIO_ALL);
 
         kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
-        kdp_test_pci_sys_link(r.root, &vf1, "driver", "bus/pci/drivers/iavf");
-        kdp_test_sriov_net_add(r.root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
-        run_event(&r, "bind", "0000:8a:01.1");
+        vf1_bind_iavf(&r);
         run_scan(&r);
         expect_devices(&r, NETDEV, E810_NETDEV_ALL);
         expect_devices(&r, VFIO, "0000:8a:01.1 1 Unhealthy: bound to iavf\n" E810_VFIO_ALL);
         expect_not_served(&r, NOT_SERVED_ALL);
+}
+END_TEST
+
+/* iavf VFs first, then every E810 VF whatever its driver: a pool whose selectors name no driver. */
+static const char config_driverless[] =
+        "{\"resourceList\": [\n"
+        "  {\"resourceName\": \"e810_netdev\", \"selectors\": [{\"drivers\": [\"iavf\"]}]},\n"
+        "  {\"resourceName\": \"e810_any\", \"selectors\": [{\"vendors\": [\"8086\"], \"devices\": [\"1889\"]}]}\n"
+        "]}\n";
+#define ANY "intel.com/e810_any"
+#define ANY_ALL E810_VFIO_ALL "0000:8a:05.0 1 Healthy\n"    /* vfio-pci and igb_uio */
+#define ANY_CX6                                                                                  \
+        "0000:3b:00.0: PF with VFs enabled\n0000:3b:00.2: no pool's selectors take it\n"            \
+        "0000:3b:00.3: no pool's selectors take it\n0000:3b:00.4: no pool's selectors take it\n"    \
+        "0000:3b:00.5: no pool's selectors take it\n"
+#define ANY_NOT_SERVED ANY_CX6 "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"
+
+/*
+ * A VF between its "add" and its driver's probe is unbound: no pool takes it, not even one whose
+ * selectors name no driver (sriovdp makes no device of a function without a driver). So whether
+ * a scan fell into that gap changes nothing: once iavf binds, the pools are what a backend
+ * started on the final node shows, with no member kept "bound to iavf" in the driverless pool.
+ */
+START_TEST(test_sriov_backend_a_vf_before_its_probe_is_in_no_pool) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_driverless) };
+        _cleanup_(run_done) run fresh = { .root = node_tree(config_driverless) };
+        _cleanup_free_ char *netdev = NULL, *any = NULL, *not_served = NULL;
+
+        /* VF 1 just added: on the bus, no driver yet, no netdev */
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        vf1_unbind(&r);
+        run_event(&r, "add", "0000:8a:01.1");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.2 1 Healthy\n0000:8a:01.3 1 Healthy\n"
+                                   "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n");
+        expect_devices(&r, ANY, ANY_ALL);
+        expect_not_served(&r, ANY_CX6 "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"
+                              "0000:8a:01.1: driver unbound\n");
+        run_scan(&r);           /* a later scan in the same gap: still in no pool */
+        expect_devices(&r, ANY, ANY_ALL);
+
+        /* iavf's probe: the iavf pool takes it, and the driverless pool never had it */
+        vf1_bind_iavf(&r);
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_devices(&r, ANY, ANY_ALL);
+        expect_not_served(&r, ANY_NOT_SERVED);
+
+        /* the same as a backend that starts on the final node */
+        ck_assert_int_eq(run_open(&fresh, NULL), 0);
+        run_scan(&fresh);
+        netdev = devices_text(&fresh, NETDEV);
+        any = devices_text(&fresh, ANY);
+        not_served = kdp_test_not_served_text(fresh.b.tree);
+        expect_devices(&r, NETDEV, netdev);
+        expect_devices(&r, ANY, any);
+        expect_not_served(&r, not_served);
+
+        /* a member unbound later is kept, Unhealthy "driver unbound"; the driverless pool does not take it */
+        vf1_unbind(&r);
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_VF1_UNBOUND);
+        expect_devices(&r, ANY, ANY_ALL);
+        expect_not_served(&r, ANY_NOT_SERVED);
 }
 END_TEST
 
@@ -616,13 +694,80 @@ START_TEST(test_sriov_backend_init_fails_on_a_bad_pf_link_down) {
 }
 END_TEST
 
+/* Runs the callback of the backend's watch on the config file's directory, as kdpd's loop does. */
+static int run_config_events(run *r) {
+        const kdp_test_backend_watch *w = kdp_test_backend_find_watch(&r->b, "anon_inode:inotify");
+
+        ck_assert_ptr_nonnull(w);
+        return w->fn(r->b.state, w->fd);
+}
+
+/* The fake clock moves past the settle time of the config file's events. */
+static void run_settle(run *r) {
+        r->b.now_usec += 100 * 1000;
+}
+
+/* How many lines of `log` contain `text`. */
+static unsigned count_in(const char *log, const char *text) {
+        unsigned n = 0;
+
+        for (const char *p = strstr(log, text); p; p = strstr(p + 1, text))
+                n++;
+        return n;
+}
+
+/* e810_vfio as config_json has it; e810_netdev takes VFs 0-2 only; cx6_rdma and qat gone; igb_uio new */
+static const char config_json_changed[] =
+        "{\"resourceList\": [\n"
+        "  {\"resourceName\": \"e810_netdev\",\n"
+        "   \"selectors\": [{\"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
+        "                   \"drivers\": [\"iavf\"],\n"
+        "                   \"pfNames\": [\"ens3f0np0#0-2\"]}]},\n"
+        "  {\"resourceName\": \"e810_vfio\",\n"
+        "   \"selectors\": [{ \"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
+        "                    \"drivers\": [\"vfio-pci\"] }]},\n"
+        "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
+        "]}\n";
+
+#define NOT_SERVED_CHANGED                                                                                     \
+        "0000:3b:00.0: PF with VFs enabled\n"                                                                  \
+        "0000:3b:00.2: no pool's selectors take it\n0000:3b:00.3: no pool's selectors take it\n"               \
+        "0000:3b:00.4: no pool's selectors take it\n0000:3b:00.5: no pool's selectors take it\n"               \
+        "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"                               \
+        "0000:8a:01.3: no pool's selectors take it\n0000:8a:01.4: no pool's selectors take it\n"               \
+        "0000:8a:01.5: no pool's selectors take it\n"
+
+/* What a scan shows under config_json_changed, with VF 7 removed before it. */
+static void expect_changed(const run *r) {
+        ck_assert_uint_eq(r->b.tree->n_resources, 3);
+        expect_devices(r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n");
+        expect_devices(r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
+        expect_devices(r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
+        ck_assert_ptr_null(kdp_test_backend_resource(&r->b, RDMA));
+        expect_not_served(r, NOT_SERVED_CHANGED);
+}
+
+/* Writes `content` to <root>/<rel>.tmp and renames it over <root>/<rel>, as editors and tools do. */
+static void rename_over(const run *r, const char *rel, const char *content) {
+        _cleanup_free_ char *tmp = NULL, *from = NULL, *to = NULL;
+
+        ck_assert_int_ge(asprintf(&tmp, "%s.tmp", rel), 0);
+        kdp_test_tree_write(r->root, tmp, content);
+        from = kdp_test_tree_path(r->root, tmp);
+        to = kdp_test_tree_path(r->root, rel);
+        ck_assert_int_eq(rename(from, to), 0);
+}
+
 /*
- * config.json rewritten: an unchanged pool keeps its members (the lost VF stays, Unhealthy), a
- * changed pool is taken anew, a dropped pool goes, a new one comes; a broken file keeps the pools.
+ * config.json written in place: the watch on its directory sees it, and it is read once settled
+ * (not before, even by a scan, which reads the events waiting itself); an unchanged pool keeps its members (the lost VF stays,
+ * Unhealthy), a changed pool is taken anew, a dropped pool goes, a new one comes. A broken file
+ * keeps the pools, logged once with file:line:key; fixed (renamed over, as an editor does), it is
+ * read again.
  */
-START_TEST(test_sriov_backend_config_change_takes_effect_at_the_next_scan) {
+START_TEST(test_sriov_backend_config_change_takes_effect_once_settled) {
         _cleanup_(run_done) run r = { .root = node_tree(config_json) };
-        _cleanup_free_ char *log = NULL;
+        _cleanup_free_ char *log = NULL, *log2 = NULL, *log3 = NULL;
         kdp_test_capture c;
 
         ck_assert_int_eq(run_open(&r, NULL), 0);
@@ -632,44 +777,194 @@ START_TEST(test_sriov_backend_config_change_takes_effect_at_the_next_scan) {
         run_scan(&r);
         expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
 
-        /* e810_vfio as it was; e810_netdev now takes VFs 0-2 only; cx6_rdma and qat gone; igb_uio new */
-        kdp_test_tree_write(r.root, "config.json",
-                            "{\"resourceList\": [\n"
-                            "  {\"resourceName\": \"e810_netdev\",\n"
-                            "   \"selectors\": [{\"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
-                            "                   \"drivers\": [\"iavf\"],\n"
-                            "                   \"pfNames\": [\"ens3f0np0#0-2\"]}]},\n"
-                            "  {\"resourceName\": \"e810_vfio\",\n"
-                            "   \"selectors\": [{ \"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
-                            "                    \"drivers\": [\"vfio-pci\"] }]},\n"
-                            "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
-                            "]}\n");
+        kdp_test_tree_write(r.root, "config.json", config_json_changed);
+        r.b.rescan_ms = -1;
+        ck_assert_int_eq(run_config_events(&r), 0);
+        ck_assert_int_eq(r.b.rescan_ms, 100);           /* a scan once settled */
+        run_scan(&r);
+        ck_assert_uint_eq(r.b.tree->n_resources, 4);    /* not settled yet */
+        run_settle(&r);
         kdp_test_capture_begin(&c);
         run_scan(&r);
-        free(kdp_test_capture_end(&c));
-        ck_assert_uint_eq(r.b.tree->n_resources, 3);
-        expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n");
-        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
-        expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
-        ck_assert_ptr_null(kdp_test_backend_resource(&r.b, RDMA));
-        expect_not_served(&r, "0000:3b:00.0: PF with VFs enabled\n"
-                              "0000:3b:00.2: no pool's selectors take it\n0000:3b:00.3: no pool's selectors take it\n"
-                              "0000:3b:00.4: no pool's selectors take it\n0000:3b:00.5: no pool's selectors take it\n"
-                              "0000:8a:00.0: PF with VFs enabled\n0000:8a:00.1: PF with VFs enabled\n"
-                              "0000:8a:01.3: no pool's selectors take it\n0000:8a:01.4: no pool's selectors take it\n"
-                              "0000:8a:01.5: no pool's selectors take it\n");
+        log = kdp_test_capture_end(&c);
+        expect_changed(&r);
+        ck_assert_int_eq(count_in(log, "\"Reloaded the config file\" backend=\"sriov\" path=\""), 1);
+        ck_assert_ptr_nonnull(strstr(log, "/config.json\" pools=3 unchangedPools=1 trigger=\"inotify\"\n"));
 
         /* broken: logged with file:line:key, the running pools stay, and it is not read again unchanged */
         kdp_test_tree_write(r.root, "config.json", "{\"resourceList\": [\n  {\"resourceName\": 7}\n]}\n");
         kdp_test_capture_begin(&c);
+        run_scan(&r);           /* before the loop ran the callback: the scan reads the events, waits to settle */
+        log2 = kdp_test_capture_end(&c);
+        ck_assert_str_eq(log2, "");
+        free(log2);
+        kdp_test_capture_begin(&c);
+        run_settle(&r);
         run_scan(&r);
+        run_scan(&r);
+        run_settle(&r);
+        run_scan(&r);
+        log2 = kdp_test_capture_end(&c);
+        ck_assert_int_eq(count_in(log2, "config.json\" line=2 key=\"resourceList[0].resourceName\""), 1);
+        ck_assert_int_eq(count_in(log2, "\"Kept the running pools after a failed reload of the config file\" "
+                                        "backend=\"sriov\" path=\""), 1);
+        ck_assert_int_eq(count_in(log2, "\"Reloaded the config file\""), 0);
+        expect_changed(&r);
+
+        /* fixed, renamed over it: read again */
+        rename_over(&r, "config.json", config_json);
+        ck_assert_int_eq(run_config_events(&r), 0);
+        run_settle(&r);
+        kdp_test_capture_begin(&c);
+        run_scan(&r);
+        log3 = kdp_test_capture_end(&c);
+        ck_assert_int_eq(count_in(log3, "\"Reloaded the config file\""), 1);
+        ck_assert_ptr_nonnull(strstr(log3, " pools=4 unchangedPools=1 trigger=\"inotify\"\n"));
+        ck_assert_uint_eq(r.b.tree->n_resources, 4);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_devices(&r, RDMA, CX6_RDMA_ALL);
+}
+END_TEST
+
+#define CM_OLD "cm/..2024_01_01_00_00_00.000000001"
+#define CM_NEW "cm/..2024_01_01_00_05_00.000000002"
+
+/* A ConfigMap volume as the kubelet lays it out: cm/..<ts>/config.json, cm/..data -> ..<ts>, cm/config.json -> ..data/config.json. */
+static void config_map_new(const run *r, const char *content) {
+        kdp_test_tree_write(r->root, CM_OLD "/config.json", content);
+        kdp_test_tree_link(r->root, "cm/..data", CM_OLD + 3);
+        kdp_test_tree_link(r->root, "cm/config.json", "..data/config.json");
+}
+
+/*
+ * The kubelet's atomic update of a ConfigMap volume, step by step: the new files in a new
+ * ..<timestamp> directory, a ..data_tmp symlink to it renamed over ..data, the old directory
+ * removed.
+ */
+static void config_map_update(const run *r, const char *content) {
+        _cleanup_free_ char *tmp = kdp_test_tree_path(r->root, "cm/..data_tmp"),
+                            *data = kdp_test_tree_path(r->root, "cm/..data");
+
+        kdp_test_tree_write(r->root, CM_NEW "/config.json", content);
+        ck_assert_int_eq(symlink(CM_NEW + 3, tmp), 0);
+        ck_assert_int_eq(rename(tmp, data), 0);
+        kdp_test_tree_remove(r->root, CM_OLD "/config.json");
+        kdp_test_tree_remove(r->root, CM_OLD);
+}
+
+/*
+ * A ConfigMap update (the ..data swap) is read once settled; files of other names written in
+ * the directory (an editor's swap file) read nothing; config.json's path is the one logged.
+ */
+START_TEST(test_sriov_backend_config_map_update_is_read_once_settled) {
+        _cleanup_(run_done) run r = { .root = node_tree("{}") };
+        _cleanup_free_ char *file = NULL, *log = NULL, *want = NULL;
+        kdp_test_capture c;
+
+        config_map_new(&r, config_json);
+        ck_assert_int_ge(asprintf(&file, "sriov.config_file=%s/cm/config.json", r.root), 0);
+        r.opened = true;
+        ck_assert_int_eq(kdp_test_backend_open(&r.b, SRIOV_SO, "sriov", r.root, (const char *const[]){ file, NULL }),
+                         0);
+        run_scan(&r);
+        e810_vf_remove(r.root, 7, false);
+        run_event(&r, "remove", "0000:8a:01.7");
+        run_scan(&r);
+
+        /* other names: no read, no scan asked for */
+        kdp_test_tree_write(r.root, "cm/.config.json.swp", "x");
+        rename_over(&r, "cm/notes", "y");
+        r.b.rescan_ms = -1;
+        ck_assert_int_eq(run_config_events(&r), 0);
+        ck_assert_int_eq(r.b.rescan_ms, -1);
+        run_settle(&r);
+        kdp_test_capture_begin(&c);
+        run_scan(&r);
+        free(kdp_test_capture_end(&c));
+        ck_assert_uint_eq(r.b.tree->n_resources, 4);
+
+        config_map_update(&r, config_json_changed);
+        ck_assert_int_eq(run_config_events(&r), 0);
+        ck_assert_int_eq(r.b.rescan_ms, 100);
+        run_scan(&r);
+        ck_assert_uint_eq(r.b.tree->n_resources, 4);    /* not settled yet */
+        run_settle(&r);
+        kdp_test_capture_begin(&c);
         run_scan(&r);
         log = kdp_test_capture_end(&c);
-        ck_assert_ptr_nonnull(strstr(log, "config.json\" line=2 key=\"resourceList[0].resourceName\""));
-        ck_assert_ptr_nonnull(strstr(log, "\"Kept the running pools after a failed reload of the config file\""));
-        ck_assert_ptr_null(strstr(strstr(log, "\"Kept the running pools") + 1, "\"Kept the running pools"));
-        ck_assert_uint_eq(r.b.tree->n_resources, 3);
-        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n0000:8a:01.7 1 Unhealthy: removed from the PCI bus\n");
+        expect_changed(&r);
+        ck_assert_int_ge(asprintf(&want, "\"Reloaded the config file\" backend=\"sriov\" path=\"%s/cm/config.json\" "
+                                         "pools=3 unchangedPools=1 trigger=\"inotify\"\n", r.root), 0);
+        ck_assert_int_eq(count_in(log, "\"Reloaded the config file\""), 1);
+        ck_assert_msg(strstr(log, want), "no line %s in %s", want, log);
+}
+END_TEST
+
+/*
+ * kdpd's SIGHUP (the reload op) reads config.json at once, changed or not; the scan that follows
+ * serves it and does not read it again.
+ */
+START_TEST(test_sriov_backend_reload_reads_the_config_now) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        _cleanup_free_ char *log = NULL, *log2 = NULL;
+        kdp_test_capture c;
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        ck_assert_ptr_nonnull(r.b.ops->reload);
+        run_scan(&r);
+        kdp_test_capture_begin(&c);
+        r.b.ops->reload(r.b.state);
+        run_scan(&r);
+        log = kdp_test_capture_end(&c);
+        ck_assert_int_eq(count_in(log, "\"Reloaded the config file\""), 1);
+        ck_assert_ptr_nonnull(strstr(log, "/config.json\" pools=4 unchangedPools=4 trigger=\"SIGHUP\"\n"));
+        ck_assert_int_eq(count_in(log, "\"Configured pool\""), 0);      /* nothing changed */
+
+        e810_vf_remove(r.root, 7, false);
+        run_event(&r, "remove", "0000:8a:01.7");
+        run_scan(&r);
+        kdp_test_tree_write(r.root, "config.json", config_json_changed);
+        kdp_test_capture_begin(&c);
+        r.b.ops->reload(r.b.state);
+        run_scan(&r);
+        run_settle(&r);
+        run_scan(&r);
+        log2 = kdp_test_capture_end(&c);
+        ck_assert_int_eq(count_in(log2, "\"Reloaded the config file\""), 1);
+        ck_assert_ptr_nonnull(strstr(log2, " pools=3 unchangedPools=1 trigger=\"SIGHUP\"\n"));
+        expect_changed(&r);
+}
+END_TEST
+
+/*
+ * config.json a symlink to a file in another directory: the watch on its own directory cannot
+ * see that file change; the scan sees its identity change and reads it.
+ */
+START_TEST(test_sriov_backend_config_elsewhere_is_read_when_a_scan_sees_it_changed) {
+        _cleanup_(run_done) run r = { .root = node_tree("{}") };
+        _cleanup_free_ char *file = NULL, *log = NULL;
+        kdp_test_capture c;
+
+        kdp_test_tree_write(r.root, "elsewhere/real.json", config_json);
+        kdp_test_tree_link(r.root, "etc/config.json", "../elsewhere/real.json");
+        ck_assert_int_ge(asprintf(&file, "sriov.config_file=%s/etc/config.json", r.root), 0);
+        r.opened = true;
+        ck_assert_int_eq(kdp_test_backend_open(&r.b, SRIOV_SO, "sriov", r.root, (const char *const[]){ file, NULL }),
+                         0);
+        run_scan(&r);
+        e810_vf_remove(r.root, 7, false);
+        run_event(&r, "remove", "0000:8a:01.7");
+        run_scan(&r);
+        rename_over(&r, "elsewhere/real.json", config_json_changed);
+        r.b.rescan_ms = -1;
+        ck_assert_int_eq(run_config_events(&r), 0);
+        ck_assert_int_eq(r.b.rescan_ms, -1);            /* the watch saw nothing of it */
+        kdp_test_capture_begin(&c);
+        run_scan(&r);
+        log = kdp_test_capture_end(&c);
+        ck_assert_int_eq(count_in(log, "\"Reloaded the config file\""), 1);
+        ck_assert_ptr_nonnull(strstr(log, "/etc/config.json\" pools=3 unchangedPools=1 trigger=\"scan\"\n"));
+        expect_changed(&r);
 }
 END_TEST
 
@@ -712,14 +1007,14 @@ static char *shown_text(const run *r, const shown *want, size_t n, bool actual) 
 static void wait_shown(run *r, const shown *want, size_t n) {
         int64_t deadline = kdp_test_monotonic_ms() + LINK_DEADLINE_MS;
         _cleanup_free_ char *expected = shown_text(r, want, n, false);
+        const kdp_test_backend_watch *w = kdp_test_backend_find_watch(&r->b, "socket:");
 
-        ck_assert_int_ge(r->b.watched_fd, 0);   /* init put the rtnetlink socket on the loop */
-        ck_assert_ptr_nonnull(r->b.on_fd);
+        ck_assert_ptr_nonnull(w);               /* init put the rtnetlink socket on the loop */
         for (;;) {
-                struct pollfd pfd = { .fd = r->b.watched_fd, .events = POLLIN };
+                struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
                 _cleanup_free_ char *got = NULL;
                 int64_t left;
-                int ret = r->b.on_fd(r->b.state, r->b.watched_fd);
+                int ret = w->fn(r->b.state, w->fd);
 
                 ck_assert_int_ge(ret, 0);
                 if (ret > 0)
@@ -870,7 +1165,7 @@ END_TEST
  */
 START_TEST(test_sriov_backend_serves_while_rtnetlink_fails_and_retries_it) {
         _cleanup_(run_done) run r = { .root = node_tree(config_json) };
-        _cleanup_free_ char *log = NULL, *log2 = NULL;
+        _cleanup_free_ char *log = NULL, *log2 = NULL, *watch_line = NULL;
         const char *p;
         kdp_test_capture c;
         int ret;
@@ -883,14 +1178,19 @@ START_TEST(test_sriov_backend_serves_while_rtnetlink_fails_and_retries_it) {
         kdp_test_backend_watch_result = 0;
         ck_assert_int_eq(ret, 0);
         p = log;
+        ck_assert_int_ge(asprintf(&watch_line, "\"Cannot watch the config file's directory: its changes are seen at "
+                                               "scans\" backend=\"sriov\" path=\"%s\" err=\"No space left on device\"",
+                                  r.root), 0);
+        kdp_test_expect_line(&p, 'W', "watch.c", watch_line);
         kdp_test_expect_line(&p, 'E', "link.c",
                              "\"Failed to read rtnetlink, retrying later\" backend=\"sriov\" retryMs=1000 "
                              "err=\"No space left on device\"");
-        ck_assert_int_eq(r.b.watched_fd, -1);
+        ck_assert_uint_eq(r.b.n_watches, 0);    /* neither rtnetlink nor the config file's directory */
         ck_assert_int_eq(r.b.rescan_ms, 1000);
         run_scan(&r);
         expect_devices(&r, NETDEV, E810_NETDEV_ALL);
-        ck_assert_int_eq(r.b.watched_fd, -1);   /* not before the backoff has passed */
+        ck_assert_ptr_null(kdp_test_backend_find_watch(&r.b, "socket:"));      /* not before the backoff has passed */
+        ck_assert_ptr_nonnull(kdp_test_backend_find_watch(&r.b, "anon_inode:inotify"));   /* at each scan */
 
         /* the backoff has passed: the next scan opens a socket, which kdpd's loop watches */
         r.b.now_usec += 1000000;
@@ -900,7 +1200,7 @@ START_TEST(test_sriov_backend_serves_while_rtnetlink_fails_and_retries_it) {
         p = log2;
         kdp_test_expect_line(&p, 'I', "link.c", "\"Reopened rtnetlink socket\" backend=\"sriov\"");
         ck_assert_str_eq(p, "");
-        ck_assert_int_ge(r.b.watched_fd, 0);
+        ck_assert_ptr_nonnull(kdp_test_backend_find_watch(&r.b, "socket:"));
         kdp_test_sh("ip link set ens3f0np0 down");
         WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_PF0_DOWN }, { VFIO, E810_VFIO_PF0_DOWN });
 }
@@ -1044,7 +1344,9 @@ START_TEST(test_sriov_backend_devinfo_follows_allocate_and_the_devices) {
                             "   \"selectors\": [{ \"vendors\": [\"8086\"], \"devices\": [\"1889\"],\n"
                             "                    \"drivers\": [\"vfio-pci\"] }]}\n"
                             "]}\n");
-        run_scan(&r);
+        run_scan(&r);           /* the write seen */
+        run_settle(&r);
+        run_scan(&r);           /* and read */
         expect_devices(&r, NETDEV, "0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n");
         ck_assert_ptr_null(kdp_test_backend_resource(&r.b, RDMA));
         expect_devinfo_list(&r, DEVINFO_VFIO6 "\n");
@@ -1136,7 +1438,9 @@ START_TEST(test_sriov_backend_devinfo_kept_by_a_changed_pool_gone_with_numvfs) {
                             "  {\"resourceName\": \"e810_netdev\",\n"
                             "   \"selectors\": [{\"drivers\": [\"iavf\"], \"pfNames\": [\"ens3f0np0#0\"]}]}\n"
                             "]}\n");
-        run_scan(&r);
+        run_scan(&r);           /* the write seen */
+        run_settle(&r);
+        run_scan(&r);           /* and read */
         expect_devices(&r, NETDEV, "0000:8a:01.0 1 Healthy\n");
         expect_devinfo_list(&r, DEVINFO_NETDEV0 "\n");
         expect_devinfo_file(&r, DEVINFO_NETDEV0, DEVINFO_PCI("0000:8a:01.0", "0000:8a:00.0"));
@@ -1209,6 +1513,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_exclude_topology_drops_the_numa_node);
         tcase_add_test(tc, test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back);
         tcase_add_test(tc, test_sriov_backend_vf_unbound_then_rebound);
+        tcase_add_test(tc, test_sriov_backend_a_vf_before_its_probe_is_in_no_pool);
         tcase_add_test(tc, test_sriov_backend_numvfs_to_zero_takes_the_vfs_away);
         tcase_add_test(tc, test_sriov_backend_pf_leaves_when_its_vfs_are_enabled);
         tcase_add_test(tc, test_sriov_backend_netdev_moved_into_a_pod_stays);
@@ -1218,7 +1523,10 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_cdi_names_each_device);
         tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_config);
         tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_pf_link_down);
-        tcase_add_test(tc, test_sriov_backend_config_change_takes_effect_at_the_next_scan);
+        tcase_add_test(tc, test_sriov_backend_config_change_takes_effect_once_settled);
+        tcase_add_test(tc, test_sriov_backend_config_map_update_is_read_once_settled);
+        tcase_add_test(tc, test_sriov_backend_reload_reads_the_config_now);
+        tcase_add_test(tc, test_sriov_backend_config_elsewhere_is_read_when_a_scan_sees_it_changed);
         tcase_add_test(tc, test_sriov_backend_devinfo_follows_allocate_and_the_devices);
         tcase_add_test(tc, test_sriov_backend_devinfo_kept_by_a_changed_pool_gone_with_numvfs);
         tcase_add_test(tc, test_sriov_backend_devinfo_left_by_a_previous_run_goes_at_start);

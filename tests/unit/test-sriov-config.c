@@ -599,7 +599,11 @@ END_TEST
 /* ---- what is excluded whatever the config ---- */
 
 START_TEST(test_sriov_config_excluded_functions) {
-        sriov_func routed = e810_iavf;
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_(kdp_test_unlink_freep) char *path = NULL;
+        static const char json[] = "{\"resourceList\": [{\"resourceName\": \"any\", \"selectors\": [{}]},\n"
+                                   "  {\"resourceName\": \"all\", \"deviceType\": \"pci\", \"selectors\": [{}]}]}";
+        sriov_func routed = e810_iavf, unbound = e810_iavf, unbound_rng = rng;
 
         ck_assert_str_eq(sriov_config_excluded(&pf_with_vfs), "PF with VFs enabled");
         routed.default_route = true;
@@ -607,6 +611,17 @@ START_TEST(test_sriov_config_excluded_functions) {
         ck_assert_ptr_null(sriov_config_excluded(&e810_iavf));
         ck_assert_ptr_null(sriov_config_excluded(&accel));
         ck_assert_ptr_null(sriov_config_excluded(&rng));
+        /* no driver: sriovdp makes no device of it, so a selector that names no driver takes nothing */
+        unbound.driver[0] = '\0';
+        unbound_rng.driver[0] = '\0';
+        ck_assert_str_eq(sriov_config_excluded(&unbound), "driver unbound");
+        ck_assert_str_eq(sriov_config_excluded(&unbound_rng), "driver unbound");
+        path = kdp_test_write_temp("sriov-config", ".json", json, strlen(json));
+        ck_assert_int_eq(sriov_config_load(NULL, path, NULL, &c), 0);
+        expect_match(&c, &e810_iavf, 0, 0);
+        expect_match(&c, &rng, 1, 0);
+        expect_no_match(&c, &unbound);
+        expect_no_match(&c, &unbound_rng);
 }
 END_TEST
 
@@ -1012,8 +1027,9 @@ START_TEST(test_sriov_config_null_is_the_zero_value) {
         {
                 sriov_func unbound = e810_iavf;
 
+                /* [null] is [""], a driver no bound function has; an unbound one is excluded */
                 unbound.driver[0] = '\0';
-                expect_match(&c, &unbound, 0, 0);
+                expect_no_match(&c, &unbound);
                 expect_no_match(&c, &e810_iavf);
         }
 }

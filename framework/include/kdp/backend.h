@@ -25,6 +25,14 @@
  * watched fd's callback asks for one, when kdp_backend_rescan_after() comes
  * due, every rescan/probe interval, and at reload.
  *
+ * Reload (kdpd's SIGHUP). kdpd reads its own config again; a backend whose
+ * section changed is restarted (fini, then init with the new section: it
+ * reads everything anew). Every other running backend gets its reload hook,
+ * when it has one, then a scan: "re-read the files you own" (a config file
+ * of its own, a device database). That happens also when kdpd's own config
+ * fails to load and is kept. reload runs on the event loop; what it cannot
+ * read it logs, and it keeps serving what it had.
+ *
  * Ownership across the .so boundary.
  *   1. Strings and arrays in kdp_backend_ops have static storage.
  *   2. What a backend passes to the framework (device info, response fields)
@@ -147,7 +155,8 @@ typedef struct kdp_backend_ops {
         uint32_t rescan_interval_ms;            /* 0: scan only at start, on udev events and on reload */
         /* optional: sees each device event of udev_subsystems before the scan it triggers */
         void (*device_event)(void *state, const kdp_device_event *ev);
-        /* --- PodResources --- */
+        /* optional: kdpd got SIGHUP and kept this backend running: re-read the files it owns; a scan follows */
+        void (*reload)(void *state);
         /* optional, loop thread: what the kubelet reports in use, after each List that succeeded */
         void (*allocated)(void *state, const kdp_allocated *a);
         /* append new fields here only */

@@ -57,6 +57,7 @@ struct backend_slot {
         kdp_loop_source *expiry;        /* rescan the backend asked for (kdp_backend_rescan_after()) */
         fd_watch *watches;
         bool dirty;                     /* a device event asks for a scan */
+        bool restarted;                 /* restarted by this SIGHUP's config diff: its reload hook is not called */
         kdp_conditions conditions;      /* of its last scan: devices not served, refusals, NUMA dropped */
         bool list_tried;                /* its not-served list was written, or tried, since start */
         bool listed;                    /* ... and written: removed at exit */
@@ -810,12 +811,19 @@ static void on_pod_resources(const kdp_pod_resources_list *l, uint64_t started_u
         }
 }
 
-/* The PodResources socket: given, or beside the device-plugins dir as the kubelet puts it (KUBELET.md §8). */
+/*
+ * The PodResources socket: given, or beside the device-plugins dir as the kubelet puts it
+ * (KUBELET.md §8). Asked only when a backend takes the answers (its allocated hook): the
+ * backends are fixed at start, a restart reloads the same file.
+ */
 static int follow_pod_resources(kdp_daemon *d, const kdp_daemon_options *o) {
         _cleanup_free_ char *path = NULL;
         size_t n = strlen(d->kubelet_dir);
+        bool wanted = false;
 
-        if (o->pod_resources_socket && !*o->pod_resources_socket)
+        for (size_t i = 0; i < d->n_slots; i++)
+                wanted = wanted || d->slots[i].b->allocated;
+        if (!wanted || (o->pod_resources_socket && !*o->pod_resources_socket))
                 return 0;
         if (o->pod_resources_socket)
                 path = strdup(o->pod_resources_socket);
@@ -862,14 +870,39 @@ static int restart_backend(kdp_daemon *d, backend_slot *slot, const kdp_config *
         return start_backend(slot, d->config);
 }
 
+/*
+ * SIGHUP, after kdpd's own config: every running backend that was not restarted re-reads the
+ * files it owns (its reload hook), then is scanned; the scan's diff re-registers only the
+ * resources whose lists changed. Returns how many were told.
+ */
+static unsigned reload_backend_files(kdp_daemon *d) {
+        unsigned told = 0;
+
+        for (size_t i = 0; i < d->n_slots; i++) {
+                backend_slot *slot = &d->slots[i];
+
+                if (slot->restarted) {
+                        slot->restarted = false;
+                        continue;
+                }
+                if (kdp_registry_reload(slot->b) < 0)
+                        continue;       /* no hook, or stopped */
+                told++;
+                (void) rescan(slot, false);
+        }
+        return told;
+}
+
 static void reload(kdp_daemon *d) {
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
-        unsigned changed = 0;
+        unsigned changed = 0, told;
         int r;
 
         r = load_config(d, &c);
         if (r < 0) {
                 kdp_log_error(r, "Kept the running config after a failed reload");
+                told = reload_backend_files(d);
+                kdp_log_info("Reloaded the backends' own files", KDP_F_INT("reloadedBackends", told));
                 return;
         }
         warn_unknown_sections(d, c);
@@ -879,6 +912,7 @@ static void reload(kdp_daemon *d) {
                 if (kdp_config_section_equal(d->config, c, slot->b->name))
                         continue;
                 changed++;
+                slot->restarted = true;
                 kdp_log_info("Reloading backend with its changed config", KDP_F_STR("backend", slot->b->name));
                 if (restart_backend(d, slot, c) >= 0) {
                         (void) rescan(slot, true);
@@ -887,7 +921,8 @@ static void reload(kdp_daemon *d) {
         }
         kdp_config_free(d->config);
         d->config = KDP_TAKE_PTR(c);
-        kdp_log_info("Reloaded config", KDP_F_INT("changedBackends", changed));
+        told = reload_backend_files(d);
+        kdp_log_info("Reloaded config", KDP_F_INT("changedBackends", changed), KDP_F_INT("reloadedBackends", told));
 }
 
 static void on_signal(kdp_loop *loop, int fd, uint32_t events, void *userdata) {

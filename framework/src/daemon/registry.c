@@ -90,6 +90,8 @@ static void take_optional_hooks(kdp_backend *b) {
                 b->rescan_interval_ms = ops->rescan_interval_ms;
         if (KDP_OPS_HAS(ops, device_event))
                 b->device_event = ops->device_event;
+        if (KDP_OPS_HAS(ops, reload))
+                b->reload = ops->reload;
         if (KDP_OPS_HAS(ops, allocated))
                 b->allocated = ops->allocated;
         if (b->probe && b->probe_interval_ms == 0)
@@ -314,6 +316,20 @@ void kdp_registry_device_event(kdp_backend *b, const kdp_device_event *ev) {
         if (b->device_event && b->started)
                 b->device_event(b->state, ev);
         pthread_mutex_unlock(&b->lock);
+}
+
+int kdp_registry_reload(kdp_backend *b) {
+        int r = -ESRCH;
+
+        pthread_mutex_lock(&b->lock);
+        if (!b->reload)
+                r = -EOPNOTSUPP;
+        else if (b->started) {
+                b->reload(b->state);
+                r = 0;
+        }
+        pthread_mutex_unlock(&b->lock);
+        return r;
 }
 
 int kdp_registry_fd_ready(kdp_backend *b, kdp_backend_fd_fn fn, int fd) {

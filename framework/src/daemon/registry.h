@@ -6,6 +6,7 @@
  *   kdp_registry_start()  ctx from config, ops->init       (loop thread)
  *   kdp_registry_scan()   ops->scan into a fresh tree       (loop thread)
  *   kdp_registry_*()      allocate/preferred: gRPC thread; pre_start: worker
+ *   kdp_registry_reload() ops->reload at SIGHUP             (loop thread)
  *   kdp_registry_stop()   ops->fini, ctx freed              (loop thread)
  *
  * Every hook runs under the backend's mutex, so a backend never sees two hooks
@@ -38,6 +39,7 @@ typedef struct kdp_backend {
         int (*pre_start)(void *state, const kdp_prestart_request *req);
         int (*probe)(void *state, const char *resource, const char *device_id, char **ret_reason);
         void (*device_event)(void *state, const kdp_device_event *ev);
+        void (*reload)(void *state);
         void (*allocated)(void *state, const kdp_allocated *a);
         uint32_t probe_interval_ms;
         uint32_t rescan_interval_ms;
@@ -75,3 +77,5 @@ void kdp_registry_device_event(kdp_backend *b, const kdp_device_event *ev);
 /* Loop thread: what the kubelet reports in use, for allocated() (nothing when it has none or is stopped). */
 void kdp_registry_allocated(kdp_backend *b, const kdp_allocated *a);
 int kdp_registry_fd_ready(kdp_backend *b, kdp_backend_fd_fn fn, int fd);
+/* Loop thread: ops->reload (kdpd's SIGHUP); -EOPNOTSUPP when the backend has none, -ESRCH when stopped. */
+int kdp_registry_reload(kdp_backend *b);

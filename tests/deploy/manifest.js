@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// SPDX-License-Identifier: GPL-2.0-or-later
+'use strict';
+/*
+ * Prints one value of what a kustomization under deploy/ renders, for tests that run kdpd the
+ * way a manifest says:
+ *
+ *   node tests/deploy/manifest.js data DIR CONFIGMAP KEY    the ConfigMap's data[KEY], as is
+ *   node tests/deploy/manifest.js args DIR DAEMONSET        its first container's args, one a line
+ *
+ * DIR is rendered by `kubectl kustomize` when kubectl is installed (what `kubectl apply -k`
+ * sends), else by validate.js's renderer (deploy/schema checks that both agree). Exit 1 with a
+ * message when the object or the value is missing.
+ */
+const { spawnSync } = require('child_process');
+const { parseYaml, renderKustomization } = require('./validate.js');
+
+function render(dir) {
+        const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+        if (r.error && r.error.code === 'ENOENT')
+                return renderKustomization(dir);
+        if (r.status !== 0)
+                throw new Error(`kubectl kustomize ${dir}: ${(r.stderr || '').trim()}`);
+        const docs = parseYaml(r.stdout);
+        const bad = docs.find((d) => d.errors.length);
+        if (bad)
+                throw new Error(`kubectl kustomize ${dir}: ${bad.errors[0]}`);
+        return docs.filter((d) => d.value != null).map((d) => d.value);
+}
+
+function main(argv) {
+        const [what, dir, name, key] = argv;
+        const find = (kind) => {
+                const o = render(dir).find((x) => x.kind === kind && x.metadata && x.metadata.name === name);
+                if (!o)
+                        throw new Error(`${dir} renders no ${kind} ${name}`);
+                return o;
+        };
+        if (what === 'data' && key) {
+                const v = (find('ConfigMap').data || {})[key];
+                if (typeof v !== 'string')
+                        throw new Error(`ConfigMap ${name} has no data ${key}`);
+                process.stdout.write(v);
+        } else if (what === 'args' && name && !key) {
+                const c = (find('DaemonSet').spec.template.spec.containers || [])[0];
+                if (!c || !Array.isArray(c.args))
+                        throw new Error(`DaemonSet ${name} has no container with args`);
+                process.stdout.write(c.args.map((a) => `${a}\n`).join(''));
+        } else {
+                throw new Error('usage: manifest.js data DIR CONFIGMAP KEY | args DIR DAEMONSET');
+        }
+}
+
+try {
+        main(process.argv.slice(2));
+} catch (e) {
+        console.error(`manifest.js: ${e.message}`);
+        process.exitCode = 1;
+}
