@@ -132,8 +132,9 @@ once "$LS3B" "GPU 3 served"
 devices_match $RES "^devices resource=$RES capacity=4 allocatable=4 healthy=$G7,$G1,$G6,$G3 unhealthy= "
 ctl unplug 0000:9a:00.0
 ctl uevent 0000:ba:00.0 move    # the PCI list is read again once the unplug is over
-# the unplug unbinds first: a scan between the two events sees it unbound (one more line, as on a real node)
-LG9A='"Device not served is gone" backend="gpu" address="0000:9a:00.0" previousReason="(bound to vfio-pci, not nvidia|driver unbound)"$'
+# the unplug unbinds first, then its sysfs files go: a scan in between sees it unbound or half
+# gone (one more line, as on a real node)
+LG9A='"Device not served is gone" backend="gpu" address="0000:9a:00.0" previousReason="(bound to vfio-pci, not nvidia|driver unbound|libpci cannot read it: [^"]*)"$'
 once "$LG9A" "GPU 4 gone"
 rescans
 still_once "$LR" "$LS19" "$LS3B" "$LG9A"
