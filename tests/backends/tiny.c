@@ -17,6 +17,8 @@
  *                          reloads=<n>) and adds one device, so the scan that follows shows it
  *   TINY_OLD_OPS           struct_size ends before `reload`, as in a backend built
  *                          before that hook existed (the table still sets it)
+ *   TINY_QUIET_RELOAD      with TINY_RELOAD: the first reload changes only what the kubelet
+ *                          cannot see (TINY_LABEL becomes "reloaded"), each later one adds a device
  *
  * Every variant declares the params `devices` (0..1024) and `label` (default
  * "a"); each device carries the env TINY_LABEL=<label>, so a reload that only
@@ -62,20 +64,37 @@ static int tiny_init(kdp_backend_ctx *ctx, void **ret_state) {
         return 0;
 }
 
+/* The devices reloads added, and the TINY_LABEL every device carries. */
+static int64_t tiny_extra(const tiny_state *s) {
+#ifdef TINY_QUIET_RELOAD
+        return s->reloads > 1 ? s->reloads - 1 : 0;
+#else
+        return s->reloads;
+#endif
+}
+
+static const char *tiny_label(const tiny_state *s) {
+#ifdef TINY_QUIET_RELOAD
+        if (s->reloads > 0)
+                return "reloaded";
+#endif
+        return s->label;
+}
+
 /* unused in the TINY_NO_SCAN variant */
 __attribute__((unused)) static int tiny_scan(void *state, kdp_device_tree *tree) {
         tiny_state *s = state;
         int r;
 
         r = kdp_device_tree_add_resource(tree, TINY_RESOURCE);
-        for (int64_t i = 0; r >= 0 && i < s->n_devices + s->reloads; i++) {
+        for (int64_t i = 0; r >= 0 && i < s->n_devices + tiny_extra(s); i++) {
                 char id[KDP_DEVICE_ID_MAX + 1];
 
                 (void) snprintf(id, sizeof(id), "%s-%" PRId64, TINY_PREFIX, i);
                 r = kdp_device_tree_add(tree, TINY_RESOURCE, &(kdp_device_info){
                         .id = id,
                         .health = KDP_HEALTHY,
-                        .envs = (const kdp_kv[]){ { "TINY_LABEL", s->label }, { 0 } },
+                        .envs = (const kdp_kv[]){ { "TINY_LABEL", tiny_label(s) }, { 0 } },
                 });
         }
         return r < 0 ? r : 0;

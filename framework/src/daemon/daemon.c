@@ -425,6 +425,9 @@ static int update_resource(kdp_resource *res, kdp_device_list *list, bool reserv
         r = make_snapshot(res, list, &snap);
         if (r < 0)
                 return r;
+        /* a change the kubelet cannot see (a reason, what Allocate answers): no stream sends it */
+        if (grpc_slice_eq(snap->law_slice, res->snap->law_slice))
+                snap->generation = res->snap->generation;
         kdp_snapshot_unref(res->snap);
         res->snap = snap;
         if (reserve)

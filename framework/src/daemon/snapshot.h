@@ -24,7 +24,7 @@
 
 typedef struct kdp_snapshot {
         atomic_uint refs;
-        uint64_t generation;
+        uint64_t generation;            /* a stream sends a snapshot of a generation it has not sent */
         kdp_device_list list;
         kdp_preferred_index *pref;
         grpc_slice law_slice;           /* packed ListAndWatchResponse, shared by every send */
