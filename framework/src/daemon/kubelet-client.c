@@ -215,7 +215,6 @@ static void on_register_done(kdp_tag *tag, bool ok) {
 
 static int start_attempt(kdp_registration *reg) {
         kdp_kubelet_client *k = reg->k;
-        grpc_channel_credentials *creds;
         char target[PATH_MAX + 8];
         grpc_slice method = grpc_slice_from_static_string(REGISTER_METHOD);
         gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -246,26 +245,16 @@ static int start_attempt(kdp_registration *reg) {
                 return r;
         reg->lost_in_flight = false;
         kubelet_address(k, reg->kubelet_fd, target, sizeof(target), "unix:");
-        creds = grpc_insecure_credentials_create();
-        reg->channel = grpc_channel_create(target, creds, &cargs);
-        grpc_channel_credentials_release(creds);
+        reg->channel = kdp_kubelet_client_channel(target, &cargs);
         reg->call = grpc_channel_create_call(reg->channel, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
                                              deadline, NULL);
         r = kdp_proto_conv_pack_register(reg->resource, reg->endpoint, reg->pre_start_required, true, &reg->request);
         if (r < 0)
                 return r;
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = reg->request;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = &reg->initial_md;
-        ops[4].op = GRPC_OP_RECV_MESSAGE;
-        ops[4].data.recv_message.recv_message = &reg->response;
-        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-        ops[5].data.recv_status_on_client.trailing_metadata = &reg->trailing_md;
-        ops[5].data.recv_status_on_client.status = &reg->status;
-        ops[5].data.recv_status_on_client.status_details = &reg->details;
+        kdp_kubelet_client_unary_ops(&(kdp_kubelet_unary){
+                .request = reg->request, .response = &reg->response,
+                .initial_md = &reg->initial_md, .trailing_md = &reg->trailing_md,
+                .status = &reg->status, .details = &reg->details }, ops);
         reg->tag.on_done = on_register_done;
         pthread_mutex_lock(&reg->lock);
         reg->state = REG_IN_FLIGHT;
@@ -523,6 +512,30 @@ static int make_dir(const char *dir) {
         if (mkdir(dir, 0750) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
+}
+
+grpc_channel *kdp_kubelet_client_channel(const char *target, const grpc_channel_args *args) {
+        grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+        grpc_channel *channel = grpc_channel_create(target, creds, args);
+
+        grpc_channel_credentials_release(creds);
+        return channel;
+}
+
+void kdp_kubelet_client_unary_ops(const kdp_kubelet_unary *u, grpc_op ops[6]) {
+        memset(ops, 0, 6 * sizeof(*ops));
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_SEND_MESSAGE;
+        ops[1].data.send_message.send_message = u->request;
+        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[3].data.recv_initial_metadata.recv_initial_metadata = u->initial_md;
+        ops[4].op = GRPC_OP_RECV_MESSAGE;
+        ops[4].data.recv_message.recv_message = u->response;
+        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+        ops[5].data.recv_status_on_client.trailing_metadata = u->trailing_md;
+        ops[5].data.recv_status_on_client.status = u->status;
+        ops[5].data.recv_status_on_client.status_details = u->details;
 }
 
 int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char *dir,

@@ -19,6 +19,7 @@
 
 #include <kdp/log.h>
 
+#include "kubelet-client.h"
 #include "pod-resources.h"
 #include "proto-conv.h"
 #include "tag.h"
@@ -182,7 +183,6 @@ static void on_list_done(kdp_tag *tag, bool ok) {
 }
 
 static int call_start(kdp_pod_resources *pr, pod_call *c) {
-        grpc_channel_credentials *creds;
         _cleanup_free_ char *target = NULL;
         grpc_slice method = grpc_slice_from_static_string(LIST_METHOD);
         gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -201,25 +201,15 @@ static int call_start(kdp_pod_resources *pr, pod_call *c) {
         r = kdp_proto_conv_pack_empty(&c->request);        /* ListPodResourcesRequest has no fields */
         if (r < 0)
                 return r;
-        creds = grpc_insecure_credentials_create();
-        c->channel = grpc_channel_create(target, creds, &cargs);
-        grpc_channel_credentials_release(creds);
+        c->channel = kdp_kubelet_client_channel(target, &cargs);
         c->call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, pr->cq, method, NULL, deadline,
                                            NULL);
         if (!c->call)
                 return -EIO;
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = c->request;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = &c->initial_md;
-        ops[4].op = GRPC_OP_RECV_MESSAGE;
-        ops[4].data.recv_message.recv_message = &c->response;
-        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-        ops[5].data.recv_status_on_client.trailing_metadata = &c->trailing_md;
-        ops[5].data.recv_status_on_client.status = &c->status;
-        ops[5].data.recv_status_on_client.status_details = &c->details;
+        kdp_kubelet_client_unary_ops(&(kdp_kubelet_unary){
+                .request = c->request, .response = &c->response,
+                .initial_md = &c->initial_md, .trailing_md = &c->trailing_md,
+                .status = &c->status, .details = &c->details }, ops);
         c->tag.on_done = on_list_done;
         if (grpc_call_start_batch(c->call, ops, KDP_ELEMENTSOF(ops), &c->tag, NULL) != GRPC_CALL_OK)
                 return -EIO;
