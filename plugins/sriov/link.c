@@ -107,6 +107,7 @@ struct sriov_link {
 
         served_entry *served;
         size_t n_served;
+        bool route_changed;             /* a served ifname's default route changed, not taken yet */
 
         int failure;                    /* -errno of the socket's last failure; 0 while it is open */
         uint64_t retry_usec;            /* when sriov_link_retry() may try again */
@@ -694,6 +695,7 @@ static bool served_changed(sriov_link *l) {
                 bool dr = has_default_route(l, e);
 
                 if (state != s->state || dr != s->default_route) {
+                        l->route_changed = l->route_changed || dr != s->default_route;
                         s->state = state;
                         s->default_route = dr;
                         changed = true;
@@ -770,6 +772,15 @@ int sriov_link_dispatch(sriov_link *l) {
                         socket_failed(l, r);
         }
         return served_changed(l) ? 1 : 0;
+}
+
+bool sriov_link_take_route_change(sriov_link *l) {
+        bool changed;
+
+        assert(l);
+        changed = l->route_changed;
+        l->route_changed = false;
+        return changed;
 }
 
 int sriov_link_retry(sriov_link *l) {

@@ -10,7 +10,10 @@
  *          declared, also when empty
  *   device_event (pci add/remove/bind/unbind) -> the PCI list is read again; a bind or add
  *          starts a member's AER counters anew
- *   the rtnetlink fd (link.c) -> a PF link or a default route that matters changed: scan
+ *   the rtnetlink fd (link.c) -> a PF link or a default route that matters changed: scan; when
+ *          only link states changed since the last full scan (no device event, no default route,
+ *          config.json as it was), a link-only scan: the table as it stands, only the PF-link
+ *          part of each member's health evaluated again, no file read (scan_link_only)
  *   the inotify fd (watch.c) -> an event naming config.json: a scan once settled
  *   reload (kdpd's SIGHUP) -> config.json read now; kdpd scans next
  *   allocate -> sriov_answer (answer.c) for the members named, and each one's device-info file
@@ -85,7 +88,14 @@ typedef struct member {
         int pf_numvfs;                          /* a VF: its PF's sriov_numvfs (> 0) when last seen */
         bool recut;                             /* SR-IOV re-cut it: it leaves the table after this scan */
         char reason[REASON_MAX];                /* "" when healthy */
+        size_t link_at;                         /* taken: where the PF link's part of reason starts */
 } member;
+
+/* A function declared not served by the last full scan: a link-only scan declares it again. */
+typedef struct not_served_note {
+        char address[KDP_PCI_ADDRESS_MAX];
+        char reason[REASON_MAX];
+} not_served_note;
 
 /* A device-info file written at Allocate: removed once its member is gone or freed, and at fini. */
 typedef struct devinfo_file {
@@ -109,6 +119,10 @@ typedef struct sriov_state {
         bool pf_link_down_unhealthy;            /* pf_link_down=unhealthy */
         char (*watch)[IF_NAMESIZE];             /* the netdevs the scan found that matter (no duplicates) */
         size_t n_watch;
+        bool full_scan_due;                     /* a device event (or init) since the last full scan */
+        bool link_changed;                      /* the rtnetlink callback asked for a scan for link states */
+        not_served_note *not_served;            /* what the last full scan declared not served */
+        size_t n_not_served;
         char *devinfo_dir;                      /* where device-info files go; NULL: none are written */
         devinfo_file *devinfo;                  /* the files written and not removed yet */
         size_t n_devinfo;
@@ -195,9 +209,15 @@ static void link_watch_commit(sriov_state *s) {
 /* The rtnetlink socket is readable (kdpd's loop): >0 asks for a scan. */
 static int link_on_fd(void *state, int fd) {
         sriov_state *s = state;
+        int r;
 
         (void) fd;
-        return sriov_link_dispatch(s->link);
+        r = sriov_link_dispatch(s->link);
+        if (r > 0 && sriov_link_take_route_change(s->link))
+                s->full_scan_due = true;        /* a default route may change what is excluded */
+        else if (r > 0)
+                s->link_changed = true;
+        return r;
 }
 
 /* ---- the config ---- */
@@ -276,7 +296,10 @@ static void reload_config(sriov_state *s, bool asked) {
 
 /* kdpd's SIGHUP: config.json is read now; the scan that follows serves what it says. */
 static void sriov_reload(void *state) {
-        reload_config(state, true);
+        sriov_state *s = state;
+
+        reload_config(s, true);
+        s->full_scan_due = true;        /* the pools it read take their functions in a full scan */
 }
 
 /* ---- ops: init, fini ---- */
@@ -310,6 +333,7 @@ static void sriov_fini(void *state) {
         s->link = sriov_link_free(s->link);
         s->cfg_watch = sriov_watch_free(s->cfg_watch);
         free(s->watch);
+        free(s->not_served);
         kdp_pci_list_cache_done(&s->pci);
         sriov_config_done(&s->cfg);
         free(s->members);
@@ -328,6 +352,7 @@ static int sriov_init(kdp_backend_ctx *ctx, void **ret_state) {
         if (!s)
                 return -ENOMEM;
         s->ctx = ctx;
+        s->full_scan_due = true;
         if (!path || !*path || !prefix || !*prefix) {
                 sriov_fini(s);
                 return kdp_backend_log_error(ctx, -EINVAL, "Refused an empty config_file or resource_prefix",
@@ -485,6 +510,15 @@ static void vfio_group_node(const sriov_func *f, char *buf, size_t size) {
         snprintf(buf, size, "vfio/%s%d", f->noiommu ? "noiommu-" : "", f->iommu_group);
 }
 
+/* A taken member's reason from link_at on (its PF link's part, last): written anew from `pf`. */
+static void link_reason_set(const sriov_state *s, member *m, const link_facts *pf) {
+        char text[REASON_MAX];
+
+        m->reason[m->link_at] = '\0';
+        if (link_facts_pf_down(s, &m->f, pf, text, sizeof(text)))
+                reason_add(m, text);
+}
+
 /* The health of a member its pool takes: PCI state, the nodes its Allocate answer hands out, the PF link. */
 static void refresh_taken(const sriov_state *s, member *m, const link_facts *pf) {
         const sriov_pool *pool = pool_of(&s->cfg, m->resource);
@@ -522,8 +556,8 @@ static void refresh_taken(const sriov_state *s, member *m, const link_facts *pf)
         }
         if (sel && strcmp(sel->vdpa_type, "vhost") == 0 && m->f.vdpa_path[0])
                 check_node(s, m, m->f.vdpa_path);
-        if (link_facts_pf_down(s, &m->f, pf, text, sizeof(text)))
-                reason_add(m, text);
+        m->link_at = strlen(m->reason);
+        link_reason_set(s, m, pf);
 }
 
 /* Why a member's pool does not take its function now. */
@@ -540,6 +574,21 @@ static void refresh_not_taken(member *m, const char *excluded) {
                 reason_add(m, text);
         } else
                 reason_add(m, "its pool's selectors no longer take it");
+}
+
+/* Declares a function not served, and notes it for the link-only scans until the next full one. */
+static void not_served_add(sriov_state *s, kdp_device_tree *tree, const char *address, const char *reason) {
+        not_served_note *v = realloc(s->not_served, (s->n_not_served + 1) * sizeof(*v));
+
+        (void) kdp_device_tree_not_served(tree, address, reason);
+        if (!v) {
+                s->full_scan_due = true;        /* the notes are short of this one: no link-only scan */
+                return;
+        }
+        s->not_served = v;
+        v = &s->not_served[s->n_not_served++];
+        snprintf(v->address, sizeof(v->address), "%s", address);
+        snprintf(v->reason, sizeof(v->reason), "%s", reason);
 }
 
 /*
@@ -575,7 +624,7 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
                         reason_add(m, text);
                 }
                 if (!known)
-                        (void) kdp_device_tree_not_served(tree, p->address, text);
+                        not_served_add(s, tree, p->address, text);
                 return;
         }
         /* its netdev in this netns now: not the name kept while it is in a pod */
@@ -628,8 +677,7 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
                 }
         }
         if (!has_member && considered(&s->cfg, p))
-                (void) kdp_device_tree_not_served(tree, p->address,
-                                                  excluded ? excluded : "no pool's selectors take it");
+                not_served_add(s, tree, p->address, excluded ? excluded : "no pool's selectors take it");
 }
 
 /* A PCI function libkdp could not read: its members stay, Unhealthy with the reason; else one a pool may want. */
@@ -649,7 +697,7 @@ static void scan_skipped(sriov_state *s, kdp_device_tree *tree, const kdp_pci_sk
         }
         snprintf(p.address, sizeof(p.address), "%s", k->address);
         if (!known && k->vendor_id && considered(&s->cfg, &p))
-                (void) kdp_device_tree_not_served(tree, k->address, k->reason);
+                not_served_add(s, tree, k->address, k->reason);
 }
 
 /* ---- device-info files (answer.c's header: names and content) ---- */
@@ -935,17 +983,68 @@ static void forget_recut(sriov_state *s) {
         s->n_members = k;
 }
 
+/* The pools, and every member with its health as the table has it now. */
+static void scan_emit(const sriov_state *s, kdp_device_tree *tree) {
+        for (size_t i = 0; i < s->cfg.n_pools; i++)
+                (void) kdp_device_tree_add_resource(tree, s->cfg.pools[i].resource);
+        for (size_t i = 0; i < s->n_members; i++)
+                (void) emit_member(s, tree, &s->members[i]);   /* a refused device is noted by the tree */
+}
+
+/*
+ * Whether this scan may be a link-only one: the rtnetlink callback asked for it because the link
+ * state of a served netdev changed, and since the last full scan no device event came, no
+ * default route changed, config.json did not change and nothing else (the periodic scan, a
+ * retry) asked for a scan. Consumes the callback's request.
+ */
+static bool scan_link_only(sriov_state *s) {
+        bool link_changed = s->link_changed;
+
+        s->link_changed = false;
+        if (!link_changed || s->full_scan_due || !s->link || sriov_link_fd(s->link) < 0)
+                return false;
+        return s->cfg_watch && sriov_watch_unchanged(s->cfg_watch);
+}
+
+/*
+ * A link-only scan: the facts the last full scan read from sysfs stand (a change there comes
+ * with its device event, which makes the next scan a full one); only the PF link's part of each
+ * taken member's health is evaluated again, from link.c's table. No file is read.
+ */
+static void scan_links(sriov_state *s, kdp_device_tree *tree) {
+        for (size_t i = 0; i < s->n_members; i++) {
+                member *m = &s->members[i];
+                link_facts pf;
+
+                if (!m->taken)
+                        continue;
+                pf = link_facts_read(s, m->f.pf_name);
+                link_reason_set(s, m, &pf);
+        }
+        for (size_t i = 0; i < s->n_not_served; i++)
+                (void) kdp_device_tree_not_served(tree, s->not_served[i].address, s->not_served[i].reason);
+        scan_emit(s, tree);
+}
+
 static int sriov_scan(void *state, kdp_device_tree *tree) {
         sriov_state *s = state;
         kdp_pci_list *l;
         int r;
 
+        if (scan_link_only(s)) {
+                scan_links(s, tree);
+                return 0;
+        }
+        s->full_scan_due = false;
+        s->n_not_served = 0;
         reload_config(s, false);
         if (s->link)
                 (void) sriov_link_retry(s->link);       /* a failed socket, once its backoff passed */
         r = kdp_pci_list_cache_refresh(s->ctx, &s->pci, PCI_RELIST_MS);
-        if (r < 0)
+        if (r < 0) {
+                s->full_scan_due = true;
                 return r;
+        }
         s->n_watch = 0;
         l = s->pci.list;
         for (size_t i = 0; i < s->n_members; i++) {
@@ -962,11 +1061,7 @@ static int sriov_scan(void *state, kdp_device_tree *tree) {
         for (size_t i = 0; s->pf_link_down_unhealthy && i < s->n_members; i++)
                 (void) link_watch_add(s, s->members[i].f.pf_name);
         link_watch_commit(s);
-
-        for (size_t i = 0; i < s->cfg.n_pools; i++)
-                (void) kdp_device_tree_add_resource(tree, s->cfg.pools[i].resource);
-        for (size_t i = 0; i < s->n_members; i++)
-                (void) emit_member(s, tree, &s->members[i]);   /* a refused device is noted by the tree */
+        scan_emit(s, tree);
         return 0;
 }
 
@@ -975,6 +1070,7 @@ static void sriov_device_event(void *state, const kdp_device_event *ev) {
         sriov_state *s = state;
         bool bind;
 
+        s->full_scan_due = true;        /* any of its subsystems may change what sysfs says */
         if (strcmp(ev->subsystem, "pci") != 0 || strcmp(ev->action, "change") == 0)
                 return;
         s->pci.dirty = true;
@@ -1026,65 +1122,108 @@ static int sriov_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_r
         return r;
 }
 
-/* The PF of an available ID ("" for a function that is no VF); NULL when the ID is not a member. */
-static const char *pf_of(sriov_state *s, const char *resource, const char *id) {
-        const member *m = member_find(s, id, resource);
-
-        return m ? m->f.pf_address : NULL;
+/* qsort/bsearch of an array of strings (const char *). */
+static int compare_strings(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
 }
 
-static bool is_in(const char *id, const char *const *ids, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                if (strcmp(ids[i], id) == 0)
-                        return true;
-        return false;
+static int compare_member_address(const void *a, const void *b) {
+        return strcmp((*(const member *const *) a)->f.address, (*(const member *const *) b)->f.address);
+}
+
+/* bsearch of a member index by address: the key is the address. */
+static int compare_address_member(const void *key, const void *elem) {
+        return strcmp(key, (*(const member *const *) elem)->f.address);
+}
+
+/* The members of `resource` sorted by address (free()), their number in *ret_n; NULL on -ENOMEM. */
+static const member **members_by_address(const sriov_state *s, const char *resource, size_t *ret_n) {
+        const member **v = calloc(s->n_members + 1, sizeof(*v));
+        size_t n = 0;
+
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < s->n_members; i++)
+                if (strcmp(s->members[i].resource, resource) == 0)
+                        v[n++] = &s->members[i];
+        qsort(v, n, sizeof(*v), compare_member_address);
+        *ret_n = n;
+        return v;
+}
+
+/* The PF of an ID ("" for a function that is no VF); NULL when the ID is not a member. */
+static const char *pf_of(const member *const *by_address, size_t n, const char *id) {
+        const member *const *m = bsearch(id, by_address, n, sizeof(*by_address), compare_address_member);
+
+        return m ? (*m)->f.pf_address : NULL;
+}
+
+/*
+ * The PF with the fewest of `pfs` (n, sorted) that are at least `need`, the lowest address on a
+ * tie; only `want_pf` when not NULL. NULL when none has enough.
+ */
+static const char *best_pf(const char *const *pfs, size_t n, const char *want_pf, size_t need) {
+        const char *best = NULL;
+        size_t best_n = 0;
+
+        for (size_t i = 0, run; i < n; i += run) {
+                for (run = 1; i + run < n && strcmp(pfs[i + run], pfs[i]) == 0; run++)
+                        ;
+                if (!pfs[i][0] || (want_pf && strcmp(pfs[i], want_pf) != 0))
+                        continue;
+                if (run >= need && (!best || run < best_n || (run == best_n && strcmp(pfs[i], best) < 0))) {
+                        best = pfs[i];
+                        best_n = run;
+                }
+        }
+        return best;
 }
 
 /*
  * VFs of one PF: when every must_include ID is of one PF (or there is none) and one PF has enough
  * available VFs for the rest, its VFs are picked (the must_include PF, else the PF with the
  * fewest that suffice, the lowest address on a tie), in available order. Anything else is the
- * framework's PCI locality.
+ * framework's PCI locality. IDs are looked up in sorted copies (bsearch) and the VFs of each PF
+ * counted in a sorted list of the PFs: O(n log n) in the IDs and members.
  */
 static int sriov_preferred(void *state, const kdp_pref_request *req, kdp_pref_response *resp) {
         sriov_state *s = state;
+        _cleanup_free_ const member **by_address = NULL;
+        _cleanup_free_ const char **must = NULL;        /* must_include, sorted */
         _cleanup_free_ const char **pfs = NULL;         /* of available[i]; NULL: in must_include */
-        const char *want_pf = NULL, *best = NULL;
-        size_t need, best_n = 0;
+        _cleanup_free_ const char **sorted = NULL;      /* the non-NULL pfs, sorted */
+        const char *want_pf = NULL, *best;
+        size_t need, n_members = 0, n_sorted = 0;
         int r;
 
         if (req->n_must_include >= req->size)
                 return -EOPNOTSUPP;
+        by_address = members_by_address(s, req->resource, &n_members);
+        must = calloc(req->n_must_include + 1, sizeof(*must));
+        pfs = calloc(req->n_available + 1, sizeof(*pfs));
+        sorted = calloc(req->n_available + 1, sizeof(*sorted));
+        if (!by_address || !must || !pfs || !sorted)
+                return -EOPNOTSUPP;
         for (size_t i = 0; i < req->n_must_include; i++) {
-                const char *pf = pf_of(s, req->resource, req->must_include[i]);
+                const char *pf = pf_of(by_address, n_members, req->must_include[i]);
 
                 if (!pf || !pf[0] || (want_pf && strcmp(pf, want_pf) != 0))
                         return -EOPNOTSUPP;
                 want_pf = pf;
+                must[i] = req->must_include[i];
         }
-        pfs = calloc(req->n_available + 1, sizeof(*pfs));
-        if (!pfs)
-                return -EOPNOTSUPP;
+        qsort(must, req->n_must_include, sizeof(*must), compare_strings);
         for (size_t i = 0; i < req->n_available; i++) {
-                if (is_in(req->available[i], req->must_include, req->n_must_include))
+                if (bsearch(&req->available[i], must, req->n_must_include, sizeof(*must), compare_strings))
                         continue;
-                pfs[i] = pf_of(s, req->resource, req->available[i]);
+                pfs[i] = pf_of(by_address, n_members, req->available[i]);
                 if (!pfs[i])
                         return -EOPNOTSUPP;
+                sorted[n_sorted++] = pfs[i];
         }
+        qsort(sorted, n_sorted, sizeof(*sorted), compare_strings);
         need = req->size - req->n_must_include;
-        for (size_t i = 0; i < req->n_available; i++) {
-                size_t n = 0;
-
-                if (!pfs[i] || !pfs[i][0] || (want_pf && strcmp(pfs[i], want_pf) != 0))
-                        continue;
-                for (size_t j = 0; j < req->n_available; j++)
-                        n += pfs[j] && strcmp(pfs[j], pfs[i]) == 0;
-                if (n >= need && (!best || n < best_n || (n == best_n && strcmp(pfs[i], best) < 0))) {
-                        best = pfs[i];
-                        best_n = n;
-                }
-        }
+        best = best_pf(sorted, n_sorted, want_pf, need);
         if (!best)
                 return -EOPNOTSUPP;
         for (size_t i = 0; i < req->n_must_include; i++) {

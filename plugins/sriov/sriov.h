@@ -297,6 +297,13 @@ sriov_link *sriov_link_free(sriov_link *l);
 int sriov_link_dispatch(sriov_link *l);
 
 /*
+ * Whether, among the changes sriov_link_dispatch() reported since the last call, the default
+ * route of a served ifname changed (not only link states); the next call says false until
+ * another such change is reported.
+ */
+bool sriov_link_take_route_change(sriov_link *l);
+
+/*
  * For the scan: when the socket failed and its backoff has passed, opens a new one (reading the
  * dumps). 0 when the socket is open; else the -errno of the last failure, and a rescan is
  * asked for when the next try is due.
@@ -372,6 +379,9 @@ int sriov_watch_dispatch(sriov_watch *w);
  * the directory again first when the watch failed or went.
  */
 const char *sriov_watch_check(sriov_watch *w, bool asked);
+
+/* True when nothing says the file changed since it was read: no event waiting or pending, its identity the same. */
+bool sriov_watch_unchanged(sriov_watch *w);
 
 /* The inotify fd; -1 while not watching. */
 int sriov_watch_fd(const sriov_watch *w);

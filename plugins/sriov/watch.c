@@ -204,6 +204,14 @@ int sriov_watch_dispatch(sriov_watch *w) {
         return 0;
 }
 
+bool sriov_watch_unchanged(sriov_watch *w) {
+        file_id id = file_id_of(w->path);
+
+        if (w->fd >= 0)
+                (void) sriov_watch_dispatch(w);
+        return !w->pending && file_id_equal(&id, &w->id);
+}
+
 const char *sriov_watch_check(sriov_watch *w, bool asked) {
         file_id id;
 

@@ -610,6 +610,93 @@ START_TEST(test_sriov_backend_preferred_keeps_to_one_pf) {
 }
 END_TEST
 
+/* Four E810 PFs at 0000:8a:00.<k>, 64 iavf VFs each (no netdevs), in one pool intel.com/e810. */
+static char *node_tree_256(void) {
+        char *root = kdp_test_tree_new("sriov-backend-256");
+        char pf_path[96], pf[16], vf_path[128];
+
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = KDP_TEST_E810_PORT, .vendor = "0x8086", .device = "0x347a",
+                                                    .class_code = "0x060400", .numa_node = "1",
+                                                    .driver = "pcieport" });
+        for (int k = 0; k < 4; k++) {
+                (void) snprintf(pf, sizeof(pf), "0000:8a:00.%d", k);
+                (void) snprintf(pf_path, sizeof(pf_path), KDP_TEST_E810_PORT "/%s", pf);
+                kdp_test_pci_add(root, &(kdp_test_pci_dev){
+                                               .path = pf_path, .vendor = "0x8086", .device = "0x1593",
+                                               .class_code = "0x020000", .numa_node = "1", .driver = "ice",
+                                               .sriov_totalvfs = "128", .sriov_numvfs = "64" });
+                kdp_test_sriov_pf_files(root, pf_path, "8", "1889");
+                for (int i = 0; i < 64; i++) {
+                        (void) snprintf(vf_path, sizeof(vf_path), KDP_TEST_E810_PORT "/0000:8b:%02x.%d",
+                                        k * 8 + i / 8, i % 8);
+                        kdp_test_pci_add(root, &(kdp_test_pci_dev){
+                                                       .path = vf_path, .vendor = "0x8086", .device = "0x1889",
+                                                       .class_code = "0x020000", .numa_node = "1",
+                                                       .driver = "iavf", .physfn = pf, .vf_index = i });
+                }
+        }
+        kdp_test_tree_write(root, "config.json",
+                            "{\"resourceList\": [{\"resourceName\": \"e810\",\n"
+                            "  \"selectors\": [{\"vendors\": [\"8086\"], \"devices\": [\"1889\"]}]}]}\n");
+        return root;
+}
+
+/* The address of VF `i` of PF `k` in node_tree_256(), into `buf` (16 bytes). */
+static char *vf256(char *buf, int k, int i) {
+        (void) snprintf(buf, 16, "0000:8b:%02x.%d", k * 8 + i / 8, i % 8);
+        return buf;
+}
+
+/* "a,b,c" of VFs `from`..`to` (inclusive) of PF `k`, after `prefix` (free()). */
+static char *vf256_list(const char *prefix, int k, int from, int to) {
+        char *buf = NULL, addr[16];
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+
+        ck_assert_ptr_nonnull(m);
+        fprintf(m, "%s", prefix);
+        for (int i = from; i <= to; i++)
+                fprintf(m, "%s%s", i > from || prefix[0] ? "," : "", vf256(addr, k, i));
+        ck_assert_int_eq(fclose(m), 0);
+        return buf;
+}
+
+/*
+ * 256 VFs offered, 64 of each of 4 PFs, interleaved (PF 3 to 0 for each VF index): a tie picks the
+ * lowest PF, in offered order; must_include keeps to its PF; one more than a PF has is the
+ * framework's. 100 offered (PF0's 64, PF1's first 36): the PF with the fewest that suffice.
+ */
+START_TEST(test_sriov_backend_preferred_among_256_vfs_of_4_pfs) {
+        _cleanup_(run_done) run r = { .root = node_tree_256() };
+        _cleanup_free_ char *pf0_all = vf256_list("", 0, 0, 63), *pf2_head = vf256_list("0000:8b:10.5", 2, 0, 4);
+        _cleanup_free_ char *pf2_all = vf256_list(pf2_head, 2, 6, 63), *pf1_30 = vf256_list("", 1, 0, 29);
+        _cleanup_free_ char *pf0_40 = vf256_list("", 0, 0, 39);
+        char ids[256][16];
+        const char *avail[256], *some[100];
+        const char *const must[] = { "0000:8b:10.5" };  /* PF2's VF 5 */
+        const kdp_device_list *l;
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        l = kdp_test_backend_resource(&r.b, "intel.com/e810");
+        ck_assert_ptr_nonnull(l);
+        ck_assert_uint_eq(l->n_devices, 256);
+        for (int i = 0, n = 0; i < 64; i++)
+                for (int k = 3; k >= 0; k--, n++)
+                        avail[n] = vf256(ids[n], k, i);
+        for (int i = 0; i < 100; i++)
+                some[i] = i < 64 ? avail[4 * i + 3] : avail[4 * (i - 64) + 2];  /* PF0's 64, then PF1's 36 */
+
+        PREFERRED(&r, avail, NULL, 0, 2, "0000:8b:00.0,0000:8b:00.1");
+        PREFERRED(&r, avail, NULL, 0, 64, pf0_all);
+        PREFERRED(&r, avail, must, 1, 4, "0000:8b:10.5,0000:8b:10.0,0000:8b:10.1,0000:8b:10.2");
+        PREFERRED(&r, avail, must, 1, 64, pf2_all);
+        PREFERRED(&r, avail, NULL, 0, 65, "default");
+        PREFERRED(&r, some, NULL, 0, 30, pf1_30);
+        PREFERRED(&r, some, NULL, 0, 40, pf0_40);
+}
+END_TEST
+
 /* ---- CDI ---- */
 
 START_TEST(test_sriov_backend_cdi_names_each_device) {
@@ -1228,6 +1315,132 @@ START_TEST(test_sriov_backend_pf_link_not_in_this_netns_is_not_down) {
 }
 END_TEST
 
+/*
+ * wait_shown(), then a scan kdpd would make for another reason (the periodic one: a full scan,
+ * reading every file again) must show the same.
+ */
+static void wait_shown_as_full_scan(run *r, const shown *want, size_t n) {
+        _cleanup_free_ char *expected = shown_text(r, want, n, false), *got = NULL;
+
+        wait_shown(r, want, n);
+        run_scan(r);
+        got = shown_text(r, want, n, true);
+        ck_assert_str_eq(got, expected);
+}
+#define WAIT_SHOWN_AS_FULL_SCAN(r, ...)                                                                       \
+        wait_shown_as_full_scan((r), (const shown[]){ __VA_ARGS__ },                                        \
+                                KDP_ELEMENTSOF(((const shown[]){ __VA_ARGS__ })))
+
+#define NETDEV_VF1_UNBOUND_PF0(health)                                                                       \
+        "0000:8a:01.0 1 " health "0000:8a:01.1 1 Unhealthy: driver unbound\n0000:8a:01.2 1 " health         \
+        "0000:8a:01.3 1 " health "0000:8a:01.4 1 " health "0000:8a:01.5 1 " health
+
+/*
+ * Link flaps between device events: a scan the rtnetlink callback asks for when only link states
+ * changed reuses what the last full scan read; a sysfs change comes with its uevent, and the scan
+ * after it reads everything again, whatever link messages came with it. After each step the
+ * lists are exact, and a full scan shows the same.
+ */
+START_TEST(test_sriov_backend_link_flaps_between_device_events_list_as_full_scans) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+        const kdp_test_pci_dev vf1 = { .path = E810_VF_PATH(1) };
+
+        veth_add("ens3f0np0", "e810peer");
+        veth_add("ens1f0np0", "cx6peer");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        WAIT_SHOWN_AS_FULL_SCAN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL }, { RDMA, CX6_RDMA_ALL },
+                                { NULL, NOT_SERVED_ALL });
+        kdp_test_sh("ip link set ens3f0np0 down");
+        WAIT_SHOWN_AS_FULL_SCAN(&r, { NETDEV, E810_NETDEV_PF0_DOWN }, { VFIO, E810_VFIO_PF0_DOWN },
+                                { RDMA, CX6_RDMA_ALL }, { NULL, NOT_SERVED_ALL });
+
+        /* VF 1 unbound (its uevent), then PF0 up and the CX6 PF down: one scan may see them all */
+        kdp_test_sriov_net_remove(r.root, E810_VF_PATH(1), "ens3f0v1");
+        kdp_test_tree_remove(r.root, "sys/devices/" E810_VF_PATH(1) "/driver");
+        run_event(&r, "unbind", "0000:8a:01.1");
+        kdp_test_sh("ip link set ens3f0np0 up");
+        kdp_test_sh("ip link set ens1f0np0 down");
+        WAIT_SHOWN_AS_FULL_SCAN(&r, { NETDEV, NETDEV_VF1_UNBOUND_PF0("Healthy\n") }, { VFIO, E810_VFIO_ALL },
+                                { RDMA, CX6_RDMA_DOWN }, { NULL, NOT_SERVED_ALL });
+
+        /* flaps alone: the unbound VF keeps its reason, without the PF's */
+        kdp_test_sh("ip link set ens3f0np0 down");
+        kdp_test_sh("ip link set ens1f0np0 up");
+        WAIT_SHOWN_AS_FULL_SCAN(&r, { NETDEV, NETDEV_VF1_UNBOUND_PF0(PF0_DOWN) }, { VFIO, E810_VFIO_PF0_DOWN },
+                                { RDMA, CX6_RDMA_ALL }, { NULL, NOT_SERVED_ALL });
+
+        /* VF 1 bound to iavf again while PF0 is down, then a flap of the CX6 PF */
+        kdp_test_pci_sys_link(r.root, &vf1, "driver", "bus/pci/drivers/iavf");
+        kdp_test_sriov_net_add(r.root, E810_VF_PATH(1), "ens3f0v1", "1", NULL, NULL);
+        run_event(&r, "bind", "0000:8a:01.1");
+        kdp_test_sh("ip link set ens1f0np0 down");
+        WAIT_SHOWN_AS_FULL_SCAN(&r, { NETDEV, E810_NETDEV_PF0_DOWN }, { VFIO, E810_VFIO_PF0_DOWN },
+                                { RDMA, CX6_RDMA_DOWN }, { NULL, NOT_SERVED_ALL });
+        kdp_test_sh("ip link set ens3f0np0 up");
+        kdp_test_sh("ip link set ens1f0np0 up");
+        WAIT_SHOWN_AS_FULL_SCAN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL }, { RDMA, CX6_RDMA_ALL },
+                                { NULL, NOT_SERVED_ALL });
+}
+END_TEST
+
+/*
+ * A scan asked for by a link change alone reads no file: VF 2 disabled in sysfs without a uevent
+ * (enable=0) is not seen by the link-only scans, only by the next full one (the periodic scan);
+ * enabled again without a uevent, the link-only scans keep the full scan's reason and only the
+ * PF link's part of it follows the link.
+ */
+START_TEST(test_sriov_backend_link_only_scan_reads_no_file) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        veth_add("ens3f0np0", "e810peer");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL });
+
+        kdp_test_sriov_write(r.root, E810_VF_PATH(2), "enable", "0");
+        kdp_test_sh("ip link set ens3f0np0 down");
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_PF0_DOWN }, { VFIO, E810_VFIO_PF0_DOWN });
+        run_scan(&r);
+        expect_devices(&r, NETDEV,
+                       "0000:8a:01.0 1 " PF0_DOWN "0000:8a:01.1 1 " PF0_DOWN
+                       "0000:8a:01.2 1 Unhealthy: disabled (enable=0); PF ens3f0np0 link down\n"
+                       "0000:8a:01.3 1 " PF0_DOWN "0000:8a:01.4 1 " PF0_DOWN "0000:8a:01.5 1 " PF0_DOWN);
+
+        kdp_test_sriov_write(r.root, E810_VF_PATH(2), "enable", "1");
+        kdp_test_sh("ip link set ens3f0np0 up");
+        WAIT_SHOWN(&r,
+                   { NETDEV, "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Healthy\n"
+                             "0000:8a:01.2 1 Unhealthy: disabled (enable=0)\n0000:8a:01.3 1 Healthy\n"
+                             "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n" },
+                   { VFIO, E810_VFIO_ALL }, { NULL, NOT_SERVED_ALL });
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_not_served(&r, NOT_SERVED_ALL);
+}
+END_TEST
+
+/*
+ * kdpd's SIGHUP read a changed config.json (reload), and a PF link went down before the scan
+ * that follows: that scan is a full one, where the changed pool takes its functions again
+ * (a link-only scan would list it empty).
+ */
+START_TEST(test_sriov_backend_link_scan_after_a_reload_is_full) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        veth_add("ens3f0np0", "e810peer");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        WAIT_SHOWN(&r, { NETDEV, E810_NETDEV_ALL }, { VFIO, E810_VFIO_ALL });
+
+        kdp_test_tree_write(r.root, "config.json", config_json_changed);
+        r.b.ops->reload(r.b.state);
+        kdp_test_sh("ip link set ens3f0np0 down");
+        WAIT_SHOWN(&r, { NETDEV, "0000:8a:01.0 1 " PF0_DOWN "0000:8a:01.1 1 " PF0_DOWN "0000:8a:01.2 1 " PF0_DOWN },
+                   { VFIO, E810_VFIO_PF0_DOWN });
+}
+END_TEST
+
 static bool netns_usable;
 
 /* Each test in a netns of its own when it may: the machine's links and routes stay out of it. */
@@ -1520,6 +1733,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_allocate_answers_as_sriovdp);
         tcase_add_test(tc, test_sriov_backend_allocate_refuses_an_unknown_id);
         tcase_add_test(tc, test_sriov_backend_preferred_keeps_to_one_pf);
+        tcase_add_test(tc, test_sriov_backend_preferred_among_256_vfs_of_4_pfs);
         tcase_add_test(tc, test_sriov_backend_cdi_names_each_device);
         tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_config);
         tcase_add_test(tc, test_sriov_backend_init_fails_on_a_bad_pf_link_down);
@@ -1545,6 +1759,9 @@ static Suite *sriov_backend_suite(void) {
                 tcase_add_test(tc, test_sriov_backend_pf_link_down_ignored);
                 tcase_add_test(tc, test_sriov_backend_default_route_on_a_vf_netdev_excludes_it);
                 tcase_add_test(tc, test_sriov_backend_pf_link_not_in_this_netns_is_not_down);
+                tcase_add_test(tc, test_sriov_backend_link_flaps_between_device_events_list_as_full_scans);
+                tcase_add_test(tc, test_sriov_backend_link_only_scan_reads_no_file);
+                tcase_add_test(tc, test_sriov_backend_link_scan_after_a_reload_is_full);
                 tcase_add_test(tc, test_sriov_backend_serves_while_rtnetlink_fails_and_retries_it);
                 suite_add_tcase(s, tc);
         } else
