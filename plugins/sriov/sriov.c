@@ -14,6 +14,11 @@
  *          only link states changed since the last full scan (no device event, no default route,
  *          config.json as it was), a link-only scan: the table as it stands, only the PF-link
  *          part of each member's health evaluated again, no file read (scan_link_only)
+ *   the periodic scan (every 2 s) when nothing changed since the last full scan (no device
+ *          event, no link or default route change, config.json as it was, rtnetlink read) and
+ *          that one is less than 30 s old: a health-only scan: the table as it stands, each taken
+ *          member's health evaluated again from what sends no event (`enable`, AER counters, its
+ *          device nodes), no function's other files read (scan_health_only); else a full one
  *   the inotify fd (watch.c) -> an event naming config.json: a scan once settled
  *   reload (kdpd's SIGHUP) -> config.json read now; kdpd scans next
  *   allocate -> sriov_answer (answer.c) for the members named, and each one's device-info file
@@ -74,6 +79,7 @@
 
 #define REASON_MAX 256
 #define PCI_RELIST_MS 30000     /* the PCI list is read again at least this often, events or not */
+#define FULL_SCAN_MS PCI_RELIST_MS      /* and every function's files, at least this often */
 #define NODES_MAX (SRIOV_RDMA_NODES_MAX + 4)
 
 typedef struct member {
@@ -120,6 +126,7 @@ typedef struct sriov_state {
         char (*watch)[IF_NAMESIZE];             /* the netdevs the scan found that matter (no duplicates) */
         size_t n_watch;
         bool full_scan_due;                     /* a device event (or init) since the last full scan */
+        uint64_t full_scan_usec;                /* kdp_backend_now_usec() of the last full scan */
         bool link_changed;                      /* the rtnetlink callback asked for a scan for link states */
         not_served_note *not_served;            /* what the last full scan declared not served */
         size_t n_not_served;
@@ -519,20 +526,18 @@ static void link_reason_set(const sriov_state *s, member *m, const link_facts *p
                 reason_add(m, text);
 }
 
-/* The health of a member its pool takes: PCI state, the nodes its Allocate answer hands out, the PF link. */
-static void refresh_taken(const sriov_state *s, member *m, const link_facts *pf) {
+/*
+ * The health of a taken member from its facts as they stand, appended to its reason: what sends
+ * no event (its PCI `enable` and AER counters, the nodes its Allocate answer hands out) read now,
+ * and the PF link last (from link_at on).
+ */
+static void check_taken(const sriov_state *s, member *m, const link_facts *pf) {
         const sriov_pool *pool = pool_of(&s->cfg, m->resource);
         const sriov_selector *sel = pool && m->selector < pool->n_selectors ? &pool->selectors[m->selector] : NULL;
         unsigned checks = KDP_HEALTH_PCI_ENABLED | KDP_HEALTH_PCI_AER_FATAL | KDP_HEALTH_PCI_AER_NONFATAL;
         _cleanup_free_ char *why = NULL;
         char text[REASON_MAX];
 
-        if (!m->taken || m->rebound || strcmp(m->driver, m->f.driver) != 0) {
-                (void) kdp_health_pci_rebase(s->ctx, m->f.address, &m->pci);  /* (re)bound: counters start anew */
-                snprintf(m->driver, sizeof(m->driver), "%s", m->f.driver);
-        }
-        m->taken = true;
-        m->rebound = false;
         if (kdp_health_pci_check(s->ctx, m->f.address, NULL, checks, &m->pci, &why) == KDP_UNHEALTHY && why)
                 reason_add(m, why);
         if (strcmp(m->f.driver, "vfio-pci") == 0) {
@@ -558,6 +563,17 @@ static void refresh_taken(const sriov_state *s, member *m, const link_facts *pf)
                 check_node(s, m, m->f.vdpa_path);
         m->link_at = strlen(m->reason);
         link_reason_set(s, m, pf);
+}
+
+/* A member its pool takes (now, or again): its health. A (re)bound function's AER counters start anew. */
+static void refresh_taken(const sriov_state *s, member *m, const link_facts *pf) {
+        if (!m->taken || m->rebound || strcmp(m->driver, m->f.driver) != 0) {
+                (void) kdp_health_pci_rebase(s->ctx, m->f.address, &m->pci);
+                snprintf(m->driver, sizeof(m->driver), "%s", m->f.driver);
+        }
+        m->taken = true;
+        m->rebound = false;
+        check_taken(s, m, pf);
 }
 
 /* Why a member's pool does not take its function now. */
@@ -1007,11 +1023,27 @@ static bool scan_link_only(sriov_state *s) {
 }
 
 /*
- * A link-only scan: the facts the last full scan read from sysfs stand (a change there comes
- * with its device event, which makes the next scan a full one); only the PF link's part of each
- * taken member's health is evaluated again, from link.c's table. No file is read.
+ * Whether this scan may be a health-only one: since the last full scan, which is less than
+ * FULL_SCAN_MS old, no device event came, no default route changed, config.json did not change
+ * (nor is an event of it settling) and rtnetlink is read (a failed socket is retried by a full
+ * scan). What is left to change unseen is what sends no event: the periodic scan, or a rescan
+ * asked for by nothing that needs a full one.
  */
-static void scan_links(sriov_state *s, kdp_device_tree *tree) {
+static bool scan_health_only(sriov_state *s) {
+        if (s->full_scan_due || !s->link || sriov_link_fd(s->link) < 0 ||
+            kdp_backend_now_usec(s->ctx) - s->full_scan_usec >= (uint64_t) FULL_SCAN_MS * 1000)
+                return false;
+        return s->cfg_watch && sriov_watch_unchanged(s->cfg_watch);
+}
+
+/*
+ * A scan that reuses the facts the last full scan read from sysfs (a change there comes with its
+ * device event, which makes the next scan a full one). A link-only scan evaluates only the PF
+ * link's part of each taken member's health again, from link.c's table, and reads no file; a
+ * health-only scan (`health`) evaluates each taken member's health again whole (check_taken):
+ * its PCI `enable` and AER counters and its device nodes read now, which send no event.
+ */
+static void scan_reusing(sriov_state *s, kdp_device_tree *tree, bool health) {
         for (size_t i = 0; i < s->n_members; i++) {
                 member *m = &s->members[i];
                 link_facts pf;
@@ -1019,7 +1051,11 @@ static void scan_links(sriov_state *s, kdp_device_tree *tree) {
                 if (!m->taken)
                         continue;
                 pf = link_facts_read(s, m->f.pf_name);
-                link_reason_set(s, m, &pf);
+                if (health) {
+                        m->reason[0] = '\0';
+                        check_taken(s, m, &pf);
+                } else
+                        link_reason_set(s, m, &pf);
         }
         for (size_t i = 0; i < s->n_not_served; i++)
                 (void) kdp_device_tree_not_served(tree, s->not_served[i].address, s->not_served[i].reason);
@@ -1032,10 +1068,15 @@ static int sriov_scan(void *state, kdp_device_tree *tree) {
         int r;
 
         if (scan_link_only(s)) {
-                scan_links(s, tree);
+                scan_reusing(s, tree, false);
+                return 0;
+        }
+        if (scan_health_only(s)) {
+                scan_reusing(s, tree, true);
                 return 0;
         }
         s->full_scan_due = false;
+        s->full_scan_usec = kdp_backend_now_usec(s->ctx);
         s->n_not_served = 0;
         reload_config(s, false);
         if (s->link)

@@ -252,6 +252,11 @@ static void vf1_bind_iavf(run *r) {
         run_event(r, "bind", "0000:8a:01.1");
 }
 
+/* The fake clock moves past the time after which the periodic scan is a full one again. */
+static void run_full_scan_due(run *r) {
+        r->b.now_usec += 30 * 1000 * 1000;
+}
+
 /* ---- health ---- */
 
 START_TEST(test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back) {
@@ -277,6 +282,105 @@ START_TEST(test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_ba
         run_scan(&r);
         expect_devices(&r, VFIO, E810_VFIO_ALL);
         expect_devices(&r, RDMA, CX6_RDMA_ALL);
+}
+END_TEST
+
+/*
+ * The periodic scan between device events (a health-only one) reads again what sends no event
+ * and no more: a vfio group node removed makes its VF Unhealthy at the next scan, and back, it
+ * is Healthy at the one after. VF 7's group turned no-IOMMU in sysfs without a uevent (its node
+ * is then vfio/noiommu-107, which is missing) is not seen until the periodic scan is a full one
+ * again, 30 s after the last.
+ */
+START_TEST(test_sriov_backend_periodic_scan_between_events_reads_health_only) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        kdp_test_tree_remove(r.root, "dev/vfio/106");
+        kdp_test_tree_write(r.root, "sys/kernel/iommu_groups/107/name", "vfio-noiommu\n");
+        r.b.now_usec += 2 * 1000 * 1000;
+        run_scan(&r);
+        expect_devices(&r, VFIO, "0000:8a:01.6 1 Unhealthy: device node ROOT/dev/vfio/106 missing\n"
+                                 "0000:8a:01.7 1 Healthy\n");
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_devices(&r, RDMA, CX6_RDMA_ALL);
+        expect_not_served(&r, NOT_SERVED_ALL);
+
+        kdp_test_tree_write(r.root, "dev/vfio/106", "");
+        r.b.now_usec += 2 * 1000 * 1000;
+        run_scan(&r);
+        expect_devices(&r, VFIO, E810_VFIO_ALL);
+
+        /* 26 s after the full scan: still health-only; 30 s: full */
+        r.b.now_usec += 22 * 1000 * 1000;
+        run_scan(&r);
+        expect_devices(&r, VFIO, E810_VFIO_ALL);
+        r.b.now_usec += 4 * 1000 * 1000;
+        run_scan(&r);
+        expect_devices(&r, VFIO, "0000:8a:01.6 1 Healthy\n"
+                                 "0000:8a:01.7 1 Unhealthy: device node ROOT/dev/vfio/noiommu-107 missing\n");
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_not_served(&r, NOT_SERVED_ALL);
+
+        /* the group an IOMMU one again, with a uevent: the next scan is full at once */
+        kdp_test_tree_remove(r.root, "sys/kernel/iommu_groups/107/name");
+        r.b.ops->device_event(r.b.state, &(kdp_device_event){ .action = "change", .subsystem = "vfio",
+                                                              .sysname = "107" });
+        run_scan(&r);
+        expect_devices(&r, VFIO, E810_VFIO_ALL);
+}
+END_TEST
+
+/* Writes VF `fn`'s AER counter file as the kernel prints it, TOTAL_ERR_<FATAL|NONFATAL> `total`. */
+static void e810_vf_aer(const run *r, int fn, bool fatal, unsigned total) {
+        _cleanup_free_ char *rel = NULL, *text = NULL;
+
+        ck_assert_int_ge(asprintf(&rel, "sys/devices/" KDP_TEST_E810_PORT "/0000:8a:01.%d/%s", fn,
+                                  fatal ? "aer_dev_fatal" : "aer_dev_nonfatal"), 0);
+        ck_assert_int_ge(asprintf(&text,
+                                  "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 0\nCmpltAbrt 0\nUnxCmplt 0\n"
+                                  "RxOF 0\nMalfTLP %u\nECRC 0\nUnsupReq 0\nACSViol 0\nUncorrIntErr 0\n"
+                                  "TOTAL_ERR_%s %u\n", total, fatal ? "FATAL" : "NONFATAL", total), 0);
+        kdp_test_tree_write(r->root, rel, text);
+}
+
+#define NETDEV_VF3_AER                                                                           \
+        "0000:8a:01.0 1 Healthy\n0000:8a:01.1 1 Healthy\n0000:8a:01.2 1 Healthy\n"               \
+        "0000:8a:01.3 1 Unhealthy: AER non-fatal errors rose from 0 to 1\n"                      \
+        "0000:8a:01.4 1 Healthy\n0000:8a:01.5 1 Healthy\n"
+#define VFIO_VF6_AER "0000:8a:01.6 1 Unhealthy: AER fatal errors rose from 0 to 2\n0000:8a:01.7 1 Healthy\n"
+
+/*
+ * AER counters send no event: a rise between device events is seen by the next periodic scan (a
+ * health-only one), and stays until the function is bound again (its counters start anew).
+ */
+START_TEST(test_sriov_backend_aer_rise_without_an_event_seen_by_the_next_scan) {
+        _cleanup_(run_done) run r = { .root = node_tree(config_json) };
+
+        e810_vf_aer(&r, 3, true, 0);
+        e810_vf_aer(&r, 3, false, 0);
+        e810_vf_aer(&r, 6, true, 0);
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+        expect_devices(&r, VFIO, E810_VFIO_ALL);
+
+        e810_vf_aer(&r, 3, false, 1);
+        e810_vf_aer(&r, 6, true, 2);
+        r.b.now_usec += 2 * 1000 * 1000;
+        run_scan(&r);
+        expect_devices(&r, NETDEV, NETDEV_VF3_AER);
+        expect_devices(&r, VFIO, VFIO_VF6_AER);
+        expect_not_served(&r, NOT_SERVED_ALL);
+        r.b.now_usec += 2 * 1000 * 1000;
+        run_scan(&r);
+        expect_devices(&r, VFIO, VFIO_VF6_AER);
+
+        run_event(&r, "bind", "0000:8a:01.6");
+        run_scan(&r);
+        expect_devices(&r, VFIO, E810_VFIO_ALL);
+        expect_devices(&r, NETDEV, NETDEV_VF3_AER);
 }
 END_TEST
 
@@ -1323,6 +1427,7 @@ static void wait_shown_as_full_scan(run *r, const shown *want, size_t n) {
         _cleanup_free_ char *expected = shown_text(r, want, n, false), *got = NULL;
 
         wait_shown(r, want, n);
+        run_full_scan_due(r);
         run_scan(r);
         got = shown_text(r, want, n, true);
         ck_assert_str_eq(got, expected);
@@ -1725,6 +1830,8 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_serves_every_pool_and_names_what_it_does_not);
         tcase_add_test(tc, test_sriov_backend_exclude_topology_drops_the_numa_node);
         tcase_add_test(tc, test_sriov_backend_missing_vfio_and_rdma_nodes_are_unhealthy_until_back);
+        tcase_add_test(tc, test_sriov_backend_periodic_scan_between_events_reads_health_only);
+        tcase_add_test(tc, test_sriov_backend_aer_rise_without_an_event_seen_by_the_next_scan);
         tcase_add_test(tc, test_sriov_backend_vf_unbound_then_rebound);
         tcase_add_test(tc, test_sriov_backend_a_vf_before_its_probe_is_in_no_pool);
         tcase_add_test(tc, test_sriov_backend_numvfs_to_zero_takes_the_vfs_away);
