@@ -350,7 +350,7 @@ KDP_DEFINE_CLEANUP_FUNC(sriov_link, sriov_link_free)
  * compared too, which sees what the watch cannot: a symlink to a file in another directory, a
  * filesystem whose changes inotify does not report (NFS, some FUSE), a watch that failed
  * (fs.inotify.max_user_instances or max_user_watches reached: logged once, tried again at each
- * scan) or whose directory went away. The events waiting on the watch are read right after
+ * sriov_watch_check(), i.e. each full scan) or whose directory went away. The events waiting on the watch are read right after
  * that stat(), so a change in the watched directory is always the watch's, read once settled.
  *
  * Ownership and threads: the sriov_watch is its creator's (sriov.c's state), as are its
