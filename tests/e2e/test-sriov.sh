@@ -12,6 +12,10 @@
 #     volume's layout, updated as the kubelet does (the ..data swap): only the changed pool's
 #     stream sees it; kdpd's SIGHUP reads it again; a broken one keeps the pools until fixed.
 #   - no-IOMMU E810: the vfio answer with the host's noiommu-<N> node.
+#   - ConnectX-6 in InfiniBand mode: pKeys (exact per-pkey VF sets), linkTypes infiniband, the
+#     RDMA answer on IB, an auxNetDevice pool (empty, with its warnings).
+#   - vDPA on the ConnectX-6 Dx: vdpaType vhost and virtio, the vdpa provider, vhost-vdpa
+#     DeviceSpecs and device-info files of type vdpa; a missing vhost-vdpa node.
 #   - device-info files for Multus (in $T/devinfo-NAME): written at Allocate with their exact
 #     JSON, gone with their VFs (sriov_numvfs script), with their pool (config.json), and when
 #     kdpd stops.
@@ -38,7 +42,7 @@ KUBELET_ARGS=()         # more args for the next node's stand-in kubelet
 KDPD_ARGS=()            # and for its kdpd
 
 # the PF netdevs of the fixtures, up (the VFs' own netdevs are no reason: plugins/sriov/README.md)
-for link in ens3f0np0 ens3f1np1 ens1f0np0 ens1f1np1; do
+for link in ens3f0np0 ens3f1np1 ens1f0np0 ens1f1np1 ibp216s0; do
         netns_link_add "$link" >"$T/ip.out" 2>&1 || fail "cannot make link $link: $(cat "$T/ip.out")"
 done
 
@@ -673,4 +677,133 @@ unhealthy $UIO 0000:8a:01.3 "device node /dev/uio0 missing"
 ctl write dev/uio0 ""
 want $UIO 1 0000:8a:01.3
 pass "a VF bound to igb_uio: the uio provider's _INFO and /dev/uio0; Unhealthy while /dev/uio0 is missing"
+node_done
+
+# ---------------------------------------------------------------------------------------------
+# ConnectX-6 in InfiniBand mode (sriov-cx6-ib): the VFs' default pkeys are 0xffff (VFs 0, 1:
+# 0000:d8:00.1, 00.2) and 0x8001 (VFs 2, 3: 00.3, 00.4), their netdevs IPoIB (type 32); all on
+# NUMA 1. pKeys match the file's text exactly ("0x1" is not "0x0001", as with sriovdp). An
+# auxNetDevice pool is declared but stays empty, with a warning.
+
+IB_P1=nvidia.com/ib_part1
+IB_DEF=nvidia.com/ib_default
+IB_SHORT=nvidia.com/ib_short
+IB_ETH=nvidia.com/ib_eth
+AUX=nvidia.com/ib_sf
+cat >"$T/ib.json" <<'END'
+{"resourceList": [
+ {"resourceName": "ib_part1", "resourcePrefix": "nvidia.com",
+  "selectors": [{"pKeys": ["0x8001"], "isRdma": true}]},
+ {"resourceName": "ib_default", "resourcePrefix": "nvidia.com",
+  "selectors": [{"vendors": ["15b3"], "devices": ["101c"], "linkTypes": ["infiniband"], "pKeys": ["0xffff"]}]},
+ {"resourceName": "ib_short", "resourcePrefix": "nvidia.com",
+  "selectors": [{"pKeys": ["0x1", "0xFFFF"]}]},
+ {"resourceName": "ib_eth", "resourcePrefix": "nvidia.com",
+  "selectors": [{"linkTypes": ["ether"]}]},
+ {"resourceName": "ib_sf", "resourcePrefix": "nvidia.com", "deviceType": "auxNetDevice",
+  "selectors": [{"vendors": ["15b3"], "auxTypes": ["sf"]}]}
+]}
+END
+node ib sriov-cx6-ib
+want $IB_P1 1 0000:d8:00.3,0000:d8:00.4
+want $IB_DEF 1 0000:d8:00.1,0000:d8:00.2
+want $IB_SHORT 1 ""
+want $IB_ETH 1 ""
+want $AUX 1 ""
+not_served "0000:d8:00.0 PF with VFs enabled"
+assert_eq "$(count_lines "$T/kubelet.out" '^registered ')" 5 "five pools registered"
+wait_line "$T/ib.err" '^W.*"auxNetDevice pools hold auxiliary devices, which this backend does not serve: the pool stays empty"'
+wait_line "$T/ib.err" '^W.*"Pool serves no device: auxiliary devices are not discovered" backend="sriov" resource="nvidia\.com/ib_sf"'
+pass "InfiniBand: pKeys takes the VFs whose default pkey it names (exactly), with linkTypes infiniband (IPoIB); no VF is ether"
+pass "auxNetDevice: the pool is registered and stays empty, with a warning"
+
+assert_eq "$(allocate $IB_P1 0000:d8:00.4 0000:d8:00.3)" "env PCIDEVICE_NVIDIA_COM_IB_PART1=0000:d8:00.4,0000:d8:00.3
+env PCIDEVICE_NVIDIA_COM_IB_PART1_INFO={\"0000:d8:00.3\":{\"generic\":{\"deviceID\":\"0000:d8:00.3\"},\"rdma\":{\"issm\":\"/dev/infiniband/issm3\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\",\"rdma_dev\":\"mlx5_3\",\"umad\":\"/dev/infiniband/umad3\",\"uverbs\":\"/dev/infiniband/uverbs3\"}},\"0000:d8:00.4\":{\"generic\":{\"deviceID\":\"0000:d8:00.4\"},\"rdma\":{\"issm\":\"/dev/infiniband/issm4\",\"rdma_cm\":\"/dev/infiniband/rdma_cm\",\"rdma_dev\":\"mlx5_4\",\"umad\":\"/dev/infiniband/umad4\",\"uverbs\":\"/dev/infiniband/uverbs4\"}}}
+device /dev/infiniband/issm3 /dev/infiniband/issm3 rw
+device /dev/infiniband/issm4 /dev/infiniband/issm4 rw
+device /dev/infiniband/rdma_cm /dev/infiniband/rdma_cm rw
+device /dev/infiniband/umad3 /dev/infiniband/umad3 rw
+device /dev/infiniband/umad4 /dev/infiniband/umad4 rw
+device /dev/infiniband/uverbs3 /dev/infiniband/uverbs3 rw
+device /dev/infiniband/uverbs4 /dev/infiniband/uverbs4 rw" "Allocate of two VFs of partition 0x8001 with isRdma"
+assert_eq "$(allocate $IB_DEF 0000:d8:00.2)" "env PCIDEVICE_NVIDIA_COM_IB_DEFAULT=0000:d8:00.2
+env PCIDEVICE_NVIDIA_COM_IB_DEFAULT_INFO={\"0000:d8:00.2\":{\"generic\":{\"deviceID\":\"0000:d8:00.2\"}}}" \
+        "Allocate of a VF of the default partition (no isRdma: no RDMA nodes)"
+devinfo nvidia.com-ib_part1-0000:d8:00.3-device.json nvidia.com-ib_part1-0000:d8:00.4-device.json \
+        nvidia.com-ib_default-0000:d8:00.2-device.json
+assert_eq "$(devinfo_json nvidia.com-ib_part1-0000:d8:00.3-device.json)" \
+        '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:d8:00.3","rdma-device":"mlx5_3","pf-pci-address":"0000:d8:00.0"}}' \
+        "device-info of an InfiniBand VF"
+assert_eq "$(devinfo_json nvidia.com-ib_default-0000:d8:00.2-device.json)" \
+        '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:d8:00.2","rdma-device":"mlx5_2","pf-pci-address":"0000:d8:00.0"}}' \
+        "device-info of an InfiniBand VF of a pool without isRdma"
+pass "Allocate on InfiniBand: the rdma provider's _INFO and nodes for isRdma, generic only without; device-info with rdma-device"
+
+# VF 3 (00.4) rebound to vfio-pci: no IPoIB netdev and no RDMA device, so no pkey (the PF's
+# link type, infiniband, stands for it); it leaves the 0x8001 pool. Back on mlx5_core, it returns.
+ctl unbind 0000:d8:00.4
+ctl bind 0000:d8:00.4 vfio-pci
+want $IB_P1 1 0000:d8:00.3 0000:d8:00.4
+unhealthy $IB_P1 0000:d8:00.4 "bound to vfio-pci"
+ctl unbind 0000:d8:00.4
+ctl bind 0000:d8:00.4 mlx5_core
+want $IB_P1 1 0000:d8:00.3,0000:d8:00.4
+pass "InfiniBand: a VF rebound to vfio-pci (no pkey then) leaves its pkey pool Unhealthy, and is back once on mlx5_core"
+node_done
+
+# ---------------------------------------------------------------------------------------------
+# vDPA on the ConnectX-6 Dx (sriov-cx6dx): PF0's VF 1 (0000:3b:00.3) has vdpa0 and VF 2 (00.4)
+# vdpa1 on vhost_vdpa (/dev/vhost-vdpa-0, -1), VF 3 (00.5) vdpa2 on virtio_vdpa; VF 0 (00.2)
+# none. All on NUMA 0.
+
+VHOST=nvidia.com/vdpa_vhost
+VIRTIO=nvidia.com/vdpa_virtio
+PLAIN=nvidia.com/cx6_plain
+cat >"$T/vdpa.json" <<'END'
+{"resourceList": [
+ {"resourceName": "vdpa_vhost", "resourcePrefix": "nvidia.com",
+  "selectors": [{"vendors": ["15b3"], "devices": ["101e"], "drivers": ["mlx5_core"], "vdpaType": "vhost"}]},
+ {"resourceName": "vdpa_virtio", "resourcePrefix": "nvidia.com",
+  "selectors": [{"vdpaType": "virtio"}]},
+ {"resourceName": "cx6_plain", "resourcePrefix": "nvidia.com",
+  "selectors": [{"pfNames": ["ens1f0np0"]}]}
+]}
+END
+node vdpa sriov-cx6dx
+want $VHOST 0 0000:3b:00.3,0000:3b:00.4
+want $VIRTIO 0 0000:3b:00.5
+want $PLAIN 0 0000:3b:00.2
+pass "vdpaType: vhost and virtio take the VFs whose vDPA device is bound to vhost_vdpa and virtio_vdpa"
+
+assert_eq "$(allocate $VHOST 0000:3b:00.4 0000:3b:00.3)" "env PCIDEVICE_NVIDIA_COM_VDPA_VHOST=0000:3b:00.4,0000:3b:00.3
+env PCIDEVICE_NVIDIA_COM_VDPA_VHOST_INFO={\"0000:3b:00.3\":{\"generic\":{\"deviceID\":\"0000:3b:00.3\"},\"vdpa\":{\"mount\":\"/dev/vhost-vdpa-0\"}},\"0000:3b:00.4\":{\"generic\":{\"deviceID\":\"0000:3b:00.4\"},\"vdpa\":{\"mount\":\"/dev/vhost-vdpa-1\"}}}
+device /dev/vhost-vdpa-0 /dev/vhost-vdpa-0 rw
+device /dev/vhost-vdpa-1 /dev/vhost-vdpa-1 rw" "Allocate of two vhost vDPA VFs"
+assert_eq "$(allocate $VIRTIO 0000:3b:00.5)" "env PCIDEVICE_NVIDIA_COM_VDPA_VIRTIO=0000:3b:00.5
+env PCIDEVICE_NVIDIA_COM_VDPA_VIRTIO_INFO={\"0000:3b:00.5\":{\"generic\":{\"deviceID\":\"0000:3b:00.5\"},\"vdpa\":{}}}" \
+        "Allocate of a virtio vDPA VF: an empty vdpa provider, no device node"
+devinfo nvidia.com-vdpa_vhost-0000:3b:00.3-device.json nvidia.com-vdpa_vhost-0000:3b:00.4-device.json \
+        nvidia.com-vdpa_virtio-0000:3b:00.5-device.json
+assert_eq "$(devinfo_json nvidia.com-vdpa_vhost-0000:3b:00.3-device.json)" \
+        '{"type":"vdpa","version":"1.1.0","vdpa":{"parent-device":"vdpa0","driver":"vhost","path":"/dev/vhost-vdpa-0","pci-address":"0000:3b:00.3","pf-pci-address":"0000:3b:00.0"}}' \
+        "device-info of a vhost vDPA VF"
+assert_eq "$(devinfo_json nvidia.com-vdpa_vhost-0000:3b:00.4-device.json)" \
+        '{"type":"vdpa","version":"1.1.0","vdpa":{"parent-device":"vdpa1","driver":"vhost","path":"/dev/vhost-vdpa-1","pci-address":"0000:3b:00.4","pf-pci-address":"0000:3b:00.0"}}' \
+        "device-info of the other vhost vDPA VF"
+assert_eq "$(devinfo_json nvidia.com-vdpa_virtio-0000:3b:00.5-device.json)" \
+        '{"type":"vdpa","version":"1.1.0","vdpa":{"parent-device":"vdpa2","driver":"virtio","pci-address":"0000:3b:00.5","pf-pci-address":"0000:3b:00.0"}}' \
+        "device-info of a virtio vDPA VF: no path"
+pass "Allocate of vDPA VFs: the vdpa provider (mount for vhost), the vhost-vdpa DeviceSpecs, device-info of type vdpa"
+
+# the vhost-vdpa node goes: its VF is Unhealthy until it is back
+ctl rm dev/vhost-vdpa-0
+want $VHOST 0 0000:3b:00.4 0000:3b:00.3
+unhealthy $VHOST 0000:3b:00.3 "device node /dev/vhost-vdpa-0 missing"
+ctl write dev/vhost-vdpa-0 ""
+want $VHOST 0 0000:3b:00.3,0000:3b:00.4
+# VF 1 unbound: its vDPA device goes with it (and so its vhost-vdpa-0); it is kept Unhealthy
+ctl unbind 0000:3b:00.3
+want $VHOST 0 0000:3b:00.4 0000:3b:00.3
+unhealthy $VHOST 0000:3b:00.3 "driver unbound"
+pass "vDPA: a missing vhost-vdpa node or an unbound VF makes the member Unhealthy"
 node_done
