@@ -294,6 +294,9 @@ random_sriov_script() {
                 sriov_vfs 0 0000:3b:00. "2 3 4 5" "mlx5_core mlx5_core mlx5_core mlx5_core" ens1f0v 4
                 sriov_vfs 1 0000:3b: "01.2 01.3 01.4 01.5 01.6 01.7 02.0 02.1" \
                         "mlx5_core mlx5_core mlx5_core mlx5_core mlx5_core mlx5_core mlx5_core mlx5_core" ens1f1v 8 ;;
+        sriov-cx6-ib)
+                pfs=(0000:d8:00.0) pf_on=(4) pf_fixed=(0)
+                sriov_vfs 0 0000:d8:00. "1 2 3 4" "mlx5_core mlx5_core mlx5_core mlx5_core" ibp216s0v 4 ;;
         esac
         for i in "${!pfs[@]}"; do
                 pf_plugged[i]=1
@@ -546,6 +549,7 @@ pf_links() {
         sriov-e810) echo ens3f0np0 ens3f1np1 ;;
         sriov-cx6dx) echo ens1f0np0 ens1f1np1 ;;
         sriov-noiommu) echo ens3f0np0 ;;
+        sriov-cx6-ib) echo ibp216s0 ;;
         esac
 }
 
@@ -707,7 +711,7 @@ main() {
         local fixture script name seed=1
         local -a backend
         for fixture in gpu-h100x8 gpu-mi300x4 gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
-                sriov-e810 sriov-cx6dx sriov-noiommu; do
+                sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib; do
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
                         [ -f "$script" ] || continue
