@@ -7,7 +7,8 @@
 # iommu_group, cat of the sriov_* files, ls of net/ and /dev/vfio, stat of the /dev nodes, the
 # RDMA class devices joined to their PCI function) with exact values: VF addresses per PF,
 # drivers, iommu groups and vfio nodes, NUMA nodes, netdevs, RDMA devices and their char
-# devices, switchdev uplink and representors. For each script: the exact uevents between its
+# devices, switchdev uplink and representors, IPoIB netdevs and InfiniBand ports (pkeys), vDPA
+# devices with their vhost-vdpa nodes or virtio devices. For each script: the exact uevents between its
 # "echo" marks, what sysfs and /dev show at each mark, and the end state (kdpctl discover).
 # The tables are the ones tests/fixtures/README.md gives. Exit 77 = skipped.
 # ok() never fails, so "[ ... ] && ok ... || fail ..." is an if-then-else; the single-quoted
@@ -46,6 +47,7 @@ for d in /sys/bus/pci/devices/*; do
         for i in ${net//,/ }; do
                 c=/sys/class/net/$i
                 echo "  net $i device=$(lnk $c/device) type=$(cat $c/type) operstate=$(cat $c/operstate) carrier=$(rd $c/carrier) ifindex=$(cat $c/ifindex) address=$(cat $c/address) port=$(rd $c/phys_port_name) switch=$(rd $c/phys_switch_id)"
+                [ -e $c/pkey ] && echo "    ipoib pkey=$(cat $c/pkey) mode=$(cat $c/mode) mtu=$(cat $c/mtu) addr_len=$(cat $c/addr_len) broadcast=$(cat $c/broadcast)"
         done
         for ib in $(ls $d/infiniband 2>/dev/null); do
                 c=/sys/class/infiniband/$ib; p=$c/ports/1
@@ -53,7 +55,15 @@ for d in /sys/bus/pci/devices/*; do
                 chars=; for cd in /sys/class/infiniband_verbs/* /sys/class/infiniband_mad/*; do
                         [ "$(cat $cd/ibdev)" = $ib ] && chars+=" ${cd##*/}=$(stat -c %t:%T /dev/infiniband/${cd##*/})$([ "$(lnk $cd/device)" = $bdf ] || echo "!")"
                 done
-                echo "  rdma $ib class=$kind device=$(lnk $c/device) state=$(cat $p/state) phys=$(cat $p/phys_state) layer=$(cat $p/link_layer) ndev=$(cat $p/gid_attrs/ndevs/0) guid=$(cat $c/node_guid)$chars"
+                echo "  rdma $ib class=$kind device=$(lnk $c/device) state=$(cat $p/state) phys=$(cat $p/phys_state) layer=$(cat $p/link_layer) ndev=$(rd $p/gid_attrs/ndevs/0) guid=$(cat $c/node_guid)$chars"
+                [ "$(cat $p/link_layer)" = InfiniBand ] && echo "    ib lid=$(cat $p/lid) sm_lid=$(cat $p/sm_lid) rate=$(cat $p/rate) pkeys=$(for k in $(ls $p/pkeys | sort -n); do printf %s, "$(cat $p/pkeys/$k)"; done)"
+        done
+        for v in $(ls -d $d/vdpa* 2>/dev/null); do
+                vh=$(ls -d $v/vhost-vdpa-* 2>/dev/null); vh=${vh##*/}
+                echo "  vdpa ${v##*/} bus=$(lnk /sys/bus/vdpa/devices/${v##*/}) driver=$(lnk $v/driver) override=$(cat $v/driver_override) vhost=${vh:--}$([ -n "$vh" ] && echo " dev=$(cat $v/$vh/dev) node=$(stat -c %t:%T /dev/$vh)")"
+        done
+        for v in $(ls -d $d/virtio* 2>/dev/null); do
+                echo "  virtio ${v##*/} driver=$(lnk $v/driver) device=$(cat $v/device) vendor=$(cat $v/vendor) modalias=$(cat $v/modalias) net=$(ls $v/net | paste -sd,)"
         done
 done
 for g in $(ls /sys/kernel/iommu_groups | sort -n); do
@@ -213,7 +223,7 @@ numa: node0 node1 online=0-1
 EOT
 
 run "cx6dx table" sriov-cx6dx bash -c "$table"
-expect "sriov-cx6dx: RDMA per function (class links, uverbs/umad/issm nodes), switchdev uplink and representors on PF0" "$tmp/out" <<'EOT'
+expect "sriov-cx6dx: RDMA per function (class links, uverbs/umad/issm nodes), switchdev uplink and representors on PF0, vDPA on PF0's VFs 1-3" "$tmp/out" <<'EOT'
 modalias: 11 of 11 PCI functions
 pf 0000:3b:00.0 0x15b3:0x101d driver=mlx5_core numa=0 group=41 acpi_index=- vfs=4/8 offset=2 stride=1 vf_device=101e autoprobe=1 msix=1024 virtfn: 0000:3b:00.2 0000:3b:00.3 0000:3b:00.4 0000:3b:00.5
   net ens1f0np0 device=0000:3b:00.0 type=1 operstate=up carrier=1 ifindex=6 address=b8:3f:d2:b6:3b:10 port=p0 switch=1c34da0300a1b2c3
@@ -231,12 +241,16 @@ vf 0000:3b:00.2 0x15b3:0x101e physfn=0000:3b:00.0 driver=mlx5_core numa=0 group=
 vf 0000:3b:00.3 0x15b3:0x101e physfn=0000:3b:00.0 driver=mlx5_core numa=0 group=51 vfio=- net=ens1f0v1
   net ens1f0v1 device=0000:3b:00.3 type=1 operstate=up carrier=1 ifindex=13 address=02:3b:00:00:00:01 port=- switch=-
   rdma mlx5_3 class=link device=0000:3b:00.3 state=4: ACTIVE phys=5: LinkUp layer=Ethernet ndev=ens1f0v1 guid=b83f:d203:00b6:3c01 uverbs3=e7:c3 issm3=e7:43 umad3=e7:3
+  vdpa vdpa0 bus=vdpa0 driver=vhost_vdpa override=(null) vhost=vhost-vdpa-0 dev=508:0 node=1fc:0
 vf 0000:3b:00.4 0x15b3:0x101e physfn=0000:3b:00.0 driver=mlx5_core numa=0 group=52 vfio=- net=ens1f0v2
   net ens1f0v2 device=0000:3b:00.4 type=1 operstate=up carrier=1 ifindex=14 address=02:3b:00:00:00:02 port=- switch=-
   rdma mlx5_4 class=link device=0000:3b:00.4 state=4: ACTIVE phys=5: LinkUp layer=Ethernet ndev=ens1f0v2 guid=b83f:d203:00b6:3c02 uverbs4=e7:c4 issm4=e7:44 umad4=e7:4
+  vdpa vdpa1 bus=vdpa1 driver=vhost_vdpa override=(null) vhost=vhost-vdpa-1 dev=508:1 node=1fc:1
 vf 0000:3b:00.5 0x15b3:0x101e physfn=0000:3b:00.0 driver=mlx5_core numa=0 group=53 vfio=- net=ens1f0v3
   net ens1f0v3 device=0000:3b:00.5 type=1 operstate=up carrier=1 ifindex=15 address=02:3b:00:00:00:03 port=- switch=-
   rdma mlx5_5 class=link device=0000:3b:00.5 state=4: ACTIVE phys=5: LinkUp layer=Ethernet ndev=ens1f0v3 guid=b83f:d203:00b6:3c03 uverbs5=e7:c5 issm5=e7:45 umad5=e7:5
+  vdpa vdpa2 bus=vdpa2 driver=virtio_vdpa override=(null) vhost=-
+  virtio virtio0 driver=virtio_net device=0x0001 vendor=0x15b3 modalias=virtio:d00000001v000015B3 net=eth0
 vf 0000:3b:01.2 0x15b3:0x101e physfn=0000:3b:00.1 driver=mlx5_core numa=0 group=60 vfio=- net=ens1f1v0
   net ens1f1v0 device=0000:3b:01.2 type=1 operstate=up carrier=1 ifindex=16 address=02:3b:01:00:00:00 port=- switch=-
   rdma mlx5_6 class=link device=0000:3b:01.2 state=4: ACTIVE phys=5: LinkUp layer=Ethernet ndev=ens1f1v0 guid=b83f:d203:00b6:3d00 uverbs6=e7:c6 issm6=e7:46 umad6=e7:6
@@ -260,6 +274,60 @@ group 60: 0000:3b:01.2 name=-
 group 61: 0000:3b:01.3 name=-
 group 62: 0000:3b:01.4 name=-
 group 63: 0000:3b:01.5 name=-
+/dev/vfio: vfio
+/dev/vfio/vfio a:c4
+/dev/vhost-net a:ee
+/dev/net/tun a:c8
+/dev/infiniband/rdma_cm a:78
+drivers: mlx5_core pcieport
+numa: node0 node1 online=0-1
+EOT
+
+run "sriov-cx6-ib discover" sriov-cx6-ib "$kdpctl" discover
+expect "sriov-cx6-ib: one ConnectX-6 PF x 4 VFs in InfiniBand mode (class 0207)" "$tmp/out" <<'EOF'
+ADDRESS         ID         CLASS   DRIVER     NUMA  IOMMU  SRIOV
+0000:d7:02.0    8086:352a  060400  pcieport   1     70
+  0000:d8:00.0  15b3:101b  020700  mlx5_core  1     71     vfs=4/8
+  0000:d8:00.1  15b3:101c  020700  mlx5_core  1     80     pf=0000:d8:00.0
+  0000:d8:00.2  15b3:101c  020700  mlx5_core  1     81     pf=0000:d8:00.0
+  0000:d8:00.3  15b3:101c  020700  mlx5_core  1     82     pf=0000:d8:00.0
+  0000:d8:00.4  15b3:101c  020700  mlx5_core  1     83     pf=0000:d8:00.0
+EOF
+
+run "cx6-ib table" sriov-cx6-ib bash -c "$table"
+expect "sriov-cx6-ib: IPoIB netdevs (type 32, pkey), InfiniBand ports with LIDs and pkey tables" "$tmp/out" <<'EOT'
+modalias: 6 of 6 PCI functions
+pf 0000:d8:00.0 0x15b3:0x101b driver=mlx5_core numa=1 group=71 acpi_index=- vfs=4/8 offset=1 stride=1 vf_device=101c autoprobe=1 msix=1024 virtfn: 0000:d8:00.1 0000:d8:00.2 0000:d8:00.3 0000:d8:00.4
+  net ibp216s0 device=0000:d8:00.0 type=32 operstate=up carrier=1 ifindex=4 address=00:00:10:49:fe:80:00:00:00:00:00:00:b8:3f:d2:03:00:c4:5a:10 port=- switch=-
+    ipoib pkey=0xffff mode=datagram mtu=4092 addr_len=20 broadcast=00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff
+  rdma mlx5_0 class=link device=0000:d8:00.0 state=4: ACTIVE phys=5: LinkUp layer=InfiniBand ndev=- guid=b83f:d203:00c4:5a10 uverbs0=e7:c0 issm0=e7:40 umad0=e7:0
+    ib lid=0x1a sm_lid=0x1 rate=200 Gb/sec (4X HDR) pkeys=0xffff,0x8001,
+vf 0000:d8:00.1 0x15b3:0x101c physfn=0000:d8:00.0 driver=mlx5_core numa=1 group=80 vfio=- net=ibp216s0v0
+  net ibp216s0v0 device=0000:d8:00.1 type=32 operstate=up carrier=1 ifindex=5 address=00:00:11:00:fe:80:00:00:00:00:00:00:b8:3f:d2:03:00:c4:5b:00 port=- switch=-
+    ipoib pkey=0xffff mode=datagram mtu=4092 addr_len=20 broadcast=00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff
+  rdma mlx5_1 class=link device=0000:d8:00.1 state=4: ACTIVE phys=5: LinkUp layer=InfiniBand ndev=- guid=b83f:d203:00c4:5b00 uverbs1=e7:c1 issm1=e7:41 umad1=e7:1
+    ib lid=0x1b sm_lid=0x1 rate=200 Gb/sec (4X HDR) pkeys=0xffff,
+vf 0000:d8:00.2 0x15b3:0x101c physfn=0000:d8:00.0 driver=mlx5_core numa=1 group=81 vfio=- net=ibp216s0v1
+  net ibp216s0v1 device=0000:d8:00.2 type=32 operstate=up carrier=1 ifindex=6 address=00:00:11:40:fe:80:00:00:00:00:00:00:b8:3f:d2:03:00:c4:5b:01 port=- switch=-
+    ipoib pkey=0xffff mode=datagram mtu=4092 addr_len=20 broadcast=00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff
+  rdma mlx5_2 class=link device=0000:d8:00.2 state=4: ACTIVE phys=5: LinkUp layer=InfiniBand ndev=- guid=b83f:d203:00c4:5b01 uverbs2=e7:c2 issm2=e7:42 umad2=e7:2
+    ib lid=0x1c sm_lid=0x1 rate=200 Gb/sec (4X HDR) pkeys=0xffff,
+vf 0000:d8:00.3 0x15b3:0x101c physfn=0000:d8:00.0 driver=mlx5_core numa=1 group=82 vfio=- net=ibp216s0v2
+  net ibp216s0v2 device=0000:d8:00.3 type=32 operstate=up carrier=1 ifindex=7 address=00:00:11:80:fe:80:00:00:00:00:00:00:b8:3f:d2:03:00:c4:5b:02 port=- switch=-
+    ipoib pkey=0x8001 mode=datagram mtu=4092 addr_len=20 broadcast=00:ff:ff:ff:ff:12:40:1b:80:01:00:00:00:00:00:00:ff:ff:ff:ff
+  rdma mlx5_3 class=link device=0000:d8:00.3 state=4: ACTIVE phys=5: LinkUp layer=InfiniBand ndev=- guid=b83f:d203:00c4:5b02 uverbs3=e7:c3 issm3=e7:43 umad3=e7:3
+    ib lid=0x1d sm_lid=0x1 rate=200 Gb/sec (4X HDR) pkeys=0x8001,
+vf 0000:d8:00.4 0x15b3:0x101c physfn=0000:d8:00.0 driver=mlx5_core numa=1 group=83 vfio=- net=ibp216s0v3
+  net ibp216s0v3 device=0000:d8:00.4 type=32 operstate=up carrier=1 ifindex=8 address=00:00:11:c0:fe:80:00:00:00:00:00:00:b8:3f:d2:03:00:c4:5b:03 port=- switch=-
+    ipoib pkey=0x8001 mode=datagram mtu=4092 addr_len=20 broadcast=00:ff:ff:ff:ff:12:40:1b:80:01:00:00:00:00:00:00:ff:ff:ff:ff
+  rdma mlx5_4 class=link device=0000:d8:00.4 state=4: ACTIVE phys=5: LinkUp layer=InfiniBand ndev=- guid=b83f:d203:00c4:5b03 uverbs4=e7:c4 issm4=e7:44 umad4=e7:4
+    ib lid=0x1e sm_lid=0x1 rate=200 Gb/sec (4X HDR) pkeys=0x8001,
+group 70: 0000:d7:02.0 name=-
+group 71: 0000:d8:00.0 name=-
+group 80: 0000:d8:00.1 name=-
+group 81: 0000:d8:00.2 name=-
+group 82: 0000:d8:00.3 name=-
+group 83: 0000:d8:00.4 name=-
 /dev/vfio: vfio
 /dev/vfio/vfio a:c4
 /dev/vhost-net a:ee
