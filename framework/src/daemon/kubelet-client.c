@@ -23,15 +23,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <grpc/grpc_security.h>
-#include <grpc/support/time.h>
-
 #include <kdp/log.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "kubelet-client.h"
 #include "proto-conv.h"
 #include "tag.h"
+#include "unary.h"
 
 #define REGISTER_METHOD "/v1beta1.Registration/Register"
 #define REGISTER_DEADLINE_MS 15000
@@ -71,7 +69,7 @@ struct kdp_registration {
         dev_t endpoint_dev;             /* the endpoint's socket file when the registration began */
         ino_t endpoint_ino;
         kdp_loop_source *retry;
-        kdp_kubelet_unary rpc;          /* the call in flight */
+        kdp_unary rpc;          /* the call in flight */
         kdp_registration *prev, *next;
 };
 
@@ -142,7 +140,7 @@ static void probe_stop(kdp_registration *reg) {
 }
 
 static void reg_free(kdp_registration *reg) {
-        kdp_kubelet_client_unary_done(&reg->rpc);
+        kdp_unary_done(&reg->rpc);
         kubelet_release(reg);
         probe_stop(reg);
         kdp_loop_remove(reg->retry);
@@ -223,8 +221,7 @@ static int start_attempt(kdp_registration *reg) {
         pthread_mutex_lock(&reg->lock);
         reg->state = REG_IN_FLIGHT;
         pthread_mutex_unlock(&reg->lock);
-        r = kdp_kubelet_client_unary_start(&reg->rpc, target, &cargs, k->cq, REGISTER_METHOD, REGISTER_DEADLINE_MS,
-                                           &reg->tag);
+        r = kdp_unary_start(&reg->rpc, target, &cargs, k->cq, REGISTER_METHOD, REGISTER_DEADLINE_MS, &reg->tag);
         if (r < 0) {
                 pthread_mutex_lock(&reg->lock);
                 reg->state = REG_IDLE;
@@ -248,7 +245,7 @@ static void attempt_or_retry(kdp_registration *reg) {
 
         if (r >= 0)
                 return;
-        kdp_kubelet_client_unary_done(&reg->rpc);
+        kdp_unary_done(&reg->rpc);
         kubelet_release(reg);
         if (r == -ENOENT || r == -ENOTSOCK)
                 kdp_log_v(2, "Waiting for kubelet.sock", KDP_F_STR("resource", reg->resource),
@@ -270,7 +267,7 @@ static void register_finished(kdp_registration *reg) {
         grpc_status_code status = reg->rpc.status;
         kdp_kubelet_client *k = reg->k;
 
-        kdp_kubelet_client_unary_done(&reg->rpc);
+        kdp_unary_done(&reg->rpc);
         if (status == GRPC_STATUS_OK) {
                 reg->registered = true;        /* kubelet_fd keeps that kubelet's file */
                 kdp_log_info("Registered with kubelet", KDP_F_STR("resource", reg->resource),
@@ -319,7 +316,7 @@ int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, con
                 return -ENOMEM;
         pthread_mutex_init(&reg->lock, NULL);
         reg->k = k;
-        kdp_kubelet_client_unary_init(&reg->rpc);
+        kdp_unary_init(&reg->rpc);
         reg->resource = strdup(resource);
         reg->endpoint = strdup(endpoint);
         reg->pre_start_required = pre_start_required;
@@ -476,55 +473,6 @@ static int make_dir(const char *dir) {
         if (mkdir(dir, 0750) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
-}
-
-void kdp_kubelet_client_unary_init(kdp_kubelet_unary *u) {
-        *u = (kdp_kubelet_unary){ .status = GRPC_STATUS_OK, .details = grpc_empty_slice() };
-        grpc_metadata_array_init(&u->initial_md);
-        grpc_metadata_array_init(&u->trailing_md);
-}
-
-int kdp_kubelet_client_unary_start(kdp_kubelet_unary *u, const char *target, const grpc_channel_args *args,
-                                   grpc_completion_queue *cq, const char *method, int64_t deadline_ms, kdp_tag *tag) {
-        grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-        gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                             gpr_time_from_millis(deadline_ms, GPR_TIMESPAN));
-        grpc_op ops[] = {
-                { .op = GRPC_OP_SEND_INITIAL_METADATA },
-                { .op = GRPC_OP_SEND_MESSAGE, .data.send_message.send_message = u->request },
-                { .op = GRPC_OP_SEND_CLOSE_FROM_CLIENT },
-                { .op = GRPC_OP_RECV_INITIAL_METADATA,
-                  .data.recv_initial_metadata.recv_initial_metadata = &u->initial_md },
-                { .op = GRPC_OP_RECV_MESSAGE, .data.recv_message.recv_message = &u->response },
-                { .op = GRPC_OP_RECV_STATUS_ON_CLIENT,
-                  .data.recv_status_on_client = { .trailing_metadata = &u->trailing_md, .status = &u->status,
-                                                  .status_details = &u->details } },
-        };
-
-        u->channel = grpc_channel_create(target, creds, args);
-        grpc_channel_credentials_release(creds);
-        u->call = grpc_channel_create_call(u->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                           grpc_slice_from_static_string(method), NULL, deadline, NULL);
-        if (!u->call)
-                return -EIO;
-        if (grpc_call_start_batch(u->call, ops, KDP_ELEMENTSOF(ops), tag, NULL) != GRPC_CALL_OK)
-                return -EIO;
-        return 0;
-}
-
-void kdp_kubelet_client_unary_done(kdp_kubelet_unary *u) {
-        if (u->call)
-                grpc_call_unref(u->call);
-        if (u->channel)
-                grpc_channel_destroy(u->channel);
-        if (u->request)
-                grpc_byte_buffer_destroy(u->request);
-        if (u->response)
-                grpc_byte_buffer_destroy(u->response);
-        grpc_metadata_array_destroy(&u->initial_md);
-        grpc_metadata_array_destroy(&u->trailing_md);
-        grpc_slice_unref(u->details);
-        kdp_kubelet_client_unary_init(u);
 }
 
 int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char *dir,

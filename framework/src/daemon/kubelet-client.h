@@ -11,7 +11,8 @@
  * must keep serving meanwhile. A failed attempt is retried after 5 ms, then
  * with doubling delays up to 5 s, forever; each attempt uses a fresh channel
  * so grpc's own reconnect back-off never delays a retry. No keepalive is set
- * on the channel (KUBELET.md §1.1).
+ * on the channel (KUBELET.md §1.1). The call itself is a kdp_unary (unary.h),
+ * which the registration embeds and owns.
  *
  * A kubelet instance is one kubelet.sock file. Each attempt opens the file
  * kubelet.sock names when it starts with O_PATH and dials exactly that file
@@ -51,7 +52,6 @@
 #pragma once
 
 #include <stdbool.h>
-#include <stdint.h>
 #include <sys/types.h>
 
 #include <grpc/grpc.h>
@@ -59,7 +59,6 @@
 #include <kdp/cleanup.h>
 
 #include "loop.h"
-#include "tag.h"
 
 #define KDP_KUBELET_SOCKET "kubelet.sock"
 
@@ -78,38 +77,6 @@ typedef struct kdp_kubelet_client_events {
          */
         void (*dropped)(kdp_registration *reg, const char *resource, void *userdata);
 } kdp_kubelet_client_events;
-
-/*
- * One unary call to a kubelet socket in one batch, for every client of the kubelet (Register,
- * PodResources). The struct owns all that is in it, and it is the caller's (embedded in its call
- * record):
- *   _init     leaves it empty: no channel, no call, no buffers, empty metadata and details.
- *   caller    packs the request into `request` (ownership passes to the struct).
- *   _start    opens a channel on `target` ("unix:PATH"), creates the call on `cq` with a deadline
- *             `deadline_ms` from now, and starts the six ops that send the initial metadata,
- *             `request` and the close, and receive into `initial_md`, `response`, `trailing_md`,
- *             `status` and `details`; `tag` completes on `cq`. `method` has static storage.
- *             A failure leaves whatever it created in the struct, for _done.
- *   completion `response` (NULL if none came), `status` and `details` are the answer; they stay
- *             the struct's: a caller that keeps any of them copies it.
- *   _done     releases all of it and leaves the struct as _init did, ready for the next call or a
- *             second _done. Never with the call in flight: only after its completion, or if
- *             _start failed.
- */
-typedef struct kdp_kubelet_unary {
-        grpc_channel *channel;
-        grpc_call *call;
-        grpc_byte_buffer *request;
-        grpc_byte_buffer *response;
-        grpc_metadata_array initial_md, trailing_md;
-        grpc_status_code status;
-        grpc_slice details;
-} kdp_kubelet_unary;
-
-void kdp_kubelet_client_unary_init(kdp_kubelet_unary *u);
-int kdp_kubelet_client_unary_start(kdp_kubelet_unary *u, const char *target, const grpc_channel_args *args,
-                                   grpc_completion_queue *cq, const char *method, int64_t deadline_ms, kdp_tag *tag);
-void kdp_kubelet_client_unary_done(kdp_kubelet_unary *u);
 
 /* Creates `dir` (0750) if missing and watches it. */
 int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char *dir,

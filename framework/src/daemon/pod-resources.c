@@ -16,10 +16,10 @@
 #include <kdp/backend.h>
 #include <kdp/log.h>
 
-#include "kubelet-client.h"
 #include "pod-resources.h"
 #include "proto-conv.h"
 #include "tag.h"
+#include "unary.h"
 
 #define LIST_METHOD "/v1.PodResourcesLister/List"
 
@@ -45,7 +45,7 @@ struct pod_call {
         kdp_loop *loop;
         kdp_pod_resources *pr;          /* NULL once the client is gone */
         uint64_t started_usec;
-        kdp_kubelet_unary rpc;
+        kdp_unary rpc;
 };
 
 /* ---- the result ---- */
@@ -73,7 +73,7 @@ const kdp_pod_devices *kdp_pod_resources_list_find(const kdp_pod_resources_list 
 static pod_call *call_free(pod_call *c) {
         if (!c)
                 return NULL;
-        kdp_kubelet_client_unary_done(&c->rpc);
+        kdp_unary_done(&c->rpc);
         free(c);
         return NULL;
 }
@@ -172,8 +172,8 @@ static int call_start(kdp_pod_resources *pr, pod_call *c) {
         if (r < 0)
                 return r;
         c->tag.on_done = on_list_done;
-        return kdp_kubelet_client_unary_start(&c->rpc, target, &cargs, pr->cq, LIST_METHOD,
-                                              KDP_POD_RESOURCES_DEADLINE_MS, &c->tag);
+        return kdp_unary_start(&c->rpc, target, &cargs, pr->cq, LIST_METHOD, KDP_POD_RESOURCES_DEADLINE_MS,
+                               &c->tag);
 }
 
 static void start_list(kdp_pod_resources *pr) {
@@ -200,7 +200,7 @@ static void start_list(kdp_pod_resources *pr) {
         }
         c->loop = pr->loop;
         c->pr = pr;
-        kdp_kubelet_client_unary_init(&c->rpc);
+        kdp_unary_init(&c->rpc);
         c->started_usec = kdp_backend_now_usec(NULL);
         r = call_start(pr, c);
         if (r < 0) {
