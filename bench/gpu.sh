@@ -34,16 +34,10 @@
 #        gpu - example_sim, and example_sim - example_plain is the preload's
 set -u
 
-build=$(cd "${1:-${KDP_BUILD_DIR:-build}}" && pwd) || exit 2
-src=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 calls=${KDP_BENCH_CALLS:-5000}
-pcalls=${KDP_BENCH_PREFERRED_CALLS:-2000}
 xids=${KDP_BENCH_XIDS:-200}
-idle_s=${KDP_BENCH_IDLE_S:-10}
 fixture=$src/tests/fixtures/nodes/gpu-h100x8.umockdev
-
-work=$(mktemp -d /tmp/kdp-bench-gpu.XXXXXX)
-. "$src/bench/lib.sh"
 need kdpd bench/kdp-bench tests/interop/kubelet-go tests/sim-node/sim-node \
      plugins/kdp-backend-gpu.so plugins/kdp-backend-example.so
 
@@ -57,14 +51,11 @@ allocate_load() {
         run_bench "${1:-}allocate_c16" --calls "$calls" --concurrency 16 --law-samples 0
 }
 
-host_info
-echo "allocate_calls=$calls"
-echo "preferred_calls=$pcalls"
+report_start
 
 # 1, 4, 5. the GPU backend: Allocate, memory, idle CPU; 2. GetPreferredAllocation
 if session gpu sim --backend gpu --health-hold-ms 0; then
-        echo "gpus=$(grep -m1 " devices resource=nvidia.com/gpu " "$work/gpu/kubelet.out" |
-                sed -E 's/.* capacity=([0-9]+) .*/\1/')"
+        echo "gpus=$(capacity gpu nvidia.com/gpu)"
         allocate_load
         memory_and_idle
         run_bench preferred_s2 --method preferred --size 2 --calls "$pcalls" --law-samples 0
@@ -72,8 +63,7 @@ if session gpu sim --backend gpu --health-hold-ms 0; then
         stop_session
 fi
 if session replicas sim --backend gpu --health-hold-ms 0 -o gpu.replicas=4; then
-        echo "preferred_r4_available=$(grep -m1 " devices resource=nvidia.com/gpu " "$work/replicas/kubelet.out" |
-                sed -E 's/.* capacity=([0-9]+) .*/\1/')"
+        echo "preferred_r4_available=$(capacity replicas nvidia.com/gpu)"
         run_bench preferred_r4_s4 --method preferred --size 4 --calls "$pcalls" --law-samples 0
         stop_session
 fi
@@ -89,4 +79,4 @@ done
 
 # 3. Xid -> ListAndWatch, reset -> ListAndWatch
 events gpu "$xids"
-echo "host_load_end=$(cut -d' ' -f1 /proc/loadavg)"
+report_end

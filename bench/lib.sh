@@ -1,16 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# bench/lib.sh: what the simulated-node benchmarks (gpu.sh, sriov.sh) share; sourced, after the
-# script has set:
-#   build    the build dir (absolute)
+# bench/lib.sh: what the benchmarks (run.sh, gpu.sh, sriov.sh) share; sourced, as
+# `. "$(dirname "$0")/lib.sh"`, with the script's arguments. It sets:
+#   build    the build dir (absolute): the script's first argument, else $KDP_BUILD_DIR, else build
 #   src      the source dir (absolute)
-#   work     its scratch dir (absolute; the script removes it)
-#   fixture  the node's record file, for session ... sim
-# It installs the EXIT, INT and TERM traps (cleanup stops what it started) and prints nothing.
-# session_wait_s (30) bounds the wait for kdpd's first ListAndWatch message: a large node takes
-# umockdev long to load.
+#   work     a scratch dir, /tmp/kdp-bench-<script>.XXXXXX (cleanup removes it)
+#   pcalls   KDP_BENCH_PREFERRED_CALLS (2000), idle_s KDP_BENCH_IDLE_S (10)
+# installs the EXIT, INT and TERM traps (cleanup stops what it started) and prints nothing.
+# The script sets, before `session ... sim`, `fixture`: the node's record file.
+# session_wait_s (30; the script may set it first) bounds the wait for kdpd's first ListAndWatch
+# message: a large node takes umockdev long to load.
 
 me=${0##*/}
+build=$(cd "${1:-${KDP_BUILD_DIR:-build}}" && pwd) || exit 2
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+work=$(mktemp -d "/tmp/kdp-bench-${me%.sh}.XXXXXX") || exit 2
+pcalls=${KDP_BENCH_PREFERRED_CALLS:-2000}
+idle_s=${KDP_BENCH_IDLE_S:-10}
 bench=$build/bench/kdp-bench
 session_wait_s=${session_wait_s:-30}
 kubelet_pid=
@@ -68,13 +74,20 @@ need() {
         done
 }
 
-# host_info: the machine and the load when the run starts
-host_info() {
+# report_start: the machine and the load when the run starts, and the call counts
+report_start() {
         echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
         echo "host_cpus=$(nproc)"
         echo "host_cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
         echo "host_kernel=$(uname -r)"
         echo "host_load_start=$(cut -d' ' -f1 /proc/loadavg)"
+        echo "allocate_calls=$calls"
+        echo "preferred_calls=$pcalls"
+}
+
+# report_end: the load when the run ends
+report_end() {
+        echo "host_load_end=$(cut -d' ' -f1 /proc/loadavg)"
 }
 
 proc_kb() {
@@ -138,6 +151,11 @@ session() {
                 stop_session
                 return 1
         fi
+}
+
+# capacity NAME RESOURCE: RESOURCE's capacity in the first ListAndWatch message of session NAME
+capacity() {
+        grep -m1 " devices resource=$2 " "$work/$1/kubelet.out" | sed -E 's/.* capacity=([0-9]+) .*/\1/'
 }
 
 # run_bench PREFIX ARGS...: kdp-bench on the session's socket; prints

@@ -28,18 +28,14 @@
 # KDP_BENCH_PLUGINS ("kdpd go").
 set -u
 
-build=$(cd "${1:-${KDP_BUILD_DIR:-build}}" && pwd) || exit 2
+. "$(dirname "$0")/lib.sh"      # stop, proc_kb, cpu_ticks, bench_field; its cleanup is replaced below
 sizes=${KDP_BENCH_SIZES:-8 4096}
 calls=${KDP_BENCH_CALLS:-5000}
 plugins=${KDP_BENCH_PLUGINS:-kdpd go}
-bench=$build/bench/kdp-bench
 res=example.com/widget
 
 [ -x "$bench" ] || { echo "run.sh: $bench not built" >&2; exit 2; }
 
-work=$(mktemp -d /tmp/kdp-bench.XXXXXX)
-src=$(cd "$(dirname "$0")/.." && pwd)
-. "$src/bench/lib.sh"           # stop, proc_kb, cpu_ticks, bench_field; its cleanup is replaced below
 plugin_pid=
 
 cleanup() {

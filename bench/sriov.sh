@@ -36,29 +36,20 @@
 #        KDP_BENCH_LINKS (100) cycles (bench/events.py sriov-link)
 set -u
 
-build=$(cd "${1:-${KDP_BUILD_DIR:-build}}" && pwd) || exit 2
-src=$(cd "$(dirname "$0")/.." && pwd)
+session_wait_s=600
+. "$(dirname "$0")/lib.sh"
 calls=${KDP_BENCH_CALLS:-2000}
-pcalls=${KDP_BENCH_PREFERRED_CALLS:-2000}
 numvfs=${KDP_BENCH_NUMVFS:-20}
 links=${KDP_BENCH_LINKS:-100}
-idle_s=${KDP_BENCH_IDLE_S:-10}
-session_wait_s=600
-
-work=$(mktemp -d /tmp/kdp-bench-sriov.XXXXXX)
-. "$src/bench/lib.sh"
 need kdpd bench/kdp-bench tests/interop/kubelet-go tests/sim-node/sim-node plugins/kdp-backend-sriov.so
 /usr/bin/python3 "$src/bench/sriov_node.py" "$work/node" > /dev/null || exit 2
 fixture=$work/node/sriov-e810x4.umockdev
 
-host_info
-echo "allocate_calls=$calls"
-echo "preferred_calls=$pcalls"
+report_start
 
 # 1. Allocate and GetPreferredAllocation of 1, 8, 64 VFs; memory, idle CPU
 if session sriov sim --backend sriov -o sriov.config_file="$work/node/sriov-e810x4.json" --health-hold-ms 0; then
-        echo "vfs=$(grep -m1 " devices resource=example.com/e810 " "$work/sriov/kubelet.out" |
-                sed -E 's/.* capacity=([0-9]+) .*/\1/')"
+        echo "vfs=$(capacity sriov example.com/e810)"
         for s in 1 8 64; do
                 run_bench "allocate_s$s" --calls "$calls" --devices-per-call "$s" --law-samples 0
         done
@@ -74,4 +65,4 @@ fi
 events sriov-numvfs "$numvfs"
 # 3. PF0's link down -> its VFs Unhealthy at the kubelet
 events sriov-link "$links" unshare -n
-echo "host_load_end=$(cut -d' ' -f1 /proc/loadavg)"
+report_end

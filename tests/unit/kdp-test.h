@@ -133,26 +133,35 @@ static inline char *kdp_test_capture_end(kdp_test_capture *c) {
 /* ---- log lines ---- */
 
 /*
- * Checks that *text starts with one klog line "Lmmdd hh:mm:ss.uuuuuu PID file:line] body\n" of `level`
- * from `file` (any line number) whose body is exactly `body`, and moves *text past it.
+ * If `text` starts with a klog line "Lmmdd hh:mm:ss.uuuuuu PID file:line] body\n" of `level` from `file`
+ * (any line number), where its body starts; else NULL.
  */
-static inline void kdp_test_expect_line(const char **text, char level, const char *file, const char *body) {
+static inline const char *kdp_test_line_body(const char *text, char level, const char *file) {
         char pattern[512];
         regmatch_t m[1];
         regex_t re;
-        const char *nl;
+        int r;
 
         (void) snprintf(pattern, sizeof(pattern),
                         "^%c[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6} [ 0-9]{6}[0-9] %s:[0-9]+\\] ", level, file);
         ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED), 0);
-        ck_assert_msg(regexec(&re, *text, 1, m, 0) == 0, "'%s' does not start with /%s/", *text, pattern);
+        r = regexec(&re, text, 1, m, 0);
         regfree(&re);
+        return r == 0 ? text + m[0].rm_eo : NULL;
+}
 
-        nl = strchr(*text, '\n');
+/*
+ * Checks that *text starts with one klog line of `level` from `file` (see kdp_test_line_body()) whose
+ * body is exactly `body`, and moves *text past it.
+ */
+static inline void kdp_test_expect_line(const char **text, char level, const char *file, const char *body) {
+        const char *b = kdp_test_line_body(*text, level, file), *nl;
+
+        ck_assert_msg(b, "'%s' does not start with a klog line of level %c from %s", *text, level, file);
+        nl = strchr(b, '\n');
         ck_assert_ptr_nonnull(nl);
-        ck_assert_msg(strncmp(*text + m[0].rm_eo, body, strlen(body)) == 0 &&
-                      *text + m[0].rm_eo + strlen(body) == nl,
-                      "'%.*s' is not '%s'", (int) (nl - *text - m[0].rm_eo), *text + m[0].rm_eo, body);
+        ck_assert_msg(strncmp(b, body, strlen(body)) == 0 && b + strlen(body) == nl,
+                      "'%.*s' is not '%s'", (int) (nl - b), b, body);
         *text = nl + 1;
 }
 

@@ -5,7 +5,7 @@
  *   kdp_ctl_client  owns  grpc_channel, pluck cq
  *        calls[]    borrowed pointers to the calls now running, so that
  *                   kdp_ctl_client_cancel() (any thread) can cancel them
- *   unary call      one six-op batch, plucked by the calling thread
+ *   unary call      a kdp_unary (unary.h) on a call of ours, plucked by the calling thread
  *   stream          tags send / recv / status, plucked by the reading thread
  *
  * A call is created and unref'd by one thread; it leaves calls[] (under the
@@ -25,6 +25,7 @@
 #include <kdp/cleanup.h>
 
 #include "ctl-client.h"
+#include "unary.h"
 
 struct kdp_ctl_client {
         grpc_channel *channel;
@@ -199,54 +200,7 @@ static ProtobufCMessage *unpack_buffer(const ProtobufCMessageDescriptor *d, grpc
 
 /* ---- unary calls ---- */
 
-typedef struct unary {
-        grpc_byte_buffer *request, *response;
-        grpc_metadata_array initial_md, trailing_md;
-        grpc_status_code status;
-        grpc_slice details;
-} unary;
-
-static void unary_init(unary *u, const ProtobufCMessage *req) {
-        *u = (unary){ .request = pack_buffer(req), .details = grpc_empty_slice() };
-        grpc_metadata_array_init(&u->initial_md);
-        grpc_metadata_array_init(&u->trailing_md);
-}
-
-static void unary_done(unary *u) {
-        grpc_byte_buffer_destroy(u->request);
-        if (u->response)
-                grpc_byte_buffer_destroy(u->response);
-        grpc_metadata_array_destroy(&u->initial_md);
-        grpc_metadata_array_destroy(&u->trailing_md);
-        grpc_slice_unref(u->details);
-}
-
-static grpc_call_error unary_start(unary *u, grpc_call *call, unsigned flags) {
-        grpc_op ops[6] = { 0 }, *op = ops;
-
-        op->op = GRPC_OP_SEND_INITIAL_METADATA;
-        op->flags = (flags & KDP_CTL_CLIENT_WAIT_FOR_READY) ? GRPC_INITIAL_METADATA_WAIT_FOR_READY : 0;
-        op++;
-        op->op = GRPC_OP_SEND_MESSAGE;
-        op->data.send_message.send_message = u->request;
-        op++;
-        op->op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        op++;
-        op->op = GRPC_OP_RECV_INITIAL_METADATA;
-        op->data.recv_initial_metadata.recv_initial_metadata = &u->initial_md;
-        op++;
-        op->op = GRPC_OP_RECV_MESSAGE;
-        op->data.recv_message.recv_message = &u->response;
-        op++;
-        op->op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-        op->data.recv_status_on_client.trailing_metadata = &u->trailing_md;
-        op->data.recv_status_on_client.status = &u->status;
-        op->data.recv_status_on_client.status_details = &u->details;
-        op++;
-        return grpc_call_start_batch(call, ops, (size_t) (op - ops), u, NULL);
-}
-
-static int unary_result(unary *u, const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret_resp,
+static int unary_result(kdp_unary *u, const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret_resp,
                         kdp_ctl_client_status *reterr_status) {
         ProtobufCMessage *m;
 
@@ -269,14 +223,16 @@ int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMe
                         kdp_ctl_client_status *reterr_status) {
         grpc_call_error e;
         grpc_call *call;
-        unary u;
+        kdp_unary u;
         int r;
 
         r = client_call_create(c, method, deadline, &call);
         if (r < 0)
                 return status_local(reterr_status, r);
-        unary_init(&u, req);
-        e = unary_start(&u, call, flags);
+        kdp_unary_init(&u);
+        u.request = pack_buffer(req);
+        e = kdp_unary_batch(&u, call,
+                            (flags & KDP_CTL_CLIENT_WAIT_FOR_READY) ? GRPC_INITIAL_METADATA_WAIT_FOR_READY : 0, &u);
         if (e == GRPC_CALL_OK) {
                 client_pluck(c, &u);
                 r = unary_result(&u, resp_desc, ret_resp, reterr_status);
@@ -285,7 +241,7 @@ int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMe
                 r = -EIO;
         }
         client_call_release(c, call);
-        unary_done(&u);
+        kdp_unary_done(&u);
         return r;
 }
 

@@ -40,6 +40,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
+#include <kdp/backend.h>
 #include <kdp/cleanup.h>
 #include <kdp/log.h>
 
@@ -1453,10 +1454,7 @@ static void kubelet_stop(kubelet *k) {
 }
 
 static int64_t now_ms(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return (int64_t) (kdp_backend_now_usec(NULL) / 1000);
 }
 
 static int kubelet_on_timeout(kubelet *k) {

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <kdp/backend.h>
 #include <kdp/log.h>
 
 #include "cdi.h"
@@ -520,7 +521,7 @@ static void write_not_served(backend_slot *slot) {
 /* Applies a finished scan of `slot`; `reserve` re-serves and re-registers its surviving resources. */
 static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
         kdp_daemon *d = slot->d;
-        uint64_t scan = ++d->scans, now = kdp_debounce_now_ms(), next, recheck_at = 0;
+        uint64_t scan = ++d->scans, now = kdp_backend_now_usec(NULL) / 1000, next, recheck_at = 0;
         int r, ret = 0;
 
         for (size_t i = 0; i < tree->n_resources; i++) {

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "debounce.h"
 
@@ -30,13 +29,6 @@ struct kdp_debounce {
         resource_state *resources;
         size_t n_resources;
 };
-
-uint64_t kdp_debounce_now_ms(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
 
 int kdp_debounce_new(uint64_t hold_ms, kdp_debounce **ret) {
         kdp_debounce *db = calloc(1, sizeof(*db));

@@ -28,11 +28,9 @@ KDP_DEFINE_CLEANUP_FUNC(kdp_debounce, kdp_debounce_free)
  * Rewrites, in a finished (sorted) list, the health of devices still inside
  * their hold time to Unhealthy, with the reason "recovering: <last reason>".
  * `old` (may be NULL) is the list reported before, to notice removals.
- * Returns the monotonic time in ms at which the next held device may be
- * reported healthy (the caller rescans then), or 0 if none is held.
+ * `now_ms` and the result are in ms of kdp_backend_now_usec()'s clock. Returns
+ * the time at which the next held device may be reported healthy (the caller
+ * rescans then), or 0 if none is held.
  */
 uint64_t kdp_debounce_apply(kdp_debounce *db, const kdp_device_list *old, kdp_device_list *list,
                             uint64_t now_ms);
-
-/* Monotonic milliseconds. */
-uint64_t kdp_debounce_now_ms(void);

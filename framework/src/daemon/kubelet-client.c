@@ -23,15 +23,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <grpc/grpc_security.h>
-#include <grpc/support/time.h>
-
 #include <kdp/log.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "kubelet-client.h"
 #include "proto-conv.h"
 #include "tag.h"
+#include "unary.h"
 
 #define REGISTER_METHOD "/v1beta1.Registration/Register"
 #define REGISTER_DEADLINE_MS 15000
@@ -71,14 +69,7 @@ struct kdp_registration {
         dev_t endpoint_dev;             /* the endpoint's socket file when the registration began */
         ino_t endpoint_ino;
         kdp_loop_source *retry;
-        /* the call in flight */
-        grpc_channel *channel;
-        grpc_call *call;
-        grpc_byte_buffer *request;
-        grpc_byte_buffer *response;
-        grpc_metadata_array initial_md, trailing_md;
-        grpc_status_code status;
-        grpc_slice details;
+        kdp_unary rpc;          /* the call in flight */
         kdp_registration *prev, *next;
 };
 
@@ -140,26 +131,6 @@ static void endpoint_note(kdp_registration *reg) {
         reg->endpoint_ino = st.st_ino;
 }
 
-static void call_cleanup(kdp_registration *reg) {
-        if (reg->call)
-                grpc_call_unref(reg->call);
-        if (reg->channel)
-                grpc_channel_destroy(reg->channel);
-        if (reg->request)
-                grpc_byte_buffer_destroy(reg->request);
-        if (reg->response)
-                grpc_byte_buffer_destroy(reg->response);
-        grpc_metadata_array_destroy(&reg->initial_md);
-        grpc_metadata_array_destroy(&reg->trailing_md);
-        grpc_metadata_array_init(&reg->initial_md);    /* ready for the next attempt, or a second cleanup */
-        grpc_metadata_array_init(&reg->trailing_md);
-        grpc_slice_unref(reg->details);
-        reg->call = NULL;
-        reg->channel = NULL;
-        reg->request = reg->response = NULL;
-        reg->details = grpc_empty_slice();
-}
-
 static void probe_stop(kdp_registration *reg) {
         kdp_loop_remove(reg->probe_source);
         reg->probe_source = NULL;
@@ -169,7 +140,7 @@ static void probe_stop(kdp_registration *reg) {
 }
 
 static void reg_free(kdp_registration *reg) {
-        call_cleanup(reg);
+        kdp_unary_done(&reg->rpc);
         kubelet_release(reg);
         probe_stop(reg);
         kdp_loop_remove(reg->retry);
@@ -216,10 +187,6 @@ static void on_register_done(kdp_tag *tag, bool ok) {
 static int start_attempt(kdp_registration *reg) {
         kdp_kubelet_client *k = reg->k;
         char target[PATH_MAX + 8];
-        grpc_slice method = grpc_slice_from_static_string(REGISTER_METHOD);
-        gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                             gpr_time_from_millis(REGISTER_DEADLINE_MS, GPR_TIMESPAN));
-        grpc_op ops[6] = { 0 };
 
         /*
          * The kubelet creates kubelet.sock a moment before it accepts on it
@@ -245,25 +212,21 @@ static int start_attempt(kdp_registration *reg) {
                 return r;
         reg->lost_in_flight = false;
         kubelet_address(k, reg->kubelet_fd, target, sizeof(target), "unix:");
-        reg->channel = kdp_kubelet_client_channel(target, &cargs);
-        reg->call = grpc_channel_create_call(reg->channel, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
-                                             deadline, NULL);
-        r = kdp_proto_conv_pack_register(reg->resource, reg->endpoint, reg->pre_start_required, true, &reg->request);
+        r = kdp_proto_conv_pack_register(reg->resource, reg->endpoint, reg->pre_start_required, true,
+                                         &reg->rpc.request);
         if (r < 0)
                 return r;
-        kdp_kubelet_client_unary_ops(&(kdp_kubelet_unary){
-                .request = reg->request, .response = &reg->response,
-                .initial_md = &reg->initial_md, .trailing_md = &reg->trailing_md,
-                .status = &reg->status, .details = &reg->details }, ops);
         reg->tag.on_done = on_register_done;
+        /* before the batch starts: its completion may come at once, on the CQ thread */
         pthread_mutex_lock(&reg->lock);
         reg->state = REG_IN_FLIGHT;
         pthread_mutex_unlock(&reg->lock);
-        if (grpc_call_start_batch(reg->call, ops, KDP_ELEMENTSOF(ops), &reg->tag, NULL) != GRPC_CALL_OK) {
+        r = kdp_unary_start(&reg->rpc, target, &cargs, k->cq, REGISTER_METHOD, REGISTER_DEADLINE_MS, &reg->tag);
+        if (r < 0) {
                 pthread_mutex_lock(&reg->lock);
                 reg->state = REG_IDLE;
                 pthread_mutex_unlock(&reg->lock);
-                return -EIO;
+                return r;
         }
         reg->attempts++;
         return 0;
@@ -282,7 +245,7 @@ static void attempt_or_retry(kdp_registration *reg) {
 
         if (r >= 0)
                 return;
-        call_cleanup(reg);
+        kdp_unary_done(&reg->rpc);
         kubelet_release(reg);
         if (r == -ENOENT || r == -ENOTSOCK)
                 kdp_log_v(2, "Waiting for kubelet.sock", KDP_F_STR("resource", reg->resource),
@@ -300,11 +263,11 @@ static void on_retry(kdp_loop *loop, void *userdata) {
 }
 
 static void register_finished(kdp_registration *reg) {
-        _cleanup_free_ char *details = grpc_slice_to_c_string(reg->details);
-        grpc_status_code status = reg->status;
+        _cleanup_free_ char *details = grpc_slice_to_c_string(reg->rpc.details);
+        grpc_status_code status = reg->rpc.status;
         kdp_kubelet_client *k = reg->k;
 
-        call_cleanup(reg);
+        kdp_unary_done(&reg->rpc);
         if (status == GRPC_STATUS_OK) {
                 reg->registered = true;        /* kubelet_fd keeps that kubelet's file */
                 kdp_log_info("Registered with kubelet", KDP_F_STR("resource", reg->resource),
@@ -353,9 +316,7 @@ int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, con
                 return -ENOMEM;
         pthread_mutex_init(&reg->lock, NULL);
         reg->k = k;
-        reg->details = grpc_empty_slice();
-        grpc_metadata_array_init(&reg->initial_md);
-        grpc_metadata_array_init(&reg->trailing_md);
+        kdp_unary_init(&reg->rpc);
         reg->resource = strdup(resource);
         reg->endpoint = strdup(endpoint);
         reg->pre_start_required = pre_start_required;
@@ -395,7 +356,7 @@ void kdp_kubelet_client_cancel(kdp_registration *reg) {
         probe_stop(reg);
         state = reg->state;
         if (state == REG_IN_FLIGHT)
-                grpc_call_cancel(reg->call, NULL);
+                grpc_call_cancel(reg->rpc.call, NULL);
         pthread_mutex_unlock(&reg->lock);
         if (state == REG_IDLE)
                 reg_free(reg);
@@ -512,30 +473,6 @@ static int make_dir(const char *dir) {
         if (mkdir(dir, 0750) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
-}
-
-grpc_channel *kdp_kubelet_client_channel(const char *target, const grpc_channel_args *args) {
-        grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-        grpc_channel *channel = grpc_channel_create(target, creds, args);
-
-        grpc_channel_credentials_release(creds);
-        return channel;
-}
-
-void kdp_kubelet_client_unary_ops(const kdp_kubelet_unary *u, grpc_op ops[6]) {
-        memset(ops, 0, 6 * sizeof(*ops));
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = u->request;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = u->initial_md;
-        ops[4].op = GRPC_OP_RECV_MESSAGE;
-        ops[4].data.recv_message.recv_message = u->response;
-        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-        ops[5].data.recv_status_on_client.trailing_metadata = u->trailing_md;
-        ops[5].data.recv_status_on_client.status = u->status;
-        ops[5].data.recv_status_on_client.status_details = u->details;
 }
 
 int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char *dir,

@@ -11,7 +11,8 @@
  * must keep serving meanwhile. A failed attempt is retried after 5 ms, then
  * with doubling delays up to 5 s, forever; each attempt uses a fresh channel
  * so grpc's own reconnect back-off never delays a retry. No keepalive is set
- * on the channel (KUBELET.md §1.1).
+ * on the channel (KUBELET.md §1.1). The call itself is a kdp_unary (unary.h),
+ * which the registration embeds and owns.
  *
  * A kubelet instance is one kubelet.sock file. Each attempt opens the file
  * kubelet.sock names when it starts with O_PATH and dials exactly that file
@@ -78,23 +79,6 @@ typedef struct kdp_kubelet_client_events {
 } kdp_kubelet_client_events;
 
 /* Creates `dir` (0750) if missing and watches it. */
-/*
- * One unary call to a kubelet socket in one batch, for every client of the kubelet (Register,
- * PodResources): a channel on `target` ("unix:PATH"), and the six ops that send the initial
- * metadata, `request` and the close, and receive the metadata, the response and the status,
- * into the caller's fields.
- */
-typedef struct kdp_kubelet_unary {
-        grpc_byte_buffer *request;
-        grpc_byte_buffer **response;
-        grpc_metadata_array *initial_md, *trailing_md;
-        grpc_status_code *status;
-        grpc_slice *details;
-} kdp_kubelet_unary;
-
-grpc_channel *kdp_kubelet_client_channel(const char *target, const grpc_channel_args *args);
-void kdp_kubelet_client_unary_ops(const kdp_kubelet_unary *u, grpc_op ops[6]);
-
 int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char *dir,
                            const kdp_kubelet_client_events *ev, void *userdata, kdp_kubelet_client **ret);
 /* Cancels every registration; must be called before the CQ is shut down. */

@@ -12,17 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
-#include <grpc/grpc_security.h>
-#include <grpc/support/time.h>
-
+#include <kdp/backend.h>
 #include <kdp/log.h>
 
-#include "kubelet-client.h"
 #include "pod-resources.h"
 #include "proto-conv.h"
 #include "tag.h"
+#include "unary.h"
 
 #define LIST_METHOD "/v1.PodResourcesLister/List"
 
@@ -48,13 +45,7 @@ struct pod_call {
         kdp_loop *loop;
         kdp_pod_resources *pr;          /* NULL once the client is gone */
         uint64_t started_usec;
-        grpc_channel *channel;
-        grpc_call *call;
-        grpc_byte_buffer *request;
-        grpc_byte_buffer *response;
-        grpc_metadata_array initial_md, trailing_md;
-        grpc_status_code status;
-        grpc_slice details;
+        kdp_unary rpc;
 };
 
 /* ---- the result ---- */
@@ -79,27 +70,10 @@ const kdp_pod_devices *kdp_pod_resources_list_find(const kdp_pod_resources_list 
 
 /* ---- one List ---- */
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static pod_call *call_free(pod_call *c) {
         if (!c)
                 return NULL;
-        if (c->call)
-                grpc_call_unref(c->call);
-        if (c->channel)
-                grpc_channel_destroy(c->channel);
-        if (c->request)
-                grpc_byte_buffer_destroy(c->request);
-        if (c->response)
-                grpc_byte_buffer_destroy(c->response);
-        grpc_metadata_array_destroy(&c->initial_md);
-        grpc_metadata_array_destroy(&c->trailing_md);
-        grpc_slice_unref(c->details);
+        kdp_unary_done(&c->rpc);
         free(c);
         return NULL;
 }
@@ -121,7 +95,7 @@ static void note_outcome(kdp_pod_resources *pr, int r, const char *why) {
 }
 
 static void list_finished(kdp_pod_resources *pr, pod_call *c, bool ok) {
-        _cleanup_free_ char *details = grpc_slice_to_c_string(c->details);
+        _cleanup_free_ char *details = grpc_slice_to_c_string(c->rpc.details);
         kdp_pod_resources_list l = { 0 };
         char why[300];
         int r;
@@ -130,12 +104,12 @@ static void list_finished(kdp_pod_resources *pr, pod_call *c, bool ok) {
                 note_outcome(pr, -EIO, "the call failed");
                 return;
         }
-        if (c->status != GRPC_STATUS_OK) {
-                snprintf(why, sizeof(why), "status %d: %s", (int) c->status, details ? details : "");
-                note_outcome(pr, c->status == GRPC_STATUS_RESOURCE_EXHAUSTED ? -EMSGSIZE : -ECOMM, why);
+        if (c->rpc.status != GRPC_STATUS_OK) {
+                snprintf(why, sizeof(why), "status %d: %s", (int) c->rpc.status, details ? details : "");
+                note_outcome(pr, c->rpc.status == GRPC_STATUS_RESOURCE_EXHAUSTED ? -EMSGSIZE : -ECOMM, why);
                 return;
         }
-        r = kdp_proto_conv_unpack_pod_resources(c->response, KDP_POD_RESOURCES_MAX_MESSAGE, &l);
+        r = kdp_proto_conv_unpack_pod_resources(c->rpc.response, KDP_POD_RESOURCES_MAX_MESSAGE, &l);
         if (r < 0) {
                 note_outcome(pr, r, r == -EMSGSIZE ? "answer over 16 MiB" : "malformed ListPodResourcesResponse");
                 return;
@@ -184,36 +158,22 @@ static void on_list_done(kdp_tag *tag, bool ok) {
 
 static int call_start(kdp_pod_resources *pr, pod_call *c) {
         _cleanup_free_ char *target = NULL;
-        grpc_slice method = grpc_slice_from_static_string(LIST_METHOD);
-        gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                             gpr_time_from_millis(KDP_POD_RESOURCES_DEADLINE_MS, GPR_TIMESPAN));
         grpc_arg args[] = {
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value.integer = 1 },
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                   .value.integer = KDP_POD_RESOURCES_MAX_MESSAGE },
         };
         grpc_channel_args cargs = { .num_args = KDP_ELEMENTSOF(args), .args = args };
-        grpc_op ops[6] = { 0 };
         int r;
 
         if (asprintf(&target, "unix:%s", pr->socket_path) < 0)
                 return -ENOMEM;
-        r = kdp_proto_conv_pack_empty(&c->request);        /* ListPodResourcesRequest has no fields */
+        r = kdp_proto_conv_pack_empty(&c->rpc.request);    /* ListPodResourcesRequest has no fields */
         if (r < 0)
                 return r;
-        c->channel = kdp_kubelet_client_channel(target, &cargs);
-        c->call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, pr->cq, method, NULL, deadline,
-                                           NULL);
-        if (!c->call)
-                return -EIO;
-        kdp_kubelet_client_unary_ops(&(kdp_kubelet_unary){
-                .request = c->request, .response = &c->response,
-                .initial_md = &c->initial_md, .trailing_md = &c->trailing_md,
-                .status = &c->status, .details = &c->details }, ops);
         c->tag.on_done = on_list_done;
-        if (grpc_call_start_batch(c->call, ops, KDP_ELEMENTSOF(ops), &c->tag, NULL) != GRPC_CALL_OK)
-                return -EIO;
-        return 0;
+        return kdp_unary_start(&c->rpc, target, &cargs, pr->cq, LIST_METHOD, KDP_POD_RESOURCES_DEADLINE_MS,
+                               &c->tag);
 }
 
 static void start_list(kdp_pod_resources *pr) {
@@ -240,10 +200,8 @@ static void start_list(kdp_pod_resources *pr) {
         }
         c->loop = pr->loop;
         c->pr = pr;
-        c->details = grpc_empty_slice();
-        grpc_metadata_array_init(&c->initial_md);
-        grpc_metadata_array_init(&c->trailing_md);
-        c->started_usec = now_usec();
+        kdp_unary_init(&c->rpc);
+        c->started_usec = kdp_backend_now_usec(NULL);
         r = call_start(pr, c);
         if (r < 0) {
                 call_free(c);
@@ -308,7 +266,7 @@ kdp_pod_resources *kdp_pod_resources_free(kdp_pod_resources *pr) {
                 return NULL;
         if (pr->call) {
                 pr->call->pr = NULL;            /* its completion, posted to the loop, frees it */
-                grpc_call_cancel(pr->call->call, NULL);
+                grpc_call_cancel(pr->call->rpc.call, NULL);
         }
         kdp_loop_remove(pr->period_timer);
         kdp_loop_remove(pr->soon_timer);
