@@ -11,8 +11,9 @@ set -u
 . "$src/tests/sim-node/fpga-node.sh"
 
 write_fpga_node "$tmp/fpga.umockdev"
-"${DIE_WITH_US[@]}" "$simnode" "$tmp/fpga.umockdev" -- \
-        env KDP_TEST_FPGA_SIM=1 "$build/tests/unit/test-fpga-program" > "$tmp/out" 2>&1
+# the test program right after "--": sim-node's wrapper puts an ASan build's runtime first for it
+KDP_TEST_FPGA_SIM=1 "${DIE_WITH_US[@]}" "$simnode" "$tmp/fpga.umockdev" -- \
+        "$build/tests/unit/test-fpga-program" > "$tmp/out" 2>&1
 rc=$?
 cat "$tmp/out"
 grep -q '^100%: Checks: 9, Failures: 0, Errors: 0' "$tmp/out" || fail "not all 9 checks (3 on the simulated node) ran and passed"

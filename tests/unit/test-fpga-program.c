@@ -226,19 +226,24 @@ static void fake_card_init(fake_card *f, const char *compat, const char *afu) {
         ck_assert_int_ge(asprintf(&f->fme, "%s/dfl-fme.0", f->dir), 0);
         if (compat) {
                 w = fopen(f->compat, "we");
+                ck_assert_ptr_nonnull(w);
                 fprintf(w, "%s\n", compat);
-                fclose(w);
+                ck_assert_int_eq(fclose(w), 0);
         }
         w = fopen(f->afu, "we");
+        ck_assert_ptr_nonnull(w);
         fprintf(w, "%s\n", afu);
-        fclose(w);
+        ck_assert_int_eq(fclose(w), 0);
         w = fopen(f->fme, "we");
-        fclose(w);
+        ck_assert_ptr_nonnull(w);
+        ck_assert_int_eq(fclose(w), 0);
         f->card = (fpga_program_card){ .name = "0000:3b:00.0", .fme_node = f->fme, .compat_id_path = f->compat,
                                        .afu_id_path = f->afu, .port_id = 0 };
 }
 
 static void fake_card_done(fake_card *f) {
+        if (!f->dir)
+                return;
         (void) unlink(f->compat);
         (void) unlink(f->afu);
         (void) unlink(f->fme);
