@@ -74,7 +74,8 @@ wait_line "$T/kdpd.err" '"Stopped backend" backend="gated" preStarts=5$'
 assert_eq "$(grep -oE '"Released pre-start" backend="gated" device="slow-1"|"Stopped backend"' "$T/kdpd.err" | tr '\n' '|')" \
         '"Released pre-start" backend="gated" device="slow-1"|"Stopped backend"|' "fini after the held PreStart returned"
 wait_line "$T/restart.out" '^prestart ok$'
-devices_match gated.example.com/fast '^devices resource=gated\.example\.com/fast capacity=2 '
+# the restarted backend's resources re-register, serving its new config
+wait_count "$T/kubelet.out" '^registered resource=gated.example.com/fast ' 2
 assert_eq "$("$KDPCTL" allocate --socket "$(plugin_socket fast)" fast-1 | grep '^env TINY_LABEL')" "env TINY_LABEL=b" \
         "Allocate after the restart"
 pass "a backend restart at reload waited for the held PreStart before fini"
