@@ -19,6 +19,14 @@
  *                          before that hook existed (the table still sets it)
  *   TINY_QUIET_RELOAD      with TINY_RELOAD: the first reload changes only what the kubelet
  *                          cannot see (TINY_LABEL becomes "reloaded"), each later one adds a device
+ *   TINY_RESOURCE2="r"     a second resource with as many devices, IDs "<TINY_PREFIX2>-<i>"
+ *   TINY_PRE_START         a pre_start hook and the param `hold_dir`: a PreStart of a device
+ *                          whose file <hold_dir>/<ID> exists logs "Holding pre-start" and
+ *                          waits, without the backend's lock, until the file is gone
+ *                          ("Released pre-start"); then "Prepared devices" with the
+ *                          count of PreStarts so far. Init logs what
+ *                          kdp_backend_run_unlocked() returns outside pre_start, fini logs
+ *                          "Stopped backend".
  *
  * Every variant declares the params `devices` (0..1024) and `label` (default
  * "a"); each device carries the env TINY_LABEL=<label>, so a reload that only
@@ -29,6 +37,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <kdp/backend.h>
 
@@ -44,7 +53,15 @@ typedef struct tiny_state {
         int64_t n_devices;
         int64_t reloads;        /* reload calls since init */
         const char *label;      /* borrowed from the ctx, valid until fini */
+        const char *hold_dir;   /* borrowed from the ctx; NULL: no PreStart waits */
+        int64_t pre_starts;     /* PreStarts answered since init */
 } tiny_state;
+
+/* unused unless TINY_PRE_START */
+__attribute__((unused)) static int tiny_nothing(void *userdata) {
+        (void) userdata;
+        return 0;
+}
 
 static int tiny_init(kdp_backend_ctx *ctx, void **ret_state) {
         tiny_state *s;
@@ -59,7 +76,12 @@ static int tiny_init(kdp_backend_ctx *ctx, void **ret_state) {
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        *s = (tiny_state){ .ctx = ctx, .n_devices = n, .label = kdp_backend_param(ctx, "label") };
+        *s = (tiny_state){ .ctx = ctx, .n_devices = n, .label = kdp_backend_param(ctx, "label"),
+                           .hold_dir = kdp_backend_param(ctx, "hold_dir") };
+#ifdef TINY_PRE_START
+        kdp_backend_log_info(ctx, "Ran unlocked outside pre-start",
+                             KDP_F_INT("result", kdp_backend_run_unlocked(ctx, tiny_nothing, NULL)));
+#endif
         *ret_state = s;
         return 0;
 }
@@ -81,27 +103,78 @@ static const char *tiny_label(const tiny_state *s) {
         return s->label;
 }
 
-/* unused in the TINY_NO_SCAN variant */
-__attribute__((unused)) static int tiny_scan(void *state, kdp_device_tree *tree) {
-        tiny_state *s = state;
-        int r;
+/* Adds the devices of one resource, "<prefix>-<i>". */
+__attribute__((unused)) static int tiny_add(const tiny_state *s, kdp_device_tree *tree, const char *resource,
+                                            const char *prefix) {
+        int r = kdp_device_tree_add_resource(tree, resource);
 
-        r = kdp_device_tree_add_resource(tree, TINY_RESOURCE);
         for (int64_t i = 0; r >= 0 && i < s->n_devices + tiny_extra(s); i++) {
                 char id[KDP_DEVICE_ID_MAX + 1];
 
-                (void) snprintf(id, sizeof(id), "%s-%" PRId64, TINY_PREFIX, i);
-                r = kdp_device_tree_add(tree, TINY_RESOURCE, &(kdp_device_info){
+                (void) snprintf(id, sizeof(id), "%s-%" PRId64, prefix, i);
+                r = kdp_device_tree_add(tree, resource, &(kdp_device_info){
                         .id = id,
                         .health = KDP_HEALTHY,
                         .envs = (const kdp_kv[]){ { "TINY_LABEL", tiny_label(s) }, { 0 } },
                 });
         }
+        return r;
+}
+
+/* unused in the TINY_NO_SCAN variant */
+__attribute__((unused)) static int tiny_scan(void *state, kdp_device_tree *tree) {
+        tiny_state *s = state;
+        int r;
+
+        r = tiny_add(s, tree, TINY_RESOURCE, TINY_PREFIX);
+#ifdef TINY_RESOURCE2
+        if (r >= 0)
+                r = tiny_add(s, tree, TINY_RESOURCE2, TINY_PREFIX2);
+#endif
         return r < 0 ? r : 0;
 }
 
 static void tiny_fini(void *state) {
+#ifdef TINY_PRE_START
+        tiny_state *s = state;
+
+        kdp_backend_log_info(s->ctx, "Stopped backend", KDP_F_INT("preStarts", s->pre_starts));
+#endif
         free(state);
+}
+
+/* unused unless TINY_PRE_START: runs without the backend's lock, sees only its path */
+__attribute__((unused)) static int tiny_hold(void *userdata) {
+        const char *path = userdata;
+
+        while (access(path, F_OK) == 0)
+                (void) usleep(10 * 1000);
+        return 0;
+}
+
+/* unused unless TINY_PRE_START */
+__attribute__((unused)) static int tiny_pre_start(void *state, const kdp_prestart_request *req) {
+        tiny_state *s = state;
+
+        for (size_t i = 0; s->hold_dir && i < req->n_device_ids; i++) {
+                char *path;
+                int r;
+
+                if (asprintf(&path, "%s/%s", s->hold_dir, req->device_ids[i]) < 0)
+                        return -ENOMEM;
+                if (access(path, F_OK) == 0) {
+                        kdp_backend_log_info(s->ctx, "Holding pre-start", KDP_F_STR("device", req->device_ids[i]));
+                        r = kdp_backend_run_unlocked(s->ctx, tiny_hold, path);
+                        kdp_backend_log_info(s->ctx, "Released pre-start", KDP_F_STR("device", req->device_ids[i]),
+                                             KDP_F_INT("result", r));
+                }
+                free(path);
+        }
+        s->pre_starts++;
+        kdp_backend_log_info(s->ctx, "Prepared devices", KDP_F_STR("resource", req->resource),
+                             KDP_F_STR("device", req->n_device_ids > 0 ? req->device_ids[0] : ""),
+                             KDP_F_INT("preStarts", s->pre_starts));
+        return 0;
 }
 
 /* unused unless TINY_RELOAD */
@@ -115,6 +188,7 @@ __attribute__((unused)) static void tiny_reload(void *state) {
 static const kdp_param_spec tiny_params[] = {
         { "devices", TINY_DEVICES, "Number of devices" },
         { "label", "a", "Value of TINY_LABEL in every device" },
+        { "hold_dir", NULL, "PreStarts of devices with a file here wait until it is gone" },
         { 0 },
 };
 
@@ -137,6 +211,9 @@ static const kdp_backend_ops tiny_ops = {
         .fini = tiny_fini,
 #ifdef TINY_RELOAD
         .reload = tiny_reload,
+#endif
+#ifdef TINY_PRE_START
+        .pre_start = tiny_pre_start,
 #endif
 };
 

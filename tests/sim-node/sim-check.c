@@ -26,6 +26,13 @@
  *                                  with BYTES 0, one read() must fail with EAGAIN ("kmsg empty"),
  *                                  not report EOF; else it polls and reads until BYTES bytes
  *                                  came and prints them ("kmsg text=...", C escapes)
+ *   sim-check fpga NODE [PORT IMAGE]
+ *                                  the ioctls a DFL tool makes on an FME node, one answer per line:
+ *                                  "api N" (DFL_FPGA_GET_API_VERSION), "extension N"
+ *                                  (DFL_FPGA_CHECK_EXTENSION), "unknown errno=E" (a request the
+ *                                  FME does not know), "short-argsz errno=E" (a PR whose argsz is
+ *                                  too small); with PORT and IMAGE, the PR of the file IMAGE for
+ *                                  port id PORT: "pr ok" or "pr errno=E"
  *
  * Who owns what: each mode owns its udev context, enumerator or monitor and its pci_access, and
  * frees them before returning; every udev_device lives for one loop iteration.
@@ -43,6 +50,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fpga-dfl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -606,6 +615,57 @@ static int do_monitor(const char *source) {
         }
 }
 
+static void print_ioctl(const char *what, int r) {
+        if (r < 0)
+                printf("%s errno=%s\n", what, strerrorname_np(errno));
+        else
+                printf("%s %d\n", what, r);
+}
+
+static int do_fpga(const char *node, const char *port, const char *image) {
+        _cleanup_close_ int fd = open(node, O_RDWR | O_CLOEXEC);
+        _cleanup_free_ char *buf = NULL;
+        struct dfl_fpga_fme_port_pr pr = { .argsz = sizeof(pr) };
+        char dummy[8] = "";
+        struct stat st;
+        int r;
+
+        if (fd < 0) {
+                printf("open errno=%s\n", strerrorname_np(errno));
+                return 1;
+        }
+        print_ioctl("api", ioctl(fd, DFL_FPGA_GET_API_VERSION));
+        print_ioctl("extension", ioctl(fd, DFL_FPGA_CHECK_EXTENSION, 0));
+        print_ioctl("unknown", ioctl(fd, DFL_FPGA_PORT_RESET));
+        pr.argsz = 8;
+        pr.buffer_size = sizeof(dummy);
+        pr.buffer_address = (uint64_t) (uintptr_t) dummy;
+        print_ioctl("short-argsz", ioctl(fd, DFL_FPGA_FME_PORT_PR, &pr));
+        if (!port)
+                return 0;
+        {
+                _cleanup_close_ int ifd = open(image, O_RDONLY | O_CLOEXEC);
+
+                if (ifd < 0 || fstat(ifd, &st) < 0 || !(buf = malloc((size_t) st.st_size + 1)) ||
+                    read(ifd, buf, (size_t) st.st_size) != st.st_size) {
+                        printf("image unreadable\n");
+                        return 1;
+                }
+        }
+        pr = (struct dfl_fpga_fme_port_pr){
+                .argsz = sizeof(pr),
+                .port_id = (uint32_t) atoi(port),
+                .buffer_size = (uint32_t) st.st_size,
+                .buffer_address = (uint64_t) (uintptr_t) buf,
+        };
+        r = ioctl(fd, DFL_FPGA_FME_PORT_PR, &pr);
+        if (r < 0)
+                printf("pr errno=%s\n", strerrorname_np(errno));
+        else
+                printf("pr ok\n");
+        return 0;
+}
+
 int main(int argc, char **argv) {
         if (argc >= 2 && strcmp(argv[1], "enum") == 0)
                 return do_enum();
@@ -615,6 +675,11 @@ int main(int argc, char **argv) {
                 return do_files(argc - 2, argv + 2);
         if (argc == 3 && strcmp(argv[1], "kmsg") == 0)
                 return do_kmsg(atol(argv[2]));
-        fprintf(stderr, "usage: sim-check enum | monitor [udev|kernel] | files PATH... | kmsg BYTES\n");
+        if (argc == 3 && strcmp(argv[1], "fpga") == 0)
+                return do_fpga(argv[2], NULL, NULL);
+        if (argc == 5 && strcmp(argv[1], "fpga") == 0)
+                return do_fpga(argv[2], argv[3], argv[4]);
+        fprintf(stderr, "usage: sim-check enum | monitor [udev|kernel] | files PATH... | kmsg BYTES | "
+                "fpga NODE [PORT IMAGE]\n");
         return 2;
 }

@@ -96,6 +96,14 @@
  *                         command, and a replug brings back only those the record enables. As
  *                         in the kernel: the same N again does nothing, another N>0 while VFs are
  *                         enabled is an error (EBUSY), and so is a PF without a driver
+ *   fpga-pr NODE MODE [MS] how the FME node NODE (dfl-fme.0, or /dev/dfl-fme.0) answers its
+ *                         partial reconfigurations (see "DFL FPGA" below), MS after each call
+ *                         came: good (default 100 ms), fail (EIO, default 100) or slow (good,
+ *                         default 5000); calls still waiting take the new mode and MS too, so
+ *                         "slow 3600000" holds a call until a later "good 0" lets it end
+ *   drift ADDR AFU_ID     the port ADDR (platform/dfl-port.0, or its path) shows AFU_ID
+ *                         (hex digits, no dashes) in afu_id, as after a reprogramming behind the
+ *                         plugin's back: no uevent, as on a real node
  *   PATH is relative to the testbed root ("proc/...", "dev/...", "sys/..."); an absolute PATH, a
  *   ".." component or the root itself is refused like any bad command (exit 2; in a script,
  *   before the child starts). These three edit plain files only: no uevent, and sim-node's device
@@ -110,6 +118,21 @@
  * "unbind". So /dev/vfio/<N> comes and goes with the binding, and a shared group keeps it while
  * any member stays on vfio-pci. The iommu group itself (/sys/kernel/iommu_groups/<N>) stays
  * with its members whatever their driver, also in no-IOMMU mode, where the kernel would drop it.
+ *
+ * DFL FPGA. Each record with an N: dfl-fme.<n> node gets umockdev's ioctl emulation
+ * (UMockdevIoctlBase attached to the node; the handler runs on the testbed's worker thread). A
+ * client that opens /dev/dfl-fme.<n> gets the kernel's answers (include/uapi/linux/fpga-dfl.h):
+ * DFL_FPGA_GET_API_VERSION returns DFL_FPGA_API_VERSION (0), DFL_FPGA_CHECK_EXTENSION returns 0
+ * (no extension), any other request fails with ENOTTY. DFL_FPGA_FME_PORT_PR reads its struct
+ * dfl_fpga_fme_port_pr and the buffer from the client's memory: argsz below the struct's size or
+ * flags other than 0 fail with EINVAL, a NULL pointer or buffer with EFAULT, an empty buffer or
+ * one over 64 MiB with EINVAL. The emulated hardware takes the AFU ID from the image: its first
+ * line is "SIM-BITSTREAM afu_id=<hex>"; an image without one fails with EIO, like an image the
+ * hardware rejects. The call returns when the card's mode says (fpga-pr above; at load, the
+ * record's property E: SIM_FPGA_PR=MODE [MS] sets it, a property nothing else reads): then, for
+ * good and slow, the port of the same container region whose `id` is port_id shows the new
+ * afu_id (no such port: EINVAL), and for fail nothing changes and the call fails with EIO.
+ * Calls of several cards, and of several clients, run at once; the main loop completes them.
  *
  * Plain files (FIXTURE.files/). Every directory at the top of the tree (dev/, proc/, sys/) is
  * merged into the testbed root; files at the top (SOURCE.md) are notes and stay out. Regular
@@ -166,6 +189,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fpga-dfl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
@@ -174,6 +198,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -233,6 +258,8 @@ typedef enum sim_verb {
         VERB_WRITE,
         VERB_MKDIR,
         VERB_SRIOV,
+        VERB_FPGA_PR,
+        VERB_DRIFT,
         _VERB_MAX,
         _VERB_INVALID = -EINVAL,
 } sim_verb;
@@ -243,8 +270,40 @@ static const char *const verb_names[_VERB_MAX] = {
         [VERB_WAIT] = "wait",     [VERB_WAIT_LISTENERS] = "wait-listeners",
         [VERB_SLEEP] = "sleep",   [VERB_ECHO] = "echo",       [VERB_KMSG] = "kmsg",
         [VERB_RM] = "rm",         [VERB_WRITE] = "write",     [VERB_MKDIR] = "mkdir",
-        [VERB_SRIOV] = "sriov",
+        [VERB_SRIOV] = "sriov",   [VERB_FPGA_PR] = "fpga-pr", [VERB_DRIFT] = "drift",
 };
+
+typedef enum sim_pr_mode {
+        PR_GOOD,
+        PR_FAIL,
+        PR_SLOW,
+        _PR_MODE_MAX,
+        _PR_MODE_INVALID = -EINVAL,
+} sim_pr_mode;
+
+static const char *const pr_mode_names[_PR_MODE_MAX] = { [PR_GOOD] = "good", [PR_FAIL] = "fail", [PR_SLOW] = "slow" };
+static const long pr_mode_default_ms[_PR_MODE_MAX] = { [PR_GOOD] = 100, [PR_FAIL] = 100, [PR_SLOW] = 5000 };
+
+#define PR_BUFFER_MAX (64u << 20)
+#define PR_IMAGE_TAG "SIM-BITSTREAM afu_id="
+
+/* How one FME node answers DFL_FPGA_FME_PORT_PR. */
+typedef struct sim_fme {
+        char *node;                     /* "dfl-fme.0" */
+        sim_pr_mode mode;
+        long ms;
+} sim_fme;
+
+/* A DFL_FPGA_FME_PORT_PR call waiting for its time, in the order the calls came. */
+typedef struct sim_pr {
+        UMockdevIoctlClient *client;    /* a reference */
+        char *node;                     /* the FME node, "dfl-fme.0" */
+        uint32_t port_id;
+        char *afu_id;                   /* from the image */
+        sim_pr_mode mode;
+        int64_t start_ms, due_ms;
+        struct sim_pr *next;
+} sim_pr;
 
 typedef struct sim_cmd {
         sim_verb verb;
@@ -285,6 +344,13 @@ typedef struct sim_node {
         unsigned n_unread_max;          /* uevents sent since every listener was last seen drained */
         char **orphans_told;            /* event socket names already reported as shadowed */
         size_t n_orphans_told;
+        /* DFL FPGA: fmes, prs and the pipe's write end are shared with umockdev's worker thread */
+        UMockdevIoctlBase *fme_handler;
+        pthread_mutex_t fpga_lock;
+        sim_fme *fmes;
+        size_t n_fmes;
+        sim_pr *prs;
+        int pr_pipe[2];                 /* the worker wakes the main loop: a PR call came */
 } sim_node;
 
 static void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -2101,6 +2167,334 @@ static int sim_mkdir(sim_node *s, const char *rel) {
 /* -------------------------------------------------------------------------------------------- */
 /* Commands */
 
+/* -------------------------------------------------------------------------------------------- */
+/* DFL FPGA: the FME nodes' ioctls */
+
+static sim_pr_mode pr_mode_from_string(const char *s) {
+        for (int i = 0; i < _PR_MODE_MAX; i++)
+                if (strcmp(s, pr_mode_names[i]) == 0)
+                        return (sim_pr_mode) i;
+        return _PR_MODE_INVALID;
+}
+
+/* "dfl-fme.0" of "/dev/dfl-fme.0" or "dfl-fme.0". */
+static const char *fme_name(const char *node) {
+        return strncmp(node, "/dev/", 5) == 0 ? node + 5 : node;
+}
+
+/* Under fpga_lock. */
+static sim_fme *sim_find_fme(sim_node *s, const char *node) {
+        for (size_t i = 0; i < s->n_fmes; i++)
+                if (strcmp(s->fmes[i].node, fme_name(node)) == 0)
+                        return &s->fmes[i];
+        return NULL;
+}
+
+static void sim_pr_free(sim_pr *pr) {
+        if (!pr)
+                return;
+        if (pr->client)
+                g_object_unref(pr->client);
+        free(pr->node);
+        free(pr->afu_id);
+        free(pr);
+}
+
+/* The AFU ID the image carries on its first line, lower case; NULL if it has none. */
+static char *image_afu_id(const uint8_t *data, size_t size) {
+        size_t tag = strlen(PR_IMAGE_TAG), n = 0;
+
+        if (size <= tag || memcmp(data, PR_IMAGE_TAG, tag) != 0)
+                return NULL;
+        while (tag + n < size && isxdigit(data[tag + n]))
+                n++;
+        if (n < 32 || (tag + n < size && data[tag + n] != '\n'))
+                return NULL;
+        char *id = strndup((const char *) data + tag, n);
+        for (size_t i = 0; id && i < n; i++)
+                id[i] = (char) tolower((unsigned char) id[i]);
+        return id;
+}
+
+/* Worker thread: reads the request and the image, then queues the call for the main loop. */
+static gboolean fme_port_pr(sim_node *s, UMockdevIoctlClient *client) {
+        UMockdevIoctlData *arg = umockdev_ioctl_client_get_arg(client), *req = NULL, *buf = NULL;
+        struct dfl_fpga_fme_port_pr pr;
+        GError *error = NULL;
+        sim_pr *job;
+        sim_fme *fme;
+
+        req = umockdev_ioctl_data_resolve(arg, 0, sizeof(pr), &error);
+        if (!req) {
+                if (error)
+                        g_error_free(error);
+                umockdev_ioctl_client_complete(client, -1, EFAULT);
+                return TRUE;
+        }
+        memcpy(&pr, req->data, sizeof(pr));
+        if (pr.argsz < sizeof(pr) || pr.flags != 0 || pr.buffer_size == 0 || pr.buffer_size > PR_BUFFER_MAX) {
+                g_object_unref(req);
+                umockdev_ioctl_client_complete(client, -1, EINVAL);
+                return TRUE;
+        }
+        buf = umockdev_ioctl_data_resolve(req, offsetof(struct dfl_fpga_fme_port_pr, buffer_address),
+                                          pr.buffer_size, &error);
+        if (!buf) {
+                if (error)
+                        g_error_free(error);
+                g_object_unref(req);
+                umockdev_ioctl_client_complete(client, -1, EFAULT);
+                return TRUE;
+        }
+        job = calloc(1, sizeof(*job));
+        if (!job) {
+                g_object_unref(buf);
+                g_object_unref(req);
+                umockdev_ioctl_client_complete(client, -1, ENOMEM);
+                return TRUE;
+        }
+        job->client = g_object_ref(client);
+        job->node = strdup_or_die(fme_name(umockdev_ioctl_client_get_devnode(client)));
+        job->port_id = pr.port_id;
+        job->afu_id = image_afu_id(buf->data, (size_t) buf->data_len);
+        g_object_unref(buf);
+        g_object_unref(req);
+        pthread_mutex_lock(&s->fpga_lock);
+        fme = sim_find_fme(s, job->node);
+        job->mode = fme ? fme->mode : PR_GOOD;
+        job->start_ms = now_ms();
+        job->due_ms = job->start_ms + (fme ? fme->ms : pr_mode_default_ms[PR_GOOD]);
+        sim_pr **tail = &s->prs;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = job;
+        pthread_mutex_unlock(&s->fpga_lock);
+        if (s->verbose)
+                sim_log("%s: PR of port %u with afu_id %s, %s", job->node, job->port_id,
+                        job->afu_id ? job->afu_id : "(none)", pr_mode_names[job->mode]);
+        (void) !write(s->pr_pipe[1], "x", 1);
+        return TRUE;
+}
+
+/* Worker thread: every ioctl on an FME node. */
+static gboolean on_fme_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *client, gpointer userdata) {
+        sim_node *s = userdata;
+        gulong request = umockdev_ioctl_client_get_request(client);
+
+        (void) base;
+        switch (request) {
+        case DFL_FPGA_GET_API_VERSION:
+                umockdev_ioctl_client_complete(client, DFL_FPGA_API_VERSION, 0);
+                return TRUE;
+        case DFL_FPGA_CHECK_EXTENSION:
+                umockdev_ioctl_client_complete(client, 0, 0);
+                return TRUE;
+        case DFL_FPGA_FME_PORT_PR:
+                return fme_port_pr(s, client);
+        default:
+                umockdev_ioctl_client_complete(client, -1, ENOTTY);
+                return TRUE;
+        }
+}
+
+/* The port of the FME node's container region whose id is port_id; NULL if none. */
+static simdev *sim_fme_port(sim_node *s, const char *node, uint32_t port_id) {
+        const simdev *fme = NULL;
+        size_t dir_len;
+
+        for (size_t i = 0; i < s->n_devs && !fme; i++)
+                if (s->devs[i]->present && s->devs[i]->node && strcmp(s->devs[i]->node, node) == 0)
+                        fme = s->devs[i];
+        if (!fme)
+                return NULL;
+        dir_len = (size_t) (strrchr(fme->devpath, '/') - fme->devpath);
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *d = s->devs[i];
+                _cleanup_free_ char *path = NULL, *id = NULL;
+
+                if (!d->present || strncmp(d->devpath, fme->devpath, dir_len + 1) != 0 ||
+                    strchr(d->devpath + dir_len + 1, '/') ||
+                    strncmp(d->devpath + dir_len + 1, "dfl-port.", 9) != 0)
+                        continue;
+                if (asprintf(&path, "%s%s/id", s->root, d->syspath) < 0 || read_file(path, &id) < 0)
+                        continue;
+                if (strtoul(id, NULL, 10) == port_id)
+                        return d;
+        }
+        return NULL;
+}
+
+/* Main loop: answers the PR calls that are due; returns the time the next one is, or -1. */
+static int64_t sim_fpga_run(sim_node *s) {
+        int64_t next = -1, now = now_ms();
+        char drain[64];
+
+        while (read(s->pr_pipe[0], drain, sizeof(drain)) > 0)
+                ;
+        for (;;) {
+                sim_pr *pr = NULL;
+
+                pthread_mutex_lock(&s->fpga_lock);
+                for (sim_pr **p = &s->prs; *p; p = &(*p)->next)
+                        if ((*p)->due_ms <= now) {
+                                pr = *p;
+                                *p = pr->next;
+                                break;
+                        }
+                if (!pr)
+                        for (sim_pr *q = s->prs; q; q = q->next)
+                                if (next < 0 || q->due_ms < next)
+                                        next = q->due_ms;
+                pthread_mutex_unlock(&s->fpga_lock);
+                if (!pr)
+                        return next;
+                if (pr->mode == PR_FAIL || !pr->afu_id) {
+                        if (s->verbose)
+                                sim_log("%s: PR of port %u failed (%s)", pr->node, pr->port_id,
+                                        pr->afu_id ? "fail mode" : "no afu_id in the image");
+                        umockdev_ioctl_client_complete(pr->client, -1, EIO);
+                } else {
+                        simdev *port = sim_fme_port(s, pr->node, pr->port_id);
+                        _cleanup_free_ char *text = NULL;
+
+                        if (!port || asprintf(&text, "%s\n", pr->afu_id) < 0)
+                                umockdev_ioctl_client_complete(pr->client, -1, EINVAL);
+                        else {
+                                umockdev_testbed_set_attribute(s->tb, port->syspath, "afu_id", text);
+                                if (s->verbose)
+                                        sim_log("%s: PR of port %u done: %s afu_id %s", pr->node, pr->port_id,
+                                                port->devpath, pr->afu_id);
+                                umockdev_ioctl_client_complete(pr->client, 0, 0);
+                        }
+                }
+                sim_pr_free(pr);
+        }
+}
+
+/* Sets how the FME node answers PR calls from now on. */
+static int sim_fpga_mode(sim_node *s, const char *node, sim_pr_mode mode, long ms) {
+        sim_fme *fme;
+
+        pthread_mutex_lock(&s->fpga_lock);
+        fme = sim_find_fme(s, node);
+        if (fme) {
+                fme->mode = mode;
+                fme->ms = ms >= 0 ? ms : pr_mode_default_ms[mode];
+                for (sim_pr *pr = s->prs; pr; pr = pr->next)
+                        if (strcmp(pr->node, fme->node) == 0) {
+                                pr->mode = mode;
+                                pr->due_ms = pr->start_ms + fme->ms;
+                        }
+        }
+        pthread_mutex_unlock(&s->fpga_lock);
+        if (!fme) {
+                sim_log("fpga-pr: %s is not an FME node of the fixtures", node);
+                return -ENODEV;
+        }
+        return 0;
+}
+
+/* "MODE [MS]" of the record's E: SIM_FPGA_PR=, or of the fpga-pr command. */
+static int parse_pr_mode(const char *text, sim_pr_mode *ret_mode, long *ret_ms) {
+        char mode[16];
+        long ms = -1;
+        int n;
+
+        n = sscanf(text, "%15s %ld", mode, &ms);
+        if (n < 1 || (n == 2 && ms < 0) || pr_mode_from_string(mode) < 0)
+                return -EINVAL;
+        *ret_mode = pr_mode_from_string(mode);
+        *ret_ms = ms;
+        return 0;
+}
+
+/* Attaches the ioctl handler to every FME node of the fixtures; at load, before the child. */
+static int sim_fpga_attach(sim_node *s) {
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *d = s->devs[i];
+                _cleanup_free_ char *dev = NULL;
+                GError *error = NULL;
+                const char *prop;
+                sim_fme *v;
+
+                if (!d->node || strncmp(d->node, "dfl-fme.", 8) != 0)
+                        continue;
+                if (!s->fme_handler) {
+                        s->fme_handler = umockdev_ioctl_base_new();
+                        g_signal_connect(s->fme_handler, "handle-ioctl", G_CALLBACK(on_fme_ioctl), s);
+                        if (pipe2(s->pr_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+                                return -errno;
+                }
+                v = realloc(s->fmes, (s->n_fmes + 1) * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                s->fmes = v;
+                v = &s->fmes[s->n_fmes++];
+                *v = (sim_fme){ .node = strdup_or_die(d->node), .mode = PR_GOOD, .ms = pr_mode_default_ms[PR_GOOD] };
+                prop = strstr(d->record, "\nE: SIM_FPGA_PR=");
+                if (prop) {
+                        _cleanup_free_ char *text = strndup(prop + 16, strcspn(prop + 16, "\n"));
+                        long ms;
+
+                        if (!text || parse_pr_mode(text, &v->mode, &ms) < 0) {
+                                sim_log("%s: SIM_FPGA_PR=%s: expected good|fail|slow [MS]", d->devpath,
+                                        text ? text : "");
+                                return -EINVAL;
+                        }
+                        v->ms = ms >= 0 ? ms : pr_mode_default_ms[v->mode];
+                }
+                if (asprintf(&dev, "/dev/%s", d->node) < 0)
+                        return -ENOMEM;
+                if (!umockdev_testbed_attach_ioctl(s->tb, dev, s->fme_handler, &error)) {
+                        sim_log("umockdev cannot emulate the ioctls of %s: %s", dev,
+                                error ? error->message : "unknown error");
+                        if (error)
+                                g_error_free(error);
+                        return -EIO;
+                }
+                if (s->verbose)
+                        sim_log("%s: PR %s after %ld ms", dev, pr_mode_names[v->mode], v->ms);
+        }
+        return 0;
+}
+
+/* Sets a port's afu_id as a reprogramming behind the plugin's back would. */
+static int sim_drift(sim_node *s, simdev *d, const char *afu_id) {
+        _cleanup_free_ char *text = NULL;
+        size_t n = strspn(afu_id, "0123456789abcdefABCDEF");
+
+        if (n < 32 || afu_id[n]) {
+                sim_log("drift: '%s' is not an AFU ID (32 or more hex digits)", afu_id);
+                return -EINVAL;
+        }
+        if (!d->present) {
+                sim_log("drift: %s is unplugged", d->devpath);
+                return -ENODEV;
+        }
+        if (asprintf(&text, "%s\n", afu_id) < 0)
+                return -ENOMEM;
+        for (char *c = text; *c; c++)
+                *c = (char) tolower((unsigned char) *c);
+        umockdev_testbed_set_attribute(s->tb, d->syspath, "afu_id", text);
+        return 0;
+}
+
+static void sim_fpga_done(sim_node *s) {
+        while (s->prs) {
+                sim_pr *pr = s->prs;
+
+                s->prs = pr->next;
+                umockdev_ioctl_client_complete(pr->client, -1, EIO);
+                sim_pr_free(pr);
+        }
+        for (size_t i = 0; i < s->n_fmes; i++)
+                free(s->fmes[i].node);
+        free(s->fmes);
+        for (int i = 0; i < 2; i++)
+                if (s->pr_pipe[i] >= 0)
+                        (void) close(s->pr_pipe[i]);
+}
+
 static void sim_cmd_done(sim_cmd *c) {
         free(c->addr);
         free(c->arg);
@@ -2312,9 +2706,31 @@ static int parse_command(const char *line, const char *where, sim_cmd *ret) {
                 }
                 break;
         }
+        case VERB_FPGA_PR: {
+                sim_pr_mode mode;
+
+                c.arg = next_word(&p);
+                if (!c.arg || parse_pr_mode(p, &mode, &c.ms) < 0) {
+                        sim_log("%s: usage: fpga-pr NODE good|fail|slow [MS]", where);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                c.count = mode;
+                break;
+        }
+        case VERB_DRIFT:
+                c.addr = next_word(&p);
+                c.value = next_word(&p);
+                extra = next_word(&p);
+                if (!c.addr || !c.value || extra) {
+                        sim_log("%s: usage: drift ADDR AFU_ID", where);
+                        sim_cmd_done(&c);
+                        return -EINVAL;
+                }
+                break;
         default:
                 sim_log("%s: unknown command '%s' (unplug replug unbind bind set uevent wait "
-                        "wait-listeners sleep echo kmsg rm write mkdir sriov)", where, verb);
+                        "wait-listeners sleep echo kmsg rm write mkdir sriov fpga-pr drift)", where, verb);
                 return -EINVAL;
         }
         *ret = c;
@@ -2421,6 +2837,12 @@ static int sim_execute(sim_node *s, const sim_cmd *c, const char *where, long *r
                 break;
         case VERB_MKDIR:
                 r = sim_mkdir(s, c->arg);
+                break;
+        case VERB_FPGA_PR:
+                r = sim_fpga_mode(s, c->arg, (sim_pr_mode) c->count, c->ms);
+                break;
+        case VERB_DRIFT:
+                r = sim_drift(s, d, c->value);
                 break;
         default:
                 r = -EINVAL;
@@ -2656,6 +3078,7 @@ static bool preload_active(void) {
 }
 
 static void sim_node_done(sim_node *s) {
+        sim_fpga_done(s);
         for (size_t i = 0; i < s->n_devs; i++)
                 simdev_free(s->devs[i]);
         free(s->devs);
@@ -2675,6 +3098,9 @@ static void sim_node_done(sim_node *s) {
         g_free(s->root);
         if (s->tb)
                 g_object_unref(s->tb);  /* deletes the testbed directory */
+        if (s->fme_handler)
+                g_object_unref(s->fme_handler);
+        pthread_mutex_destroy(&s->fpga_lock);
 }
 
 static int exit_status(int status) {
@@ -2821,8 +3247,9 @@ static int run(sim_node *s) {
         int r;
 
         for (;;) {
-                struct pollfd pfd[2] = {
+                struct pollfd pfd[3] = {
                         { .fd = s->signal_fd, .events = POLLIN },
+                        { .fd = s->pr_pipe[0], .events = POLLIN },
                         { .fd = s->control_fd, .events = POLLIN },
                 };
                 int64_t deadline = -1, t;
@@ -2840,6 +3267,9 @@ static int run(sim_node *s) {
                 t = stream_next_deadline(&s->control);
                 if (t >= 0 && (deadline < 0 || t < deadline))
                         deadline = t;
+                t = s->fme_handler ? sim_fpga_run(s) : -1;
+                if (t >= 0 && (deadline < 0 || t < deadline))
+                        deadline = t;
                 if (s->child_kill_at >= 0) {
                         if (now_ms() >= s->child_kill_at) {
                                 sim_log("the child did not exit %d s after it was told to stop: SIGKILL",
@@ -2854,7 +3284,7 @@ static int run(sim_node *s) {
 
                         timeout = left < 0 ? 0 : (int) left;
                 }
-                r = poll(pfd, s->control_fd >= 0 ? 2 : 1, timeout);
+                r = poll(pfd, s->control_fd >= 0 ? 3 : 2, timeout);
                 if (r < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -2875,7 +3305,7 @@ static int run(sim_node *s) {
                                         pass_signal(s, (int) si.ssi_signo);
                         }
                 }
-                if (s->control_fd >= 0 && (pfd[1].revents & POLLIN)) {
+                if (s->control_fd >= 0 && (pfd[2].revents & POLLIN)) {
                         r = control_read(s);
                         if (r < 0)
                                 return r;
@@ -2899,7 +3329,8 @@ static const char *option_value(int argc, char **argv, int *i, const char *short
 
 int main(int argc, char **argv) {
         sim_node s = { .control_fd = -1, .control_keep_fd = -1, .signal_fd = -1, .kmsg_fd = -1,
-                       .child_kill_at = -1, .script.name = "script", .control.name = "control" };
+                       .child_kill_at = -1, .script.name = "script", .control.name = "control",
+                       .pr_pipe = { -1, -1 } };
         fd_set_snapshot inherited;
         const char *fixtures[64], *script = NULL, *control = NULL, *v;
         size_t n_fixtures = 0;
@@ -2940,6 +3371,7 @@ int main(int argc, char **argv) {
                 return EXIT_SKIP;
         }
 
+        pthread_mutex_init(&s.fpga_lock, NULL);
         s.queue_room = read_queue_room();
         fds_snapshot(&inherited);
         /* a reader of our stdout that went away must not kill us before the testbed is gone */
@@ -2985,6 +3417,11 @@ int main(int argc, char **argv) {
         }
         sim_hold_back_vfs(&s);
         sim_hold_back_vfio_groups(&s);
+        r = sim_fpga_attach(&s);
+        if (r < 0) {
+                sim_node_done(&s);
+                return EXIT_SIM_ERROR;
+        }
         for (size_t j = 0; j < n_fixtures; j++) {
                 r = load_files(&s, fixtures[j]);
                 if (r < 0) {

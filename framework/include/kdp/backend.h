@@ -17,8 +17,23 @@
  * backend never sees two hooks at once and needs no locks of its own. init,
  * scan, probe, device_event, allocated, fini and the callbacks of watched fds run on the
  * event loop; allocate and preferred on the gRPC thread and must answer in
- * microseconds (no I/O that can block); pre_start on a worker thread and may
- * take up to the kubelet's 30 s.
+ * microseconds (no I/O that can block); pre_start on one of a few worker
+ * threads and may take up to the kubelet's 30 s.
+ *
+ * PreStartContainer. Up to 8 PreStarts run at once, of any resources; two that
+ * share a device ID of one backend run one after the other, in arrival order.
+ * The hook holds the lock like every other, so whatever is slow in it (a reset,
+ * programming a device) belongs in kdp_backend_run_unlocked(): the other hooks
+ * of the backend (Allocate, scans, other PreStarts) run meanwhile, and the
+ * backend is not stopped (fini) before the slow part returned.
+ *
+ *   pre_start (locked)          read the state, copy what the slow part needs
+ *     run_unlocked(fn, job)     fn sees only `job`: no state, no ctx calls
+ *   (locked again)              record the outcome; the state may have changed
+ *                               (scans ran) so look devices up again
+ *
+ * An answer past the kubelet's 30 s deadline is lost, and the container start
+ * fails: keep pre_start well under it.
  *
  * Events. A scan runs at start, after each burst of device events of the
  * declared udev subsystems (device_event sees every event first), when a
@@ -147,7 +162,8 @@ typedef struct kdp_backend_ops {
         int (*allocate)(void *state, const kdp_alloc_request *req, kdp_alloc_response *resp);
         /* optional: choose req->size IDs; -EOPNOTSUPP or an invalid answer = the framework's choice */
         int (*preferred)(void *state, const kdp_pref_request *req, kdp_pref_response *resp);
-        /* optional: prepare devices before a container starts; makes pre_start_required true */
+        /* optional: prepare devices before a container starts; makes pre_start_required true;
+         * worker thread, slow parts in kdp_backend_run_unlocked() (see Threads above) */
         int (*pre_start)(void *state, const kdp_prestart_request *req);
         /* optional: returns KDP_HEALTHY or KDP_UNHEALTHY (with *ret_reason, free()d by the caller) or <0 */
         int (*probe)(void *state, const char *resource, const char *device_id, char **ret_reason);
@@ -224,6 +240,18 @@ int kdp_backend_path(const kdp_backend_ctx *ctx, kdp_path_kind kind, const char 
 typedef int (*kdp_backend_fd_fn)(void *state, int fd);
 int kdp_backend_watch_fd(kdp_backend_ctx *ctx, int fd, kdp_backend_fd_fn fn);
 void kdp_backend_unwatch_fd(kdp_backend_ctx *ctx, int fd);
+
+/*
+ * From inside pre_start only: releases the backend's lock, runs fn(userdata) on
+ * the calling worker thread, takes the lock again and returns fn's result.
+ * Meanwhile other hooks of the backend may run, so fn must not touch the
+ * backend's state or call kdp_backend_* functions on its ctx: it works on what
+ * userdata holds, owned by the caller. The backend is not stopped while fn
+ * runs: a restart at reload, or kdpd's exit, waits for it. -EPERM anywhere but
+ * directly in pre_start (in fn too). Outside kdpd (unit tests) fn simply runs.
+ */
+typedef int (*kdp_backend_unlocked_fn)(void *userdata);
+int kdp_backend_run_unlocked(kdp_backend_ctx *ctx, kdp_backend_unlocked_fn fn, void *userdata);
 
 /* Asks for one scan `ms` from now, for state that expires; a later call replaces the request. */
 int kdp_backend_rescan_after(kdp_backend_ctx *ctx, uint32_t ms);

@@ -132,6 +132,7 @@ int kdp_registry_load(const char *name_or_path, const char *const *search_dirs, 
         if (!b)
                 return -ENOMEM;
         pthread_mutex_init(&b->lock, NULL);
+        pthread_cond_init(&b->unlocked, NULL);
         r = find_backend(name_or_path, search_dirs, &b->path);
         if (r < 0)
                 return kdp_log_error(r, "Refused backend", KDP_F_STR("backend", name_or_path),
@@ -150,6 +151,7 @@ kdp_backend *kdp_registry_free(kdp_backend *b) {
         kdp_registry_stop(b);
         if (b->dl)
                 (void) dlclose(b->dl);
+        pthread_cond_destroy(&b->unlocked);
         pthread_mutex_destroy(&b->lock);
         free(b->name);
         free(b->path);
@@ -200,6 +202,26 @@ void kdp_registry_set_host(kdp_backend *b, const kdp_backend_host *host, void *d
         b->host_data = data;
 }
 
+/* The backend whose pre_start this thread runs now, with its lock held; NULL otherwise. */
+static __thread kdp_backend *pre_start_of;
+
+static int run_unlocked(void *data, kdp_backend_unlocked_fn fn, void *userdata) {
+        kdp_backend *b = data;
+        int r;
+
+        if (pre_start_of != b)
+                return -EPERM;
+        pre_start_of = NULL;
+        b->n_unlocked++;
+        pthread_mutex_unlock(&b->lock);
+        r = fn(userdata);
+        pthread_mutex_lock(&b->lock);
+        if (--b->n_unlocked == 0)
+                pthread_cond_broadcast(&b->unlocked);
+        pre_start_of = b;
+        return r;
+}
+
 int kdp_registry_start(kdp_backend *b, const kdp_config *config, const char *const roots[_KDP_PATH_KIND_MAX]) {
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL;
         void *state = NULL;
@@ -211,6 +233,7 @@ int kdp_registry_start(kdp_backend *b, const kdp_config *config, const char *con
         if (r < 0)
                 return r;
         kdp_backend_ctx_set_host(ctx, b->host, b->host_data);
+        kdp_backend_ctx_set_unlocker(ctx, run_unlocked, b);
         pthread_mutex_lock(&b->lock);
         r = b->ops->init(ctx, &state);
         pthread_mutex_unlock(&b->lock);
@@ -226,9 +249,16 @@ void kdp_registry_stop(kdp_backend *b) {
         if (!b || !b->started)
                 return;
         pthread_mutex_lock(&b->lock);
+        b->stopping = true;
+        if (b->n_unlocked > 0)
+                kdp_log_info("Waiting for PreStartContainer calls before stopping backend",
+                             KDP_F_STR("backend", b->name), KDP_F_INT("preStarts", b->n_unlocked));
+        while (b->n_unlocked > 0)
+                pthread_cond_wait(&b->unlocked, &b->lock);
         b->ops->fini(b->state);
         b->state = NULL;
         b->started = false;
+        b->stopping = false;
         pthread_mutex_unlock(&b->lock);
         b->ctx = kdp_backend_ctx_free(b->ctx);
 }
@@ -298,8 +328,13 @@ int kdp_registry_pre_start(kdp_backend *b, const kdp_prestart_request *req) {
         int r = 0;
 
         pthread_mutex_lock(&b->lock);
-        if (b->pre_start && b->started)
+        if (b->stopping)
+                r = -EAGAIN;
+        else if (b->pre_start && b->started) {
+                pre_start_of = b;
                 r = b->pre_start(b->state, req);
+                pre_start_of = NULL;
+        }
         pthread_mutex_unlock(&b->lock);
         return r;
 }

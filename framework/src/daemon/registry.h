@@ -10,7 +10,11 @@
  *   kdp_registry_stop()   ops->fini, ctx freed              (loop thread)
  *
  * Every hook runs under the backend's mutex, so a backend never sees two hooks
- * at once. The daemon owns each kdp_backend; resources borrow it.
+ * at once. The one exception is the slow part of a pre_start, which runs in
+ * kdp_backend_run_unlocked() without it: n_unlocked counts those, and
+ * kdp_registry_stop() waits for them (cond `unlocked`) before fini, turning new
+ * pre_starts away meanwhile (`stopping`). The daemon owns each kdp_backend;
+ * resources borrow it.
  */
 #pragma once
 
@@ -30,6 +34,9 @@ typedef struct kdp_backend {
         void *dl;
         const kdp_backend_ops *ops;
         pthread_mutex_t lock;
+        pthread_cond_t unlocked;        /* n_unlocked dropped to 0 */
+        unsigned n_unlocked;            /* under lock: pre_starts in kdp_backend_run_unlocked() */
+        bool stopping;                  /* under lock: kdp_registry_stop() waits for n_unlocked */
         kdp_backend_ctx *ctx;           /* NULL while stopped */
         void *state;
         bool started;
@@ -71,6 +78,7 @@ int kdp_registry_scan(kdp_backend *b, const char *sysfs_root, kdp_device_tree **
 
 int kdp_registry_allocate(kdp_backend *b, const kdp_alloc_request *req, kdp_alloc_response *resp);
 int kdp_registry_preferred(kdp_backend *b, const kdp_pref_request *req, kdp_pref_response *resp);
+/* Worker thread: ops->pre_start; 0 without the hook, -EAGAIN while the backend is being stopped. */
 int kdp_registry_pre_start(kdp_backend *b, const kdp_prestart_request *req);
 /* Loop thread: a device event for device_event(), a readable watched fd for its fn (-ESRCH when stopped). */
 void kdp_registry_device_event(kdp_backend *b, const kdp_device_event *ev);

@@ -10,7 +10,22 @@
  *   ListAndWatch  batch [recv close] → reply_tag when the peer goes away;
  *                 sends [initial md +] message → send_tag; freed when closed
  *                 and no send is in flight
- *   PreStart      queued to the worker, which starts the unary reply batch
+ *   PreStart      queued for the worker pool; a worker takes the first job
+ *                 sharing no device ID with a running one of the same backend,
+ *                 runs the hook (its slow part without the backend's lock,
+ *                 kdp_backend_run_unlocked) and starts the unary reply batch
+ *
+ * Threads:
+ *
+ *   CQ thread ──► Options, Allocate, Preferred: answered at once
+ *        │        PreStart without a hook: answered at once
+ *        └─────► PreStart with a hook ─► jobs (FIFO, rt->lock)
+ *                                          │ a job waits while a running one
+ *                                          │ of its backend shares an ID
+ *                worker 1..WORKERS_MAX ◄───┘ (started when the queue outgrows
+ *                  the idle workers; they live until the runtime is freed)
+ *                  pre_start: backend lock ─ run_unlocked: no lock ─ lock
+ *                  └► reply batch ─► CQ thread frees the call
  */
 #include <errno.h>
 #include <pthread.h>
@@ -74,9 +89,10 @@ struct kdp_call {
         bool closed, send_busy, ended, status_pending, md_sent;
         uint64_t sent_generation;
         kdp_call *prev, *next;
-        /* PreStart job */
+        /* PreStart job, under rt->lock */
         ProtobufCMessage *request;
         kdp_call *next_job;
+        bool deferred;                  /* logged once as waiting for an earlier job of its IDs */
 };
 
 struct kdp_server {
@@ -107,16 +123,26 @@ struct kdp_server {
  */
 #define CQ_THREADS 1
 
+/*
+ * PreStarts that run at once, whatever their resources: one per card
+ * programmed in parallel on a large FPGA node. A job past them waits for a
+ * free worker, within the kubelet's 30 s.
+ */
+#define WORKERS_MAX 8
+
 struct kdp_server_runtime {
         grpc_completion_queue *cq;
-        pthread_t cq_threads[CQ_THREADS], worker;
+        pthread_t cq_threads[CQ_THREADS], workers[WORKERS_MAX];
         unsigned n_cq_threads;
         pthread_mutex_t lock;
         pthread_cond_t cond;
         unsigned n_servers;             /* alive, under lock */
         kdp_server *stopping;           /* under lock */
+        /* the worker pool, under lock */
         kdp_call *jobs_head, *jobs_tail;
-        bool worker_quit, worker_started;
+        unsigned n_jobs, n_workers, n_idle;
+        kdp_call *running[WORKERS_MAX];
+        bool worker_quit;
         atomic_bool busy;               /* a call came since kdp_server_runtime_idle() */
         void (*on_busy)(void *userdata);
         void *busy_userdata;
@@ -524,6 +550,23 @@ static void handle_preferred(kdp_call *c, const V1beta1__PreferredAllocationRequ
         reply_message(c, r, bb);
 }
 
+static void *worker_main(void *userdata);
+
+/* Under rt->lock: one more worker, if the queue outgrows the idle ones and the pool has room. */
+static void grow_pool(kdp_server_runtime *rt) {
+        int r;
+
+        if (rt->worker_quit || rt->n_workers >= WORKERS_MAX || rt->n_jobs <= rt->n_idle)
+                return;
+        r = pthread_create(&rt->workers[rt->n_workers], NULL, worker_main, rt);
+        if (r != 0) {
+                kdp_log_warning_errno(-r, "Failed to start a PreStartContainer worker",
+                                      KDP_F_INT("workers", rt->n_workers));
+                return;         /* the running workers take the job in turn */
+        }
+        rt->n_workers++;
+}
+
 static void queue_job(kdp_server_runtime *rt, kdp_call *c) {
         pthread_mutex_lock(&rt->lock);
         if (rt->jobs_tail)
@@ -531,8 +574,63 @@ static void queue_job(kdp_server_runtime *rt, kdp_call *c) {
         else
                 rt->jobs_head = c;
         rt->jobs_tail = c;
+        rt->n_jobs++;
+        grow_pool(rt);
         pthread_cond_broadcast(&rt->cond);
         pthread_mutex_unlock(&rt->lock);
+}
+
+static const V1beta1__PreStartContainerRequest *job_request(const kdp_call *c) {
+        return (const V1beta1__PreStartContainerRequest *) c->request;
+}
+
+/* Do two jobs of one backend name a device in common? */
+static bool jobs_overlap(const kdp_call *a, const kdp_call *b) {
+        const V1beta1__PreStartContainerRequest *ra = job_request(a), *rb = job_request(b);
+
+        if (a->server->backend != b->server->backend)
+                return false;
+        for (size_t i = 0; i < ra->n_devices_ids; i++)
+                for (size_t j = 0; j < rb->n_devices_ids; j++)
+                        if (strcmp(ra->devices_ids[i], rb->devices_ids[j]) == 0)
+                                return true;
+        return false;
+}
+
+/* Under rt->lock: the job in flight that `c` must wait for, or NULL. */
+static const kdp_call *job_blocker(const kdp_server_runtime *rt, const kdp_call *c) {
+        for (unsigned i = 0; i < WORKERS_MAX; i++)
+                if (rt->running[i] && jobs_overlap(rt->running[i], c))
+                        return rt->running[i];
+        return NULL;
+}
+
+/* Under rt->lock: unlinks and returns the oldest job that can run now, into running slot `slot`. */
+static kdp_call *take_job(kdp_server_runtime *rt, unsigned slot) {
+        kdp_call *prev = NULL;
+
+        for (kdp_call *c = rt->jobs_head; c; prev = c, c = c->next_job) {
+                if (job_blocker(rt, c)) {
+                        if (!c->deferred) {
+                                c->deferred = true;
+                                kdp_log_v(2, "Deferred PreStartContainer behind one of the same device",
+                                          KDP_F_STR("resource", c->server->resource),
+                                          KDP_F_STR("device", job_request(c)->devices_ids[0]));
+                        }
+                        continue;
+                }
+                if (prev)
+                        prev->next_job = c->next_job;
+                else
+                        rt->jobs_head = c->next_job;
+                if (rt->jobs_tail == c)
+                        rt->jobs_tail = prev;
+                c->next_job = NULL;
+                rt->n_jobs--;
+                rt->running[slot] = c;
+                return c;
+        }
+        return NULL;
 }
 
 static void handle_pre_start(kdp_call *c, ProtobufCMessage *m) {
@@ -558,8 +656,8 @@ static void handle_pre_start(kdp_call *c, ProtobufCMessage *m) {
         queue_job(c->server->rt, c);
 }
 
-static void run_pre_start(kdp_call *c) {
-        V1beta1__PreStartContainerRequest *req = (V1beta1__PreStartContainerRequest *) c->request;
+static void run_pre_start(kdp_server_runtime *rt, unsigned slot, kdp_call *c) {
+        const V1beta1__PreStartContainerRequest *req = job_request(c);
         kdp_prestart_request pr = {
                 .resource = c->server->resource,
                 .device_ids = (const char *const *) req->devices_ids,
@@ -569,6 +667,11 @@ static void run_pre_start(kdp_call *c) {
         int r;
 
         r = kdp_registry_pre_start(c->server->backend, &pr);
+        /* out of the running set before the answer: the CQ thread may free the call then */
+        pthread_mutex_lock(&rt->lock);
+        rt->running[slot] = NULL;
+        pthread_cond_broadcast(&rt->cond);
+        pthread_mutex_unlock(&rt->lock);
         if (r < 0) {
                 kdp_log_warning_errno(r, "Failed to prepare devices for a container",
                                       KDP_F_STR("resource", c->server->resource));
@@ -581,25 +684,37 @@ static void run_pre_start(kdp_call *c) {
         reply_empty(c);
 }
 
+/* Under rt->lock: a free running slot; there is one per worker, so one is free for a worker without a job. */
+static unsigned free_slot(const kdp_server_runtime *rt) {
+        unsigned i = 0;
+
+        while (i < WORKERS_MAX - 1 && rt->running[i])
+                i++;
+        return i;
+}
+
+/* Runs jobs until the runtime ends and the queue is empty. */
 static void *worker_main(void *userdata) {
         kdp_server_runtime *rt = userdata;
 
         for (;;) {
                 kdp_call *c;
+                unsigned slot;
 
                 pthread_mutex_lock(&rt->lock);
-                while (!rt->jobs_head && !rt->worker_quit)
+                for (;;) {
+                        slot = free_slot(rt);
+                        c = take_job(rt, slot);
+                        if (c || (rt->worker_quit && !rt->jobs_head))
+                                break;
+                        rt->n_idle++;
                         pthread_cond_wait(&rt->cond, &rt->lock);
-                c = rt->jobs_head;
-                if (c) {
-                        rt->jobs_head = c->next_job;
-                        if (!rt->jobs_head)
-                                rt->jobs_tail = NULL;
+                        rt->n_idle--;
                 }
                 pthread_mutex_unlock(&rt->lock);
                 if (!c)
                         return NULL;
-                run_pre_start(c);
+                run_pre_start(rt, slot, c);
         }
 }
 
@@ -1002,12 +1117,15 @@ static void *cq_main(void *userdata) {
 }
 
 static void runtime_stop_threads(kdp_server_runtime *rt) {
+        unsigned n_workers;
+
         pthread_mutex_lock(&rt->lock);
         rt->worker_quit = true;
+        n_workers = rt->n_workers;
         pthread_cond_broadcast(&rt->cond);
         pthread_mutex_unlock(&rt->lock);
-        if (rt->worker_started)
-                pthread_join(rt->worker, NULL);
+        for (unsigned i = 0; i < n_workers; i++)
+                pthread_join(rt->workers[i], NULL);
         grpc_completion_queue_shutdown(rt->cq);
         for (unsigned i = 0; i < rt->n_cq_threads; i++)
                 pthread_join(rt->cq_threads[i], NULL);
@@ -1029,9 +1147,9 @@ int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_
         for (; rt->n_cq_threads < CQ_THREADS; rt->n_cq_threads++)
                 if (pthread_create(&rt->cq_threads[rt->n_cq_threads], NULL, cq_main, rt) != 0)
                         break;
-        rt->worker_started = rt->n_cq_threads == CQ_THREADS &&
-                             pthread_create(&rt->worker, NULL, worker_main, rt) == 0;
-        if (!rt->worker_started) {
+        if (rt->n_cq_threads == CQ_THREADS && pthread_create(&rt->workers[0], NULL, worker_main, rt) == 0)
+                rt->n_workers = 1;
+        if (rt->n_workers == 0) {
                 runtime_stop_threads(rt);
                 pthread_cond_destroy(&rt->cond);
                 pthread_mutex_destroy(&rt->lock);

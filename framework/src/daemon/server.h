@@ -7,7 +7,8 @@
  *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
  *                    answered from the snapshot in microseconds; stream sends;
  *                    Register completions of kubelet-client.c (same queue)
- *   worker thread    PreStartContainer when the backend has a pre_start hook;
+ *   worker threads   PreStartContainer when the backend has a pre_start hook
+ *                    (up to 8 at once, see server.c's drawing);
  *                    it answers the call itself when the hook returns
  *
  * Ownership: a kdp_server is reference counted: the creator holds one until

@@ -273,6 +273,21 @@ void kdp_backend_ctx_set_host(kdp_backend_ctx *ctx, const kdp_backend_host *host
         ctx->host_data = data;
 }
 
+void kdp_backend_ctx_set_unlocker(kdp_backend_ctx *ctx,
+                                  int (*run_unlocked)(void *data, kdp_backend_unlocked_fn fn, void *userdata),
+                                  void *data) {
+        ctx->run_unlocked = run_unlocked;
+        ctx->unlock_data = data;
+}
+
+int kdp_backend_run_unlocked(kdp_backend_ctx *ctx, kdp_backend_unlocked_fn fn, void *userdata) {
+        if (!ctx || !fn)
+                return -EINVAL;
+        if (!ctx->run_unlocked)
+                return fn(userdata);
+        return ctx->run_unlocked(ctx->unlock_data, fn, userdata);
+}
+
 void kdp_backend_ctx_set_clock(kdp_backend_ctx *ctx, kdp_backend_clock_fn fn, void *data) {
         ctx->clock = fn;
         ctx->clock_data = data;

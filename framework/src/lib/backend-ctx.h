@@ -46,6 +46,9 @@ struct kdp_backend_ctx {
         kdp_skip_log *skips;            /* owned; what kdp_pci_list_scan() & co. have warned about */
         kdp_backend_clock_fn clock;     /* NULL: CLOCK_MONOTONIC */
         void *clock_data;
+        /* kdpd's registry: releases the backend's lock around fn; NULL outside kdpd */
+        int (*run_unlocked)(void *data, kdp_backend_unlocked_fn fn, void *userdata);
+        void *unlock_data;
 };
 
 /*
@@ -60,6 +63,10 @@ kdp_backend_ctx *kdp_backend_ctx_free(kdp_backend_ctx *ctx);
 /* "/sys", "/dev", "/proc", "/var/run/cdi": the root of a kind when none is configured. */
 const char *kdp_backend_default_root(kdp_path_kind kind);
 void kdp_backend_ctx_set_host(kdp_backend_ctx *ctx, const kdp_backend_host *host, void *data);
+/* What kdp_backend_run_unlocked() of `ctx` calls (kdpd's registry); NULL: fn runs as is. */
+void kdp_backend_ctx_set_unlocker(kdp_backend_ctx *ctx,
+                                  int (*run_unlocked)(void *data, kdp_backend_unlocked_fn fn, void *userdata),
+                                  void *data);
 /* Points kdp_backend_now_usec() of `ctx` at `fn` (unit tests' fake clock); NULL: CLOCK_MONOTONIC. */
 void kdp_backend_ctx_set_clock(kdp_backend_ctx *ctx, kdp_backend_clock_fn fn, void *data);
 KDP_DEFINE_CLEANUP_FUNC(kdp_backend_ctx, kdp_backend_ctx_free)
