@@ -35,6 +35,7 @@
 #define PCI_RELIST_MS 30000             /* the PCI list is read again at least this often, events or not */
 #define UNIT_NODES_MAX 9                /* an FME, 8 ports */
 #define RESOURCES_MAX 256               /* resources declared since start */
+#define REMOVED "removed from the PCI bus"
 
 typedef enum unit_kind {
         UNIT_PORT,                      /* af: one Intel port */
@@ -184,7 +185,7 @@ static void unit_found(fpga_state *s, unit *u, const kdp_pci_device *p) {
                 (void) kdp_health_pci_rebase(s->ctx, u->pci_address, &u->pci);  /* (re)bound: counters anew */
         u->bound = bound;
         if (kdp_health_pci_check(s->ctx, u->pci_address, u->driver, checks, &u->pci, &why) == KDP_UNHEALTHY && why)
-                fpga_health_add(u->health.reason, why);
+                fpga_health_add(u->health.reason, strcmp(why, "device removed") == 0 ? REMOVED : why);
         if (s->programmer.busy && s->programmer.busy(s->programmer.userdata, u->pci_address))
                 fpga_health_add(u->health.reason, "programming");
 }
@@ -267,7 +268,8 @@ static void scan_port(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *
                 return;
         unit_found(s, u, p);
         /* a port whose AFU crashed (all f) or is busy stays where it was; first seen so, it goes by Intel's name */
-        if (!no_name && (!u->resource[0] || !fpga_name_id_all_f(port->afu_id))) {
+        if (!no_name && (!u->resource[0] || (!fpga_name_id_all_f(port->afu_id) &&
+                                             !fpga_name_id_all_f(fme->interface_id)))) {
                 set_resource(s, u, resource);
                 snprintf(u->afu_id, sizeof(u->afu_id), "%s", port->afu_id);
         }
@@ -417,8 +419,7 @@ static void unit_missing(fpga_state *s, unit *u) {
         u->transient_since_ms = 0;
         if (kdp_health_pci_check(s->ctx, u->pci_address, u->driver, KDP_HEALTH_PCI_PRESENT | KDP_HEALTH_PCI_DRIVER,
                                  NULL, &why) == KDP_UNHEALTHY && why)
-                snprintf(u->reason, sizeof(u->reason), "%s",
-                         strcmp(why, "device removed") == 0 ? "removed from the PCI bus" : why);
+                snprintf(u->reason, sizeof(u->reason), "%s", strcmp(why, "device removed") == 0 ? REMOVED : why);
         else
                 snprintf(u->reason, sizeof(u->reason), "%s gone from sysfs", u->kind == UNIT_XRT ? "card" : u->id);
         u->was_healthy = false;
