@@ -7,7 +7,7 @@
  *               dfl-fme-region.<n>/fpga_region/region<m>/compat_id is the interface ID
  *   Intel OPAE  <pci>/fpga/intel-fpga-dev.<i>/intel-fpga-fme.<j> (pr/interface_id) and
  *               intel-fpga-port.<k>
- *   AMD XRT     user PF (xocl, or the empty user_pf file) and management PF (xclmgmt, mgmt_pf)
+ *   AMD XRT     user PF (bound to xocl) and management PF (bound to xclmgmt)
  *               paired by domain:bus:device; rom.<id>/VBNV and timestamp, logic_uuids, the
  *               user PF's drm/renderD<N>, /dev/xclmgmt<instance>
  *
@@ -174,12 +174,17 @@ static bool xrt_vendor(uint16_t vendor) {
         return vendor == 0x10ee || vendor == 0x13fe || vendor == 0x1d0f || vendor == 0x3475;
 }
 
-static bool xrt_user(const kdp_backend_ctx *ctx, const kdp_pci_device *p) {
-        return xrt_vendor(p->vendor_id) && (strcmp(p->driver, "xocl") == 0 || has_attr(ctx, p->path, "user_pf"));
+/*
+ * XRT's PFs by their drivers. The drivers' empty marker files (user_pf, mgmt_pf) say the same
+ * while they are bound and go with them; a function on another driver (vfio-pci) is no card
+ * of ours.
+ */
+static bool xrt_user(const kdp_pci_device *p) {
+        return xrt_vendor(p->vendor_id) && strcmp(p->driver, "xocl") == 0;
 }
 
-static bool xrt_mgmt(const kdp_backend_ctx *ctx, const kdp_pci_device *p) {
-        return xrt_vendor(p->vendor_id) && (strcmp(p->driver, "xclmgmt") == 0 || has_attr(ctx, p->path, "mgmt_pf"));
+static bool xrt_mgmt(const kdp_pci_device *p) {
+        return xrt_vendor(p->vendor_id) && strcmp(p->driver, "xclmgmt") == 0;
 }
 
 bool fpga_discover_is_candidate(const kdp_pci_device *p) {
@@ -394,7 +399,7 @@ static int walk_xrt(fpga_discovery *d, const kdp_backend_ctx *ctx, const kdp_pci
         for (size_t i = 0; i < kdp_pci_list_size(l) && !m; i++) {
                 const kdp_pci_device *c = kdp_pci_list_get(l, i);
 
-                if (c != u && same_slot(c->address, u->address) && xrt_mgmt(ctx, c))
+                if (c != u && same_slot(c->address, u->address) && xrt_mgmt(c))
                         m = c;
         }
         if (m) {
@@ -423,13 +428,13 @@ static int walk_function(fpga_discovery *d, const kdp_backend_ctx *ctx, const kd
         bool has_user = false;
         int r;
 
-        if (xrt_user(ctx, p))
+        if (xrt_user(p))
                 return walk_xrt(d, ctx, l, p);
-        if (xrt_mgmt(ctx, p)) {
+        if (xrt_mgmt(p)) {
                 for (size_t i = 0; i < kdp_pci_list_size(l); i++) {
                         const kdp_pci_device *c = kdp_pci_list_get(l, i);
 
-                        has_user = has_user || (c != p && same_slot(c->address, p->address) && xrt_user(ctx, c));
+                        has_user = has_user || (c != p && same_slot(c->address, p->address) && xrt_user(c));
                 }
                 return has_user ? 0 : skip(d, p->address, "Alveo management PF without its user PF (xocl) on this host");
         }

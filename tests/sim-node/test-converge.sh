@@ -155,12 +155,16 @@ random_script() {
         gpu-mixed) gpus=(0000:3d:00.0 0000:4f:00.0 0000:da:00.0) ;;
         two-socket-switches) gpus=(0000:18:00.0 0000:19:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0) ;;
         flapping-device) gpus=(0000:01:00.0 0000:02:00.0) ;;
+        fpga-d5005) gpus=(0000:3b:00.0 0000:d8:00.0) ;;
+        fpga-u250) gpus=(0000:3b:00.1 0000:d8:00.1) ;;
         esac
         for i in "${!gpus[@]}"; do
                 case $fixture:${gpus[i]} in
                 gpu-mi300x4:*) drv[i]=amdgpu ;;
                 gpu-flex170x2:*) drv[i]=i915 ;;
                 gpu-mixed:0000:da:00.0) drv[i]=xe ;;
+                fpga-d5005:*) drv[i]=dfl-pci ;;
+                fpga-u250:*) drv[i]=xocl ;;
                 *) drv[i]=nvidia ;;
                 esac
                 plugged[i]=1 bound[i]=${drv[i]} procfs[i]=1 kfd[i]=1 vfs[i]=0 xid[i]=0
@@ -397,7 +401,7 @@ list_rows() {
 }
 
 # seen_reason DIR RESOURCE ID: the reason kdpd #1 last logged for the device, if it is one the
-# GPU or the SR-IOV backend keeps a seen device for (their README.md, "Served and seen")
+# GPU, SR-IOV or FPGA backend keeps a seen device for (their README.md, "Served and seen")
 seen_reason() {
         local reason
         reason=$(grep -E "\"(Device became unhealthy|Device unhealthy for another reason)\" resource=\"$2\" device=\"$3\" " \
@@ -593,7 +597,7 @@ run_case() {
         mkfifo "$d/ctl"
         [ "$1" = gpu ] && export CONVERGE_KMSG_PARAM=gpu.kmsg || unset CONVERGE_KMSG_PARAM
         case $1 in
-        gpu | sriov) extra=(--backend "$1") ;;
+        gpu | sriov | fpga) extra=(--backend "$1") ;;
         *) extra=(--backend "$pcitest") ;;
         esac
         # a process group of its own, for stop_all to sweep (setsid does not fork: not a group leader)
@@ -700,6 +704,7 @@ backend_of() {
         two-socket-switches) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=2330 -o pcitest.driver=nvidia" ;;
         flapping-device) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=20f1 -o pcitest.driver=nvidia" ;;
         sriov-*) echo "sriov -o sriov.config_file=$cases/$1.config.json -o sriov.devinfo_dir=" ;;
+        fpga-*) echo fpga ;;
         esac
 }
 
@@ -707,7 +712,7 @@ main() {
         local fixture script name seed=1
         local -a backend
         for fixture in gpu-h100x8 gpu-mi300x4 gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
-                sriov-e810 sriov-cx6dx sriov-noiommu; do
+                sriov-e810 sriov-cx6dx sriov-noiommu fpga-d5005 fpga-u250; do
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
                         [ -f "$script" ] || continue

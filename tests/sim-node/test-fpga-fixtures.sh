@@ -77,23 +77,26 @@ numa: node0 node1 online=0-1
 EOF2
 
 run "fpga-u250 discover" fpga-u250 "$kdpctl" discover
-expect "fpga-u250: 2 Alveo U250, management PF on xclmgmt and user PF on xocl, one card per NUMA node" "$tmp/out" <<'EOF2'
-ADDRESS         ID         CLASS   DRIVER    NUMA  IOMMU  SRIOV
-0000:3a:00.0    8086:352a  060400  pcieport  0     40
-  0000:3b:00.0  10ee:5004  120000  xclmgmt   0     41
-  0000:3b:00.1  10ee:5005  120000  xocl      0     41
-0000:d7:00.0    8086:352a  060400  pcieport  1     80
-  0000:d8:00.0  10ee:5004  120000  xclmgmt   1     81
-  0000:d8:00.1  10ee:5005  120000  xocl      1     81
+expect "fpga-u250: 2 Alveo U250, management PF on xclmgmt and user PF on xocl, one card per NUMA node; the BMC" "$tmp/out" <<'EOF2'
+ADDRESS           ID         CLASS   DRIVER    NUMA  IOMMU  SRIOV
+0000:00:1c.0      8086:a190  060400  pcieport  0     10
+  0000:01:00.0    1a03:1150  060400  -         0     11
+    0000:02:00.0  1a03:2000  030000  ast       0     11
+0000:3a:00.0      8086:352a  060400  pcieport  0     40
+  0000:3b:00.0    10ee:5004  120000  xclmgmt   0     41
+  0000:3b:00.1    10ee:5005  120000  xocl      0     41
+0000:d7:00.0      8086:352a  060400  pcieport  1     80
+  0000:d8:00.0    10ee:5004  120000  xclmgmt   1     81
+  0000:d8:00.1    10ee:5005  120000  xocl      1     81
 EOF2
 cp "$tmp/out" "$tmp/u250.load"
 
 run "fpga-u250 table" fpga-u250 bash -c "$table"
 expect "fpga-u250: XRT's markers and status files, the shell's rom, the render and xclmgmt nodes" "$tmp/out" <<'EOF2'
 mgmt 0000:3b:00.0 driver=xclmgmt instance=15104 ready=1 class=xclmgmt15104 node=f0:0
-user 0000:3b:00.1 driver=xocl ready=0x1 offline=0 bad=0 mig=0x1 logic=80a3514f3e07b502094b1fe34622eb8c rom=rom.u.1:xilinx_u250_gen3x16_xdma_shell_4_1:0 xmc=21320733400D drm=card0,renderD128 renderD128=e2:80 devname=dri/renderD128
+user 0000:3b:00.1 driver=xocl ready=0x1 offline=0 bad=0 mig=0x1 logic=80a3514f3e07b502094b1fe34622eb8c rom=rom.u.1:xilinx_u250_gen3x16_xdma_shell_4_1:0 xmc=21320733400D drm=card1,renderD128 renderD128=e2:80 devname=dri/renderD128
 mgmt 0000:d8:00.0 driver=xclmgmt instance=55296 ready=1 class=xclmgmt55296 node=f0:1
-user 0000:d8:00.1 driver=xocl ready=0x1 offline=0 bad=0 mig=0x1 logic=e74d76218cdfc61b64cc74a913d0ef8f rom=rom.u.9:xilinx_u250_gen3x16_xdma_shell_4_1:0 xmc=21320733401A drm=card1,renderD129 renderD129=e2:81 devname=dri/renderD129
+user 0000:d8:00.1 driver=xocl ready=0x1 offline=0 bad=0 mig=0x1 logic=e74d76218cdfc61b64cc74a913d0ef8f rom=rom.u.9:xilinx_u250_gen3x16_xdma_shell_4_1:0 xmc=21320733401A drm=card2,renderD129 renderD129=e2:81 devname=dri/renderD129
 numa: node0 node1 online=0-1
 EOF2
 
