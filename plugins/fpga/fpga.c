@@ -71,6 +71,7 @@ typedef struct fpga_state {
         fpga_programmer programmer;             /* program == NULL: no programming (fpga.h) */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         kdp_pci_list_cache pci;
+        unsigned relists;                       /* scans that read the PCI list again after an event */
         unit *units;
         size_t n_units;
         char (*resources)[FPGA_RESOURCE_MAX];   /* every resource served since start */
@@ -483,6 +484,10 @@ static int fpga_scan(void *state, kdp_device_tree *tree) {
         const kdp_pci_list *l;
         int r;
 
+        if (s->relists > 0) {
+                s->relists--;
+                s->pci.dirty = true;
+        }
         r = kdp_pci_list_cache_refresh(s->ctx, &s->pci, PCI_RELIST_MS);
         if (r < 0)
                 return r;
@@ -524,8 +529,12 @@ static int fpga_scan(void *state, kdp_device_tree *tree) {
 static void fpga_device_event(void *state, const kdp_device_event *ev) {
         fpga_state *s = state;
 
+        /*
+         * A function came, went, or changed driver: the list is read at the next scan and at the
+         * one after it (the periodic one), for a "remove" is sent before its directory goes.
+         */
         if (strcmp(ev->subsystem, "pci") == 0 && strcmp(ev->action, "change") != 0)
-                s->pci.dirty = true;    /* a function came, went, or changed driver */
+                s->relists = 2;
 }
 
 /* ---- Allocate ---- */
