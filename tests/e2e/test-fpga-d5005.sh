@@ -6,54 +6,16 @@
 # resource; PreStartContainer passes), and an unplug.
 . "$(dirname "$0")/lib.sh"
 
-SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 NODE="$KDP_SOURCE_DIR/tests/fixtures/nodes/fpga-d5005.umockdev"
+. "$(dirname "$0")/fpga-lib.sh"
 AF=fpga.intel.com/af-bfa.d84.v6xNhR7oVv6MlYZc4buqLdhCTcSko8QT-J5DNoP5BAs
 AF3=fpga.intel.com/af-bfa.f7d.v6xNhR7oVv6MlYZc4buqLfffQFy9es9yIvFEsLk6zRg
 REGION=fpga.intel.com/region-bfac4d851ee856fe8c95865ce1bbaa2d
 PORT1=sys/devices/pci0000:d7/0000:d7:00.0/0000:d8:00.0/fpga_region/region2/dfl-port.1
 FME1=/devices/pci0000:d7/0000:d7:00.0/0000:d8:00.0/fpga_region/region2/dfl-fme.1
 
-# run_mode NAME [KDPD ARGS...]: kdpd --backend fpga on the node, a fresh stand-in kubelet
-run_mode() {
-        local name=$1
-        shift
-        rm -rf "$DIR" "$T/state"
-        mkdir -p "$DIR"
-        start_kubelet "kubelet-$name"
-        KUBELET_OUT="$T/kubelet-$name.out"
-        "${DIE_WITH_US[@]}" "$SIM" "$NODE" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
-                --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
-                --backend fpga "$@" >"$T/kdpd-$name.out" 2>"$T/kdpd-$name.err" &
-        KDPD_PID=$!
-        PIDS+=($KDPD_PID)
-}
-
-# last_devices RESOURCE: the stand-in kubelet's newest `devices` line of RESOURCE
-last_devices() {
-        grep "^devices resource=$1 " "$KUBELET_OUT" | tail -n 1
-}
-
-wait_devices() {
-        local res=$1 re=$2 end
-        end=$(deadline_ms "$(wait_s)")
-        while [ "$(now_ms)" -lt "$end" ]; do
-                last_devices "$res" | grep -Eq -- "$re" && return 0
-                sleep 0.02
-        done
-        fail "last devices line of $res does not match '$re': $(last_devices "$res")"
-}
-
-# socket_of RESOURCE: the socket the newest registration of RESOURCE named
-socket_of() {
-        echo "$DIR/$(grep "^registered resource=$1 " "$KUBELET_OUT" | tail -n 1 | sed 's/.* endpoint=\([^ ]*\).*/\1/')"
-}
-
-mkfifo "$T/ctl"
-exec 9<>"$T/ctl"
-
 # ---- af (the default) ----
-run_mode af
+run_node af
 wait_line "$KUBELET_OUT" "^devices resource=$AF "
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd-af.err" && { echo "skip: no simulated node"; exit 77; }
 wait_devices $AF "^devices resource=$AF capacity=2 allocatable=2 healthy=dfl-port.0,dfl-port.1 unhealthy= numa=dfl-port.0:0;dfl-port.1:1$"
@@ -101,7 +63,7 @@ stop_kdpd
 stop_kubelet
 
 # ---- region ----
-run_mode region -o fpga.mode=region
+run_node region -o fpga.mode=region
 wait_devices $REGION "^devices resource=$REGION capacity=2 allocatable=2 healthy=dfl-fme.0,dfl-fme.1 unhealthy= numa=dfl-fme.0:0;dfl-fme.1:1$"
 S=$(socket_of $REGION)
 assert_eq "$("$KDPCTL" allocate --socket "$S" dfl-fme.1 | tr '\n' '|')" \
@@ -116,7 +78,7 @@ stop_kdpd
 stop_kubelet
 
 # ---- regiondevel ----
-run_mode regiondevel -o fpga.mode=regiondevel
+run_node regiondevel -o fpga.mode=regiondevel
 wait_devices $REGION "^devices resource=$REGION capacity=2 allocatable=2 healthy=dfl-fme.0,dfl-fme.1 unhealthy= numa=dfl-fme.0:0;dfl-fme.1:1$"
 S=$(socket_of $REGION)
 assert_eq "$("$KDPCTL" allocate --socket "$S" dfl-fme.0 | tr '\n' '|')" \

@@ -6,41 +6,10 @@
 # number) that keeps the card; the older xilinx.com/ names.
 . "$(dirname "$0")/lib.sh"
 
-SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 NODE="$KDP_SOURCE_DIR/tests/fixtures/nodes/fpga-u250.umockdev"
+. "$(dirname "$0")/fpga-lib.sh"
 RES=amd.com/xilinx_u250_gen3x16_xdma_shell_4_1-0
 USER_B=/devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1
-
-run_node() {
-        local name=$1
-        shift
-        rm -rf "$DIR" "$T/state"
-        mkdir -p "$DIR"
-        start_kubelet "kubelet-$name"
-        KUBELET_OUT="$T/kubelet-$name.out"
-        "${DIE_WITH_US[@]}" "$SIM" "$NODE" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
-                --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
-                --backend fpga "$@" >"$T/kdpd-$name.out" 2>"$T/kdpd-$name.err" &
-        KDPD_PID=$!
-        PIDS+=($KDPD_PID)
-}
-
-wait_devices() {
-        local res=$1 re=$2 end
-        end=$(deadline_ms "$(wait_s)")
-        while [ "$(now_ms)" -lt "$end" ]; do
-                grep "^devices resource=$res " "$KUBELET_OUT" | tail -n 1 | grep -Eq -- "$re" && return 0
-                sleep 0.02
-        done
-        fail "last devices line of $res does not match '$re': $(grep "^devices resource=$res " "$KUBELET_OUT" | tail -n 1)"
-}
-
-socket_of() {
-        echo "$DIR/$(grep "^registered resource=$1 " "$KUBELET_OUT" | tail -n 1 | sed 's/.* endpoint=\([^ ]*\).*/\1/')"
-}
-
-mkfifo "$T/ctl"
-exec 9<>"$T/ctl"
 
 run_node amd -o fpga.busy_hold_s=600
 wait_line "$KUBELET_OUT" "^devices resource=$RES "
