@@ -224,21 +224,6 @@ const char *fpga_config_model_resource(const fpga_config *c, const kdp_pci_devic
         return NULL;
 }
 
-const kdp_param_spec fpga_config_params[] = {
-        { "mode", "af", "Intel cards: af (a device per port, by AFU), region (a device per FME, all its ports) "
-                        "or regiondevel (region plus the FME node)" },
-        { "allow", "", "serve only these cards: vendor:device, vendor:* or PCI addresses (empty: all)" },
-        { "deny", "", "never serve these cards (same forms as allow)" },
-        { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10ee:5005=amd.com/u250)" },
-        { "xilinx_prefix", "amd.com/", "what precedes <VBNV>-<timestamp> in an Alveo card's resource "
-                                       "(xilinx.com/fpga- for older AMD plugin names)" },
-        { "xilinx_mgmt_node", "false", "also hand out an Alveo card's management node /dev/xclmgmt<N>" },
-        { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
-        { "busy_hold_s", "30", "seconds a passing state (afu_id busy during PR, XRT dev_offline, rom.* gone "
-                               "in a reset) keeps the last health before it counts as unhealthy" },
-        { 0 },
-};
-
 int fpga_config_parse(const kdp_backend_ctx *ctx, fpga_config *ret) {
         fpga_config c = { .ctx = ctx };
         int r = parse_all(&c);

@@ -58,9 +58,10 @@ int fpga_discover_list(const kdp_backend_ctx *ctx, const char *rel, const char *
                 return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
         }
         while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
                 void *nn;
 
-                if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || strlen(de->d_name) >= FPGA_SYSNAME_MAX)
+                if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || len >= FPGA_SYSNAME_MAX)
                         continue;
                 if (l.n >= ENTRIES_MAX)
                         break;
@@ -70,7 +71,7 @@ int fpga_discover_list(const kdp_backend_ctx *ctx, const char *rel, const char *
                         return -ENOMEM;
                 }
                 l.names = nn;
-                snprintf(l.names[l.n++], FPGA_SYSNAME_MAX, "%s", de->d_name);
+                memcpy(l.names[l.n++], de->d_name, len + 1);
         }
         if (l.n)
                 qsort(l.names, l.n, sizeof(*l.names), compare_names);

@@ -656,6 +656,22 @@ static int fpga_pre_start(void *state, const kdp_prestart_request *req) {
         return 0;
 }
 
+/* The config keys fpga_config_parse() reads (README.md, "Parameters"). */
+static const kdp_param_spec fpga_params[] = {
+        { "mode", "af", "Intel cards: af (a device per port, by AFU), region (a device per FME, all its ports) "
+                        "or regiondevel (region plus the FME node)" },
+        { "allow", "", "serve only these cards: vendor:device, vendor:* or PCI addresses (empty: all)" },
+        { "deny", "", "never serve these cards (same forms as allow)" },
+        { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10ee:5005=amd.com/u250)" },
+        { "xilinx_prefix", "amd.com/", "what precedes <VBNV>-<timestamp> in an Alveo card's resource "
+                                       "(xilinx.com/fpga- for older AMD plugin names)" },
+        { "xilinx_mgmt_node", "false", "also hand out an Alveo card's management node /dev/xclmgmt<N>" },
+        { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
+        { "busy_hold_s", "30", "seconds a passing state (afu_id busy during PR, XRT dev_offline, rom.* gone "
+                               "in a reset) keeps the last health before it counts as unhealthy" },
+        { 0 },
+};
+
 static const char *const fpga_subsystems[] = { "pci", "platform", "fpga_region", "drm", NULL };
 
 static const kdp_backend_ops fpga_ops = {
@@ -663,7 +679,7 @@ static const kdp_backend_ops fpga_ops = {
         .struct_size = sizeof(kdp_backend_ops),
         .name = "fpga",
         .udev_subsystems = fpga_subsystems,
-        .params = fpga_config_params,
+        .params = fpga_params,
         .init = fpga_init,
         .scan = fpga_scan,
         .fini = fpga_fini,

@@ -65,9 +65,7 @@ typedef struct fpga_config {
         uint64_t busy_hold_ms;          /* how long a transient state (EBUSY, dev_offline) keeps health */
 } fpga_config;
 
-extern const kdp_param_spec fpga_config_params[];
-
-/* Parses every param; -EINVAL (logged with key, value and origin) for a bad one. */
+/* Parses every param (fpga.c declares them); -EINVAL (logged with key, value and origin) for a bad one. */
 int fpga_config_parse(const kdp_backend_ctx *ctx, fpga_config *ret);
 void fpga_config_done(fpga_config *c);
 /* "af", "region", "regiondevel" -> the mode; _FPGA_MODE_INVALID otherwise. */
