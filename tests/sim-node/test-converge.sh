@@ -157,13 +157,16 @@ random_script() {
         flapping-device) gpus=(0000:01:00.0 0000:02:00.0) ;;
         fpga-d5005) gpus=(0000:3b:00.0 0000:d8:00.0) ;;
         fpga-u250) gpus=(0000:3b:00.1 0000:d8:00.1) ;;
+        fpga-opae) gpus=(0000:06:00.0) ;;
+        fpga-ofs) gpus=(0000:1f:00.0 0000:b1:00.1) ;;
         esac
         for i in "${!gpus[@]}"; do
                 case $fixture:${gpus[i]} in
                 gpu-mi300x4:*) drv[i]=amdgpu ;;
                 gpu-flex170x2:*) drv[i]=i915 ;;
                 gpu-mixed:0000:da:00.0) drv[i]=xe ;;
-                fpga-d5005:*) drv[i]=dfl-pci ;;
+                fpga-d5005:* | fpga-ofs:*) drv[i]=dfl-pci ;;
+                fpga-opae:*) drv[i]=intel-fpga-pci ;;
                 fpga-u250:*) drv[i]=xocl ;;
                 *) drv[i]=nvidia ;;
                 esac
@@ -712,7 +715,7 @@ main() {
         local fixture script name seed=1
         local -a backend
         for fixture in gpu-h100x8 gpu-mi300x4 gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
-                sriov-e810 sriov-cx6dx sriov-noiommu fpga-d5005 fpga-u250; do
+                sriov-e810 sriov-cx6dx sriov-noiommu fpga-d5005 fpga-u250 fpga-opae fpga-ofs; do
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
                         [ -f "$script" ] || continue

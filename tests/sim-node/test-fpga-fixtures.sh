@@ -6,7 +6,7 @@
 # (kdpctl discover), then the plain reads a backend makes with exact values: the fpga_region
 # class with the PR regions' interface IDs (the base region has none), the DFL FMEs and ports on
 # the platform bus with their dev numbers, /dev nodes, errors, hwmon, manager and bridge, the
-# /sys/dev/char and /dev/char links Intel's plugin resolves; the Alveo user and management PFs
+# /sys/dev/char and /dev/char links Intel's plugin resolves; the OPAE driver's fpga class; the Alveo user and management PFs
 # with XRT's status files, the shell's rom.*, the DRM and xclmgmt nodes. For each script: the
 # exact uevents between its "echo" marks, what sysfs shows at each mark, and the end state
 # (kdpctl discover). The tables are the ones tests/fixtures/README.md gives. Exit 77 = skipped.
@@ -45,6 +45,13 @@ for d in /sys/bus/pci/devices/*; do
         if [ -e $d/mgmt_pf ]; then
                 echo "mgmt $b driver=$(basename $(readlink $d/driver)) instance=$(cat $d/instance) ready=$(cat $d/ready) class=$(ls $d/xrt_mgmt) node=$(stat -c %t:%T /dev/xclmgmt$(cat $d/instance))"
         fi
+done
+for c in /sys/class/fpga/*; do
+        [ -e "$c" ] || continue
+        echo "opae ${c##*/} -> $(readlink $c | sed "s|^\.\./\.\./devices/||")"
+        for x in $c/intel-fpga-*; do
+                echo "  ${x##*/} dev=$(cat $x/dev) node=$(stat -c %t:%T /dev/${x##*/}) driver=$(basename $(readlink $x/driver)) ids=$(cat $x/afu_id $x/pr/interface_id 2>/dev/null) errors=$(cat $x/errors/errors $x/errors/catfatal_errors 2>/dev/null)"
+        done
 done
 echo "numa: $(ls -d /sys/devices/system/node/node* | sed "s|.*/||" | paste -sd" ") online=$(cat /sys/devices/system/node/online)"
 '
@@ -99,6 +106,60 @@ mgmt 0000:d8:00.0 driver=xclmgmt instance=55296 ready=1 class=xclmgmt55296 node=
 user 0000:d8:00.1 driver=xocl ready=0x1 offline=0 bad=0 mig=0x1 logic=e74d76218cdfc61b64cc74a913d0ef8f rom=rom.u.9:xilinx_u250_gen3x16_xdma_shell_4_1:0 xmc=21320733401A drm=card2,renderD129 renderD129=e2:81 devname=dri/renderD129
 numa: node0 node1 online=0-1
 EOF2
+
+run "fpga-opae discover" fpga-opae "$kdpctl" discover
+expect "fpga-opae: an Arria 10 PAC on intel-fpga-pci" "$tmp/out" <<'EOF2'
+ADDRESS         ID         CLASS   DRIVER          NUMA  IOMMU  SRIOV
+0000:00:03.2    8086:352a  060400  pcieport        0     20
+  0000:06:00.0  8086:09c4  120000  intel-fpga-pci  0     21     vfs=0/1
+EOF2
+
+run "fpga-opae table" fpga-opae bash -c "$table"
+expect "fpga-opae: the fpga class container with its FME (DCP 1.2 interface) and port (NLB0)" "$tmp/out" <<'EOF2'
+sys/dev/char 510:0 -> intel-fpga-port.0 /dev/char -> ../intel-fpga-port.0
+sys/dev/char 511:0 -> intel-fpga-fme.0 /dev/char -> ../intel-fpga-fme.0
+opae intel-fpga-dev.0 -> pci0000:00/0000:00:03.2/0000:06:00.0/fpga/intel-fpga-dev.0
+  intel-fpga-fme.0 dev=511:0 node=1ff:0 driver=intel-fpga-fme ids=69528db6eb31577a8c3668f9faa081f6 errors=0x0
+  intel-fpga-port.0 dev=510:0 node=1fe:0 driver=intel-fpga-afu ids=d8424dc4a4a3c413f89e433683f9040b errors=0x0
+numa: node0 node1 online=0-1
+EOF2
+
+run "fpga-ofs discover" fpga-ofs "$kdpctl" discover
+expect "fpga-ofs: an N3000 behind its switch beside 2 XXV710, an N6001 with its VF on dfl-pci" "$tmp/out" <<'EOF2'
+ADDRESS             ID         CLASS   DRIVER    NUMA  IOMMU  SRIOV
+0000:1c:00.0        8086:352a  060400  pcieport  0     30
+  0000:1d:00.0      10b5:8747  060400  pcieport  0     31
+    0000:1e:08.0    10b5:8747  060400  pcieport  0     32
+      0000:1f:00.0  8086:0b30  120000  dfl-pci   0     35
+    0000:1e:09.0    10b5:8747  060400  pcieport  0     33
+      0000:20:00.0  8086:0d58  020000  i40e      0     36
+      0000:20:00.1  8086:0d58  020000  i40e      0     36
+    0000:1e:10.0    10b5:8747  060400  pcieport  0     34
+      0000:21:00.0  8086:0d58  020000  i40e      0     37
+      0000:21:00.1  8086:0d58  020000  i40e      0     37
+0000:b0:00.0        8086:352a  060400  pcieport  1     60
+  0000:b1:00.0      8086:bcce  120000  dfl-pci   1     61     vfs=1/1
+  0000:b1:00.1      8086:bccf  120000  dfl-pci   1     62     pf=0000:b1:00.0
+EOF2
+
+run "fpga-ofs table" fpga-ofs bash -c "$table"
+expect "fpga-ofs: the N6001's FME on the PF, its port in the VF's own base region" "$tmp/out" <<'EOF2'
+region region0 -> pci0000:1c/0000:1c:00.0/0000:1d:00.0/0000:1e:08.0/0000:1f:00.0/fpga_region/region0 compat_id=-
+region region1 -> pci0000:1c/0000:1c:00.0/0000:1d:00.0/0000:1e:08.0/0000:1f:00.0/fpga_region/region0/dfl-fme.0/dfl-fme-region.0/fpga_region/region1 compat_id=4cf24e3e1e1478dd865133c715349da9
+region region2 -> pci0000:b0/0000:b0:00.0/0000:b1:00.0/fpga_region/region2 compat_id=-
+region region3 -> pci0000:b0/0000:b0:00.0/0000:b1:00.0/fpga_region/region2/dfl-fme.1/dfl-fme-region.1/fpga_region/region3 compat_id=ad1a6421f6248f42134a3cc54413496a
+region region4 -> pci0000:b0/0000:b0:00.0/0000:b1:00.1/fpga_region/region4 compat_id=-
+fme dfl-fme.0 pci=0000:1f:00.0 dev=509:0 node=1fd:0 ports=1 errors=0x0,0x0,0x0,0x0,0x0 hwmon=hwmon3:dfl_fme_thermal hwmon4:dfl_fme_power mgr=operating/ bridge=enabled
+fme dfl-fme.1 pci=0000:b1:00.0 dev=509:1 node=1fd:1 ports=1 errors=0x0,0x0,0x0,0x0,0x0 hwmon=hwmon5:dfl_fme_thermal hwmon6:dfl_fme_power mgr=operating/ bridge=enabled
+port dfl-port.0 dev=508:0 node=1fc:0 id=0 afu_id=d8424dc4a4a3c413f89e433683f9040b errors=0x0 driver=dfl-port
+port dfl-port.1 dev=508:1 node=1fc:1 id=0 afu_id=f7df405cbd7acf7222f144b0b93acd18 errors=0x0 driver=dfl-port
+sys/dev/char 508:0 -> dfl-port.0 /dev/char -> ../dfl-port.0
+sys/dev/char 508:1 -> dfl-port.1 /dev/char -> ../dfl-port.1
+sys/dev/char 509:0 -> dfl-fme.0 /dev/char -> ../dfl-fme.0
+sys/dev/char 509:1 -> dfl-fme.1 /dev/char -> ../dfl-fme.1
+numa: node0 node1 online=0-1
+EOF2
+cp "$tmp/out" "$tmp/ofs.table"
 
 # ---------------------------------------------------------------------------------------------
 # The event scripts (run_script: tests/sim-node/lib.sh)
@@ -185,6 +246,21 @@ file $U/rom.u.12/VBNV text=xilinx_u250_gen3x16_xdma_shell_4_1\\n
 mark back
 EOT
 expect "reset: the PCI tree is the one at load" "$tmp/end" < "$tmp/u250.load"
+
+VF=/devices/pci0000:b0/0000:b0:00.0/0000:b1:00.1
+run_script fpga-ofs fpga-ofs-vf-off.script "file /sys/bus/pci/devices/0000:b1:00.0/sriov_numvfs" \
+        "file /sys/class/fpga_region" "file /dev/dfl-port.1"
+expect "ofs vf-off: the VF's port and base region go before the VF (no PF event)" "$tmp/events" <<EOT
+ready udev
+event remove platform $VF/fpga_region/region4/dfl-port.1 DRIVER=dfl-port
+event remove fpga_region $VF/fpga_region/region4 DRIVER=-
+event unbind pci $VF DRIVER=-
+event remove pci $VF DRIVER=-
+file /sys/bus/pci/devices/0000:b1:00.0/sriov_numvfs text=0\\n
+file /sys/class/fpga_region dir: region0 region1 region2 region3
+file /dev/dfl-port.1 missing
+mark vf-off
+EOT
 
 if [ $failures -gt 0 ]; then
         echo "$failures check(s) failed"
