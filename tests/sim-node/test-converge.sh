@@ -410,8 +410,8 @@ seen_reason() {
         reason=$(grep -E "\"(Device became unhealthy|Device unhealthy for another reason)\" resource=\"$2\" device=\"$3\" " \
                 "$1/kdpd1.err" | tail -n 1 | sed -n 's/.* reason="\([^"]*\)".*/\1/p')
         case ${reason%%;*} in
-        "removed from the PCI bus" | "driver unbound" | "bound to "* | "excluded by the driver"* | \
-                "not listed in /proc/driver/nvidia/gpus")
+        "removed from the PCI bus" | "driver unbound" | "driver unbound (expected "*")" | "bound to "* | \
+                "excluded by the driver"* | "not listed in /proc/driver/nvidia/gpus" | *" gone from sysfs")
                 echo "$reason" ;;
         *) return 1 ;;
         esac
