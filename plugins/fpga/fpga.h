@@ -15,10 +15,15 @@
  * (and stat /dev); they hold no state between calls.
  *
  * Programming (partial reconfiguration of a DFL port through its FME) plugs in through
- * fpga_programmer below: the backend calls it, when one is set, from pre_start for a port
- * whose afu_id drifted from what its resource promises, and marks the ports of a card it
- * reports busy with the health reason "programming". Without one, a drifted port fails the
- * container start with a message naming the port and both AFU IDs.
+ * fpga_programmer below, a table of callbacks in the backend's state (fpga.c, fpga_state,
+ * all NULL today). A programming module fills it in fpga_init and frees what it holds in
+ * fpga_fini; the backend then calls `program` from pre_start for a port whose afu_id drifted
+ * from what its resource promises (on the worker thread, under the backend's lock), and
+ * `busy` at every scan, marking the units of a card being programmed Unhealthy with the
+ * reason "programming" (the module asks for the scans it needs with kdp_backend_rescan_after()).
+ * Without a programmer a drifted port fails the container start, logged with the port and
+ * both AFU IDs. XRT cards carry the loaded xclbin's logic UUID (fpga_xrt.logic_uuid) for a
+ * check against a declared one.
  */
 #pragma once
 
@@ -209,10 +214,11 @@ void fpga_health_add(char reason[FPGA_REASON_MAX], const char *text);
 /* ---- programming (program.c plugs in here) ---- */
 
 /*
- * What programs a port: `program` loads the bitstream of `want_afu_id` into `port` (its FME's
- * node, DFL_FPGA_FME_PORT_PR) and returns 0 once the port reads `want_afu_id`, or a -errno
- * with *ret_reason (free()) saying why. `busy` tells whether the card of a port is being
- * programmed now (its ports are then Unhealthy with reason "programming").
+ * What programs a port: `program` loads the bitstream of `want_afu_id` into `port` (through its
+ * FME's node, DFL_FPGA_FME_PORT_PR) and returns 0 once the port reads `want_afu_id`, or a
+ * -errno with *ret_reason (free()) saying why; pre_start passes fme NULL and the port's name,
+ * PCI address and sysfs directory (the FME follows from them). `busy` tells whether the card
+ * of a PCI function is being programmed now.
  */
 typedef struct fpga_programmer {
         void *userdata;
