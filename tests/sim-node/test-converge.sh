@@ -4,9 +4,10 @@
 # sim-node/converge: what a node shows must not depend on when kdpd started. For each fixture of
 # tests/fixtures/nodes and each event script, kdpd #1 runs on the simulated node from the start
 # and follows the script; then kdpd #2 starts on the same node, in its final state. Their
-# ListAndWatch lists (kdpctl list: ID, health, NUMA) must be equal, but for the devices the GPU
-# and SR-IOV backends keep because they saw them (plugins/gpu/README.md and
-# plugins/sriov/README.md, "Served and seen"): such a device is Unhealthy in #1, absent from #2,
+# ListAndWatch lists (kdpctl list: ID, health, NUMA) must be equal, but for the devices the GPU,
+# SR-IOV and FPGA backends keep because they saw them (plugins/gpu/README.md,
+# plugins/sriov/README.md and plugins/fpga/README.md, "Served and seen"): such a device is
+# Unhealthy in #1, absent from #2,
 # and the reason kdpd #1 last logged for it is one of the seen reasons. Allocate of every device healthy in both must give the same answer (nodes, env).
 #
 #   KDP_CONVERGE_ONLY=REGEX    run only the cases whose name matches (name: FIXTURE/SCRIPT)
