@@ -88,7 +88,7 @@ done
 # library kdp_<kind>_core, which its .so and its unit tests link. Each module's globals start with
 # <kind>_<stem>_ (or are <kind>_<stem> itself), so a name says which file defines it. Register a
 # backend here once its modules follow the rule.
-plugin_modules=(sriov)
+plugin_modules=(sriov fpga)
 
 for kind in "${plugin_modules[@]}"; do
         mapfile -t objects_of_kind < <(find "$build/plugins/$kind/CMakeFiles/kdp_${kind}_core.dir" \

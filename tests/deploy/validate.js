@@ -366,6 +366,8 @@ const SRIOV_HOST_MOUNTS = [
         ['/var/run/k8s.cni.cncf.io/devinfo/dp', 'DirectoryOrCreate', '/var/run/k8s.cni.cncf.io/devinfo/dp', false],
         ['/var/lib/kubelet/pod-resources', 'Directory', '/var/lib/kubelet/pod-resources', true],
 ];
+const FPGA_NFD_LABELS = ['pci-1200_8086', 'pci-1200_10ee'].map((l) => `feature.node.kubernetes.io/${l}.present`);
+const FPGA_HOST_MOUNTS = GPU_HOST_MOUNTS.filter(([host]) => host !== '/proc/driver');
 /* the resources of deploy/sriov/configmap.yaml's pools, in file order */
 const SRIOV_RESOURCES = ['intel.com/e810_netdevice', 'intel.com/e810_vfio', 'nvidia.com/cx6_rdma'];
 
@@ -483,6 +485,38 @@ function gpuProperties(ds, configMaps, { privileged = false } = {}) {
                 const gpu = cfg[0].value.gpu;
                 return gpu === null || (typeof gpu === 'object' && !Array.isArray(gpu) &&
                         Object.values(gpu).every((v) => v === null || typeof v !== 'object'));
+        });
+        return out;
+}
+
+/*
+ * [what, ok] for each property of an FPGA DaemonSet; `mode` is what its ConfigMap's fpga.mode
+ * must be (deploy/fpga: af, deploy/fpga-region: region).
+ */
+function fpgaProperties(ds, configMaps, mode) {
+        const [out, check] = checklist();
+        const { pod, c, mounts, volume } = podOf(ds);
+
+        commonProperties(check, ds, FPGA_HOST_MOUNTS);
+        const terms = () => pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+        for (const label of FPGA_NFD_LABELS)
+                check(`node affinity: a term of its own for ${label.replace(/^.*\//, '')}=true`, () => terms().some((t) =>
+                        t.matchExpressions.length === 1 && !t.matchFields && t.matchExpressions[0].key === label &&
+                        t.matchExpressions[0].operator === 'In' && t.matchExpressions[0].values.join() === 'true'));
+        check('container args: --backend fpga --config /etc/kdp/config.yaml', () => {
+                const a = (c.args || []).join(' ');
+                return / ?--backend fpga( |$)/.test(a) && / ?--config \/etc\/kdp\/config\.yaml( |$)/.test(a);
+        });
+        check(`config: ConfigMap with a config.yaml whose fpga: section has mode ${mode}, mounted at /etc/kdp`, () => {
+                const m = mounts.find((x) => x.mountPath === '/etc/kdp');
+                const cm = configMaps.find((x) => x.metadata.name === volume(m.name).configMap.name &&
+                        x.metadata.namespace === ds.metadata.namespace);
+                const cfg = parseYaml(cm.data['config.yaml']);
+                if (cfg.length !== 1 || cfg[0].errors.length || !cfg[0].value || !cfg[0].value.fpga)
+                        return false;
+                const fpga = cfg[0].value.fpga;
+                return typeof fpga === 'object' && !Array.isArray(fpga) && fpga.mode === mode &&
+                        Object.values(fpga).every((v) => v === null || typeof v !== 'object');
         });
         return out;
 }
@@ -658,6 +692,18 @@ function main() {
                 for (const [what, ok] of sriovProperties(sriov, configMaps))
                         report(ok, `sriov DaemonSet: ${what}`);
         sriovExampleChecks(fromFile('deploy/sriov/pod-example.yaml'));
+        for (const [dir, mode] of [['fpga', 'af'], ['fpga-region', 'region']]) {
+                const rendered = all.filter((d) => d.label.startsWith(`deploy/${dir}/kustomization.yaml -> `))
+                        .map((d) => d.value);
+                const ds = rendered.find((o) => o.kind === 'DaemonSet');
+                if (report(!!ds, `deploy/${dir} renders the FPGA DaemonSet`))
+                        for (const [what, ok] of fpgaProperties(ds, rendered.filter((o) => o.kind === 'ConfigMap'), mode))
+                                report(ok, `${dir} DaemonSet: ${what}`);
+        }
+        const fpgaPod = fromFile('deploy/fpga/pod-example.yaml').find((o) => o.kind === 'Pod');
+        report(!!fpgaPod && fpgaPod.spec.containers.some((c) => c.resources && c.resources.limits && String(
+                c.resources.limits['fpga.intel.com/af-bfa.d84.v6xNhR7oVv6MlYZc4buqLdhCTcSko8QT-J5DNoP5BAs']) === '1'),
+               'deploy/fpga/pod-example.yaml: a Pod with a limit of 1 D5005 port carrying NLB0');
         renderedByKubectl(src, all);
 
         // 3. the validator must reject what is broken

@@ -4,9 +4,10 @@
 # sim-node/converge: what a node shows must not depend on when kdpd started. For each fixture of
 # tests/fixtures/nodes and each event script, kdpd #1 runs on the simulated node from the start
 # and follows the script; then kdpd #2 starts on the same node, in its final state. Their
-# ListAndWatch lists (kdpctl list: ID, health, NUMA) must be equal, but for the devices the GPU
-# and SR-IOV backends keep because they saw them (plugins/gpu/README.md and
-# plugins/sriov/README.md, "Served and seen"): such a device is Unhealthy in #1, absent from #2,
+# ListAndWatch lists (kdpctl list: ID, health, NUMA) must be equal, but for the devices the GPU,
+# SR-IOV and FPGA backends keep because they saw them (plugins/gpu/README.md,
+# plugins/sriov/README.md and plugins/fpga/README.md, "Served and seen"): such a device is
+# Unhealthy in #1, absent from #2,
 # and the reason kdpd #1 last logged for it is one of the seen reasons. Allocate of every device healthy in both must give the same answer (nodes, env).
 #
 #   KDP_CONVERGE_ONLY=REGEX    run only the cases whose name matches (name: FIXTURE/SCRIPT)
@@ -155,12 +156,19 @@ random_script() {
         gpu-mixed) gpus=(0000:3d:00.0 0000:4f:00.0 0000:da:00.0) ;;
         two-socket-switches) gpus=(0000:18:00.0 0000:19:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0) ;;
         flapping-device) gpus=(0000:01:00.0 0000:02:00.0) ;;
+        fpga-d5005) gpus=(0000:3b:00.0 0000:d8:00.0) ;;
+        fpga-u250) gpus=(0000:3b:00.1 0000:d8:00.1) ;;
+        fpga-opae) gpus=(0000:06:00.0) ;;
+        fpga-ofs) gpus=(0000:1f:00.0 0000:b1:00.1) ;;
         esac
         for i in "${!gpus[@]}"; do
                 case $fixture:${gpus[i]} in
                 gpu-mi300x4:*) drv[i]=amdgpu ;;
                 gpu-flex170x2:*) drv[i]=i915 ;;
                 gpu-mixed:0000:da:00.0) drv[i]=xe ;;
+                fpga-d5005:* | fpga-ofs:*) drv[i]=dfl-pci ;;
+                fpga-opae:*) drv[i]=intel-fpga-pci ;;
+                fpga-u250:*) drv[i]=xocl ;;
                 *) drv[i]=nvidia ;;
                 esac
                 plugged[i]=1 bound[i]=${drv[i]} procfs[i]=1 kfd[i]=1 vfs[i]=0 xid[i]=0
@@ -400,14 +408,14 @@ list_rows() {
 }
 
 # seen_reason DIR RESOURCE ID: the reason kdpd #1 last logged for the device, if it is one the
-# GPU or the SR-IOV backend keeps a seen device for (their README.md, "Served and seen")
+# GPU, SR-IOV or FPGA backend keeps a seen device for (their README.md, "Served and seen")
 seen_reason() {
         local reason
         reason=$(grep -E "\"(Device became unhealthy|Device unhealthy for another reason)\" resource=\"$2\" device=\"$3\" " \
                 "$1/kdpd1.err" | tail -n 1 | sed -n 's/.* reason="\([^"]*\)".*/\1/p')
         case ${reason%%;*} in
-        "removed from the PCI bus" | "driver unbound" | "bound to "* | "excluded by the driver"* | \
-                "not listed in /proc/driver/nvidia/gpus")
+        "removed from the PCI bus" | "driver unbound" | "driver unbound (expected "*")" | "bound to "* | \
+                "excluded by the driver"* | "not listed in /proc/driver/nvidia/gpus" | *" gone from sysfs")
                 echo "$reason" ;;
         *) return 1 ;;
         esac
@@ -597,7 +605,7 @@ run_case() {
         mkfifo "$d/ctl"
         [ "$1" = gpu ] && export CONVERGE_KMSG_PARAM=gpu.kmsg || unset CONVERGE_KMSG_PARAM
         case $1 in
-        gpu | sriov) extra=(--backend "$1") ;;
+        gpu | sriov | fpga) extra=(--backend "$1") ;;
         *) extra=(--backend "$pcitest") ;;
         esac
         # a process group of its own, for stop_all to sweep (setsid does not fork: not a group leader)
@@ -704,6 +712,7 @@ backend_of() {
         two-socket-switches) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=2330 -o pcitest.driver=nvidia" ;;
         flapping-device) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=20f1 -o pcitest.driver=nvidia" ;;
         sriov-*) echo "sriov -o sriov.config_file=$cases/$1.config.json -o sriov.devinfo_dir=" ;;
+        fpga-*) echo fpga ;;
         esac
 }
 
@@ -711,7 +720,7 @@ main() {
         local fixture script name seed=1
         local -a backend
         for fixture in gpu-h100x8 gpu-mi300x4 gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
-                sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib; do
+                sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae fpga-ofs; do
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
                         [ -f "$script" ] || continue

@@ -338,41 +338,7 @@ numa: node0 node1 online=0-1
 EOT
 
 # ---------------------------------------------------------------------------------------------
-# The event scripts. run_script FIXTURE SCRIPT REQUEST...: sim-node runs FIXTURE with a "udev"
-# monitor (sim-check) in the child; SCRIPT goes to the control FIFO one part at a time, each part
-# ending at an "echo MARK" line (its waits get a deadline of 60 s). At each mark the REQUESTs go
-# to sim-check, then "mark MARK". $tmp/events: the events and answers; $tmp/end: kdpctl discover
-# of the node at the end, which the child runs once the monitor is done.
-
-run_script() {
-        local fixture=$1 script=$2 part rc
-        shift 2
-        rm -f "$tmp/ctl" "$tmp/req" "$tmp/events" "$tmp/simout" "$tmp/end" "$tmp"/part.*
-        awk -v dir="$tmp" '/^wait$/ { $0 = "wait 60000" } /^wait-listeners$/ { $0 = "wait-listeners 1 60000" }
-                { print > (dir "/part." sprintf("%02d", n)) } /^echo / { close(dir "/part." sprintf("%02d", n)); n++ }' \
-                "$nodes/$script"
-        mkfifo "$tmp/ctl" "$tmp/req"
-        exec 3<>"$tmp/ctl" 4<>"$tmp/req"
-        "${DIE_WITH_US[@]}" "$simnode" "$nodes/$fixture.umockdev" --control "$tmp/ctl" -- \
-                bash -c '"$0" monitor udev < "$1" > "$2"; exec "$3" discover > "$4"' \
-                "$check" "$tmp/req" "$tmp/events" "$kdpctl" "$tmp/end" > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
-        sim_pid=$!
-        for part in "$tmp"/part.*; do
-                mark=$(sed -n 's/^echo //p' "$part")
-                [ -n "$mark" ] || { fail "$script: $(basename "$part") ends without an echo"; continue; }
-                cat "$part" >&3
-                wait_text "$tmp/simout" "^$mark\$"
-                printf '%s\n' "$@" "mark $mark" >&4
-                wait_text "$tmp/events" "^mark $mark\$"
-        done
-        exec 4>&-
-        wait "$sim_pid"
-        rc=$?
-        sim_pid=
-        exec 3>&-
-        [ $rc = 0 ] && [ ! -s "$tmp/simerr" ] && ok "$script: sim-node exits 0, nothing on stderr" ||
-                fail "$script: rc=$rc $(cat "$tmp/simerr")"
-}
+# The event scripts (run_script: tests/sim-node/lib.sh)
 
 E=/devices/pci0000:89/0000:89:02.0
 # the events of one E810 VF: vf_off|vf_on BDF DRIVER NETDEV|GROUP
