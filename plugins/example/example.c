@@ -85,8 +85,9 @@ static int example_init(kdp_backend_ctx *ctx, void **ret_state) {
         if (!s)
                 return -ENOMEM;
         s->ctx = ctx;
-        s->resource = kdp_backend_param(ctx, "resource");
-        r = kdp_backend_param_int(ctx, "devices", 0, 65536, &s->n_devices);
+        r = kdp_backend_param_resource(ctx, "resource", &s->resource);
+        if (r >= 0)
+                r = kdp_backend_param_int(ctx, "devices", 0, 65536, &s->n_devices);
         if (r >= 0)
                 r = kdp_backend_param_int(ctx, "numa_nodes", 0, 1024, &s->n_numa_nodes);
         if (r >= 0)

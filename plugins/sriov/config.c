@@ -3,7 +3,9 @@
  * The SR-IOV network device plugin's config.json (§12) as sriov_config, and which pool a PCI
  * function goes to (sriov_config_match).
  *
- * Reading. The file is JSON whatever its name: libfyaml parses it in JSON mode, which refuses
+ * Reading. The file is read with kdp_config_file_read(): a regular file of at most 16 MiB (a FIFO
+ * or a device is refused, never waited on), with no NUL byte and nothing that is not UTF-8, which
+ * libfyaml would silently stop at. It is JSON whatever its name: libfyaml parses it in JSON mode, which refuses
  * comments, trailing commas, single quotes, bare words and a second value, as Go's decoder does.
  * Values are then read the way encoding/json fills sriovdp's structs:
  *   - a key of a struct (resourceName, pfNames, isRdma, ...) matches case-insensitively, so
@@ -43,11 +45,12 @@
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
+#include <kdp/config-file.h>
 #include <kdp/log.h>
 
 #include "sriov.h"
 
-#define CONFIG_SIZE_MAX (16u * 1024 * 1024)
+#define CONFIG_SIZE_MAX ((size_t) 16 * 1024 * 1024)
 #define VF_INDEX_MAX 65535u                     /* TotalVFs is 16 bits: a higher index never exists */
 #define DEFAULT_PREFIX "intel.com"
 
@@ -1010,44 +1013,25 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
 
 /* ---- the file ---- */
 
+/* The file whole, through kdp_config_file_read(): no hang on a FIFO, no byte libfyaml would stop at. */
 static int read_file(loader *ld, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, size = 0;
+        kdp_config_file_error e = {};
+        int r;
 
-        fd = open(ld->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return kdp_backend_log_error(ld->ctx, -errno, "Failed to read SR-IOV config file",
-                                             KDP_F_STR("path", ld->path));
-        for (;;) {
-                ssize_t n;
-
-                if (len == size) {
-                        char *b;
-
-                        if (size >= CONFIG_SIZE_MAX)
-                                return kdp_backend_log_error(ld->ctx, -EFBIG, "Failed to read SR-IOV config file",
-                                                             KDP_F_STR("path", ld->path));
-                        size = size ? size * 2 : 16384;
-                        b = realloc(buf, size);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                }
-                n = read(fd, buf + len, size - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return kdp_backend_log_error(ld->ctx, -errno, "Failed to read SR-IOV config file",
-                                                     KDP_F_STR("path", ld->path));
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
+        r = kdp_config_file_read(ld->path, CONFIG_SIZE_MAX, ret, ret_len, &e);
+        if (r == -EILSEQ) {
+                loader_log(ld, PROBLEM_ERROR, e.line, NULL, "not JSON: %s (column %u)", e.reason, e.column);
+                return 0;
         }
-        *ret = KDP_TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
+        if (r == -ENOMEM || r >= 0)
+                return r;
+        if (r == -EFBIG)
+                return kdp_backend_log_error(ld->ctx, r, "Failed to read SR-IOV config file", KDP_F_STR("path", ld->path),
+                                             KDP_F_STR("reason", e.reason), KDP_F_INT("maxBytes", CONFIG_SIZE_MAX));
+        if (e.reason)
+                return kdp_backend_log_error(ld->ctx, r, "Failed to read SR-IOV config file", KDP_F_STR("path", ld->path),
+                                             KDP_F_STR("reason", e.reason));
+        return kdp_backend_log_error(ld->ctx, r, "Failed to read SR-IOV config file", KDP_F_STR("path", ld->path));
 }
 
 static void diag_drop(struct fy_diag *diag, void *user, const char *buf, size_t len) {
@@ -1222,6 +1206,8 @@ int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *
         r = read_file(&ld, &text, &len);
         if (r < 0)
                 return r;
+        if (!text)
+                return ld.r;    /* a byte the parser would not read: logged */
         r = json_parse(&ld, text, len, &j);
         if (r < 0)
                 return r;

@@ -35,6 +35,36 @@ printf 'example:\n  devices: [1\n' >"$cfg"
 refuse syntax "\"Rejected config file\" path=\"$cfg\" line=3 column=1 reason=\"flow sequence without a closing bracket\"" --config "$cfg" --backend example
 printf 'example:\n  devices: 4\n  devices: 5\n' >"$cfg"
 refuse duplicate "\"Rejected config file\" path=\"$cfg\" line=3 key=\"example.devices\" reason=\"duplicate key\"" --config "$cfg" --backend example
+printf 'example:\n  devices: 1\0006\n' >"$cfg"
+refuse nulbyte "^E.* \"Rejected config file\" path=\"$cfg\" line=2 column=13 reason=\"a NUL byte\" err=\"Invalid argument\"$" --config "$cfg" --backend example
+printf 'example:\n  devices: 2 # \377\n' >"$cfg"
+refuse notutf8 "^E.* \"Rejected config file\" path=\"$cfg\" line=2 column=16 reason=\"a byte that is not UTF-8\" err=\"Invalid argument\"$" --config "$cfg" --backend example
+mkfifo "$T/fifo.yaml"
+refuse fifo "^E.* \"Failed to open config file\" path=\"$T/fifo.yaml\" reason=\"a FIFO, not a regular file\" err=\"Invalid argument\"$" --config "$T/fifo.yaml" --backend example
+refuse devzero '^E.* "Failed to open config file" path="/dev/zero" reason="a character device, not a regular file" err="Invalid argument"$' --config /dev/zero --backend example
+refuse directory "^E.* \"Failed to open config file\" path=\"$T\" reason=\"a directory, not a regular file\" err=\"Is a directory\"$" --config "$T" --backend example
+head -c 1048577 /dev/zero | tr '\0' '#' >"$T/big.yaml"
+refuse big "^E.* \"Failed to open config file\" path=\"$T/big.yaml\" reason=\"larger than the size limit\" maxBytes=1048576 err=\"File too large\"$" --config "$T/big.yaml" --backend example
+printf 'example:\n  resource: "not a name"\n' >"$cfg"
+refuse badresource "^E.* \"Rejected config value\" backend=\"example\" key=\"example.resource\" value=\"not a name\" origin=\"$cfg:2\" reason=\"not an extended resource name <domain>/<name> the kubelet accepts\" err=\"Invalid argument\"$" --config "$cfg" --backend example
+
+# 40 000 keys: each kind of problem is logged three times and then counted in one line
+many() {        # many FILE N HEAD FORMAT: HEAD, then FORMAT (printf, one %d used twice) for 0..N-1
+        { printf '%b' "$3"; seq 0 $(($2 - 1)) | awk -v f="$4" '{ printf f, $1, $1 }'; } >"$1"
+}
+many "$T/keys.yaml" 40000 'example:\n' '  k%d: %d\n'
+refuse manykeys '"Omitted more unknown config keys" section="example" omitted=39997 err="Invalid argument"$' --config "$T/keys.yaml" --backend example
+assert_eq "$(count_lines "$T/manykeys.err" '"Unknown config key"')" 3 "unknown key lines of 40 000"
+assert_eq "$(count_lines "$T/manykeys.err" "\"Unknown config key\" key=\"example.k2\" origin=\"$T/keys.yaml:4\" err=\"Invalid argument\"$")" 1 "third unknown key named"
+assert_eq "$(wc -l <"$T/manykeys.err")" 6 "log lines for 40 000 unknown keys (start, 3, the count, exit)"
+many "$T/dups.yaml" 20000 'example:\n' '  devices: %d\n  x%d: [1]\n'
+refuse manydups "\"Omitted more problems of the config file\" path=\"$T/dups.yaml\" reason=\"duplicate key\" omitted=19996 err=\"Invalid argument\"$" --config "$T/dups.yaml" --backend example
+assert_eq "$(count_lines "$T/manydups.err" "\"Omitted more problems of the config file\" path=\"$T/dups.yaml\" reason=\"value must be a scalar\" omitted=19997 err=\"Invalid argument\"$")" 1 "lists counted"
+assert_eq "$(count_lines "$T/manydups.err" 'reason="duplicate key" err=')" 3 "duplicate key lines"
+assert_eq "$(count_lines "$T/manydups.err" 'reason="value must be a scalar" err=')" 3 "list value lines"
+assert_eq "$(wc -l <"$T/manydups.err")" 10 "log lines for 40 000 problems of two kinds"
+pass "40 000 problems give three lines and a count per kind"
+
 refuse badvalue '"Rejected config value" backend="example" key="example.devices" value="x" origin="-o example.devices=x"' -o example.devices=x --backend example
 refuse badoverride '"Rejected config override" override="example" reason="not of the form BACKEND.KEY=VALUE"' -o example --backend example
 refuse nofile "path=\"$T/none.yaml\"" --config "$T/none.yaml" --backend example

@@ -86,6 +86,42 @@ wait_count "$T/kdpd.err" '"Reloaded own files" backend="reloader" reloads=1$' 2
 assert_eq "$(count_lines "$T/kdpd.err" '"Reloaded own files" backend="reloader"')" 3 "reload calls in all"
 pass "a broken kdpd config on SIGHUP still has the backends re-read their own files"
 
+# bytes libfyaml would silently stop at: the reload fails, the running config (6 widgets) stays
+printf 'example:\n  devices: 1\0006\ntwin:\n  label: b\n' >"$cfg"
+kill -HUP "$KDPD_PID"
+wait_count "$T/kdpd.err" '"Kept the running config after a failed reload"' 2
+assert_eq "$(count_lines "$T/kdpd.err" "\"Rejected config file\" path=\"$cfg\" line=2 column=13 reason=\"a NUL byte\" err=\"Invalid argument\"$")" 1 \
+        "NUL byte named with line and column"
+assert_eq "$("$KDPCTL" list --socket "$S" | tail -n 1)" "total=6 healthy=6 unhealthy=0" "still 6 widgets after a NUL byte"
+printf 'example:\n  devices: 2\n# caf\351\ntwin:\n  label: b\n' >"$cfg"
+kill -HUP "$KDPD_PID"
+wait_count "$T/kdpd.err" '"Kept the running config after a failed reload"' 3
+assert_eq "$(count_lines "$T/kdpd.err" "\"Rejected config file\" path=\"$cfg\" line=3 column=6 reason=\"a byte that is not UTF-8\" err=\"Invalid argument\"$")" 1 \
+        "byte that is not UTF-8 in a comment named with line and column"
+assert_eq "$("$KDPCTL" list --socket "$S" | tail -n 1)" "total=6 healthy=6 unhealthy=0" "still 6 widgets after a bad comment"
+pass "a reload that libfyaml could not read whole keeps the running config"
+
+# the config path becomes a FIFO nobody writes: the reload is refused at once, SIGTERM still works below
+rm -f "$cfg"
+mkfifo "$cfg"
+kill -HUP "$KDPD_PID"
+wait_count "$T/kdpd.err" '"Kept the running config after a failed reload"' 4
+assert_eq "$(count_lines "$T/kdpd.err" "\"Failed to open config file\" path=\"$cfg\" reason=\"a FIFO, not a regular file\" err=\"Invalid argument\"$")" 1 \
+        "FIFO refused"
+assert_eq "$("$KDPCTL" list --socket "$S" | tail -n 1)" "total=6 healthy=6 unhealthy=0" "still 6 widgets after a FIFO"
+pass "a config that became a FIFO is refused on SIGHUP without waiting for a writer"
+
+# 40 000 sections of backends that are not loaded: three warnings and a count, the rest applies
+rm -f "$cfg"
+{ printf 'example:\n  devices: 5\ntwin:\n  label: b\n'; seq 0 39999 | awk '{ printf "s%d:\n  a: %d\n", $1, $1 }'; } >"$cfg"
+kill -HUP "$KDPD_PID"
+wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=5 allocatable=5 '
+wait_line "$T/kdpd.err" '"Omitted more config of backends that are not loaded" omitted=39997$'
+assert_eq "$(count_lines "$T/kdpd.err" '"Ignored config of a backend that is not loaded"')" 3 "warnings for 40 000 sections"
+assert_eq "$(count_lines "$T/kdpd.err" "\"Ignored config of a backend that is not loaded\" key=\"a\" section=\"s2\" origin=\"$cfg:10\"$")" 1 \
+        "third section named"
+pass "SIGHUP with 40 000 unknown sections: three warnings and a count, the known section applied"
+
 socks_before=$(ls "$DIR" | grep -c '^kdp-')
 assert_eq "$socks_before" 3 "kdpd sockets while running"
 stop_kdpd

@@ -346,6 +346,43 @@ static void expect_path(const kdp_backend_ctx *ctx, kdp_path_kind kind, const ch
         ck_assert_str_eq(p, expect);
 }
 
+START_TEST(test_backend_param_resource_rejects_a_name_the_kubelet_refuses_naming_file_key_and_value) {
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n  resource: \"not a name\"\n");
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = NULL, *good = NULL, *dflt = NULL, *unset = NULL;
+        _cleanup_free_ char *log = NULL, *body = NULL;
+        const char *v = "untouched", *p;
+        kdp_test_capture cap;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_int_eq(kdp_backend_ctx_new("example", NULL, specs, c, &ctx), 0);
+        kdp_test_capture_begin(&cap);
+        ck_assert_int_eq(kdp_backend_param_resource(ctx, "resource", &v), -EINVAL);
+        log = kdp_test_capture_end(&cap);
+        ck_assert_str_eq(v, "untouched");
+        p = log;
+        ck_assert_int_ge(asprintf(&body, "\"Rejected config value\" backend=\"example\" key=\"example.resource\" "
+                                         "value=\"not a name\" origin=\"%s:2\" reason=\"not an extended resource "
+                                         "name <domain>/<name> the kubelet accepts\" err=\"Invalid argument\"", path), 0);
+        kdp_test_expect_line(&p, 'E', "backend-ctx.c", body);
+        ck_assert_str_eq(p, "");
+
+        good = ctx_with((const char *const[]) { "example.resource=vendor.example/thing-1", NULL });
+        ck_assert_int_eq(kdp_backend_param_resource(good, "resource", &v), 0);
+        ck_assert_str_eq(v, "vendor.example/thing-1");
+        dflt = ctx_with(NULL);
+        ck_assert_int_eq(kdp_backend_param_resource(dflt, "resource", &v), 0);
+        ck_assert_str_eq(v, "example.com/widget");
+        ck_assert_int_eq(kdp_backend_param_resource(dflt, "health-file", &v), -ENOENT);
+        ck_assert_int_eq(kdp_backend_param_resource(dflt, "nosuch", &v), -EINVAL);
+        unset = ctx_with((const char *const[]) { "example.resource=kubernetes.io/widget", NULL });
+        kdp_test_capture_begin(&cap);
+        ck_assert_int_eq(kdp_backend_param_resource(unset, "resource", &v), -EINVAL);
+        free(kdp_test_capture_end(&cap));
+        ck_assert_str_eq(v, "example.com/widget");
+}
+END_TEST
+
 START_TEST(test_backend_path_joins_default_roots) {
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = ctx_with(NULL);
 
@@ -521,6 +558,7 @@ static Suite *backend_ctx_suite(void) {
         tcase_add_loop_test(tc, test_backend_param_bool_rejects_other_words_naming_origin, 0,
                             (int) KDP_ELEMENTSOF(bad_bools));
         tcase_add_test(tc, test_backend_param_bool_reads_default_and_reports_unset_and_undeclared);
+        tcase_add_test(tc, test_backend_param_resource_rejects_a_name_the_kubelet_refuses_naming_file_key_and_value);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("paths");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <kdp/cleanup.h>
+#include <kdp/config-file.h>
 
 #include "config.h"
 
@@ -419,7 +420,8 @@ START_TEST(test_config_load_fails_on_missing_file_or_directory) {
         ck_assert_str_eq(p, "");
         p = log2;
         kdp_test_expect_line(&p, 'E', "config.c",
-                             "\"Failed to open config file\" path=\"/tmp\" err=\"Is a directory\"");
+                             "\"Failed to open config file\" path=\"/tmp\" reason=\"a directory, not a regular file\" "
+                             "err=\"Is a directory\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -621,6 +623,200 @@ START_TEST(test_config_section_equal_compares_effective_values) {
 }
 END_TEST
 
+/* libfyaml ends its input at a raw NUL or a byte that is not UTF-8: the rest of the file is not lost silently */
+#define UNREAD(suffix, text, fields) { suffix, text, sizeof(text) - 1, fields }
+static const struct {
+        const char *suffix;
+        const char *text;
+        size_t len;
+        const char *fields;
+} unread_bytes[] = {
+        UNREAD(".yaml", "example:\n  devices: 1\0006\n  x: 2\n", "line=2 column=13 reason=\"a NUL byte\""),
+        UNREAD(".yaml", "example:\n  devices: 1\n# caf\xe9\n  x: 2\n", "line=3 column=6 reason=\"a byte that is not UTF-8\""),
+        UNREAD(".yaml", "example:\r\n  a: 1 # \xc3\xa9\xc3\r\n", "line=2 column=11 reason=\"a byte that is not UTF-8\""),
+        UNREAD(".yaml", "\0\0\0\0", "line=1 column=1 reason=\"a NUL byte\""),
+        UNREAD(".json", "{\"example\": {\"devices\": 1}}\0 junk", "line=1 column=28 reason=\"a NUL byte\""),
+        UNREAD(".json", "{\"example\": {\"a\": \"\xed\xa0\x80\"}}", "line=1 column=20 reason=\"a byte that is not UTF-8\""),
+};
+
+START_TEST(test_config_load_rejects_bytes_the_parser_would_not_read) {
+        _cleanup_(kdp_test_unlink_freep) char *path = kdp_test_write_temp("config", unread_bytes[_i].suffix,
+                                                                          unread_bytes[_i].text, unread_bytes[_i].len);
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, unread_bytes[_i].fields);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_refuses_fifo_and_character_device_without_blocking) {
+        _cleanup_free_ char *fifo = NULL, *log1 = NULL, *log2 = NULL, *body = NULL;
+        const char *p;
+        char dir[] = "/tmp/kdp-test-config-XXXXXX";
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_ge(asprintf(&fifo, "%s/config.yaml", dir), 0);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+
+        log1 = load_fails(fifo, -EINVAL);       /* nobody writes the FIFO: it must not block */
+        log2 = load_fails("/dev/zero", -EINVAL);
+        ck_assert_int_eq(unlink(fifo), 0);
+        ck_assert_int_eq(rmdir(dir), 0);
+
+        p = log1;
+        ck_assert_int_ge(asprintf(&body, "\"Failed to open config file\" path=\"%s\" "
+                                         "reason=\"a FIFO, not a regular file\" err=\"Invalid argument\"", fifo), 0);
+        kdp_test_expect_line(&p, 'E', "config.c", body);
+        ck_assert_str_eq(p, "");
+        p = log2;
+        kdp_test_expect_line(&p, 'E', "config.c", "\"Failed to open config file\" path=\"/dev/zero\" "
+                                                  "reason=\"a character device, not a regular file\" "
+                                                  "err=\"Invalid argument\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_refuses_file_over_the_size_limit) {
+        size_t n = KDP_CONFIG_FILE_SIZE_MAX + 1;
+        _cleanup_free_ char *text = malloc(n), *log = NULL, *body = NULL;
+        _cleanup_(kdp_test_unlink_freep) char *path = NULL;
+        const char *p;
+
+        ck_assert_ptr_nonnull(text);
+        memset(text, '#', n);
+        path = kdp_test_write_temp("config", ".yaml", text, n);
+        log = load_fails(path, -EFBIG);
+        p = log;
+        ck_assert_int_ge(asprintf(&body, "\"Failed to open config file\" path=\"%s\" reason=\"larger than the size "
+                                         "limit\" maxBytes=1048576 err=\"File too large\"", path), 0);
+        kdp_test_expect_line(&p, 'E', "config.c", body);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_load_reads_file_at_the_size_limit) {
+        size_t n = KDP_CONFIG_FILE_SIZE_MAX;
+        static const char head[] = "example:\n  a: 1\n";
+        _cleanup_free_ char *text = malloc(n);
+        _cleanup_(kdp_test_unlink_freep) char *path = NULL;
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+
+        ck_assert_ptr_nonnull(text);
+        memset(text, '#', n);
+        memcpy(text, head, strlen(head));
+        text[n - 1] = '\n';
+        path = kdp_test_write_temp("config", ".yaml", text, n);
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_str_eq(kdp_config_get(c, "example", "a", NULL), "1");
+}
+END_TEST
+
+static void line_dup_and_list(FILE *f, size_t i) {
+        fprintf(f, "  devices: %zu\n  x%zu: [1]\n", i, i);
+}
+
+static void line_key_string(FILE *f, size_t i) {
+        fprintf(f, "  k%zu: v%zu\n", i, i);
+}
+
+static void line_key_number(FILE *f, size_t i) {
+        fprintf(f, "  k%zu: %zu\n", i, i);
+}
+
+/* `head` and then what line() writes for 0..n-1, as a temp file */
+static char *write_many(const char *head, void (*line)(FILE *f, size_t i), size_t n) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        char *path;
+
+        ck_assert_ptr_nonnull(f);
+        fputs(head, f);
+        for (size_t i = 0; i < n; i++)
+                line(f, i);
+        ck_assert_int_eq(fclose(f), 0);
+        path = kdp_test_write_temp("config", ".yaml", text, size);
+        return path;
+}
+
+START_TEST(test_config_load_logs_a_few_lines_per_problem_kind_and_counts_the_rest) {
+        _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n  devices: 1\n", line_dup_and_list, 1000);
+        _cleanup_free_ char *log = load_fails(path, -EINVAL), *body = NULL;
+        const char *p = log;
+
+        /* file order, three of each kind, then one count per kind in order of first appearance */
+        expect_file_error(&p, path, "line=3 key=\"example.devices\" reason=\"duplicate key\"");
+        expect_file_error(&p, path, "line=4 key=\"example.x0\" reason=\"value must be a scalar\"");
+        expect_file_error(&p, path, "line=5 key=\"example.devices\" reason=\"duplicate key\"");
+        expect_file_error(&p, path, "line=6 key=\"example.x1\" reason=\"value must be a scalar\"");
+        expect_file_error(&p, path, "line=7 key=\"example.devices\" reason=\"duplicate key\"");
+        expect_file_error(&p, path, "line=8 key=\"example.x2\" reason=\"value must be a scalar\"");
+        ck_assert_int_ge(asprintf(&body, "\"Omitted more problems of the config file\" path=\"%s\" reason=\"duplicate "
+                                         "key\" omitted=997 err=\"Invalid argument\"", path), 0);
+        kdp_test_expect_line(&p, 'E', "config.c", body);
+        free(body);
+        ck_assert_int_ge(asprintf(&body, "\"Omitted more problems of the config file\" path=\"%s\" reason=\"value "
+                                         "must be a scalar\" omitted=997 err=\"Invalid argument\"", path), 0);
+        kdp_test_expect_line(&p, 'E', "config.c", body);
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+START_TEST(test_config_finds_every_key_of_a_large_file) {
+        _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n", line_key_string, 20000);
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        _cleanup_(kdp_config_freep) kdp_config *d = NULL;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        ck_assert_int_eq(c->n_entries, 20000);
+        for (size_t i = 0; i < 20000; i++) {
+                char key[32], value[32];
+
+                snprintf(key, sizeof(key), "k%zu", i);
+                snprintf(value, sizeof(value), "v%zu", i);
+                expect_origin_line(c, "example", key, value, path, (int) i + 2);
+        }
+        ck_assert_ptr_null(kdp_config_get(c, "example", "k20000", NULL));
+        ck_assert_ptr_null(kdp_config_get(c, "exampl", "k1", NULL));
+
+        /* overrides added later still win, also over one another */
+        ck_assert_int_eq(kdp_config_add_override(c, "example.k777=a"), 0);
+        ck_assert_int_eq(kdp_config_add_override(c, "example.k777=b"), 0);
+        expect_value(c, "example", "k777", "b", "-o example.k777=b");
+
+        ck_assert_int_eq(kdp_config_load(path, &d), 0);
+        ck_assert(!kdp_config_section_equal(c, d, "example"));
+        ck_assert_int_eq(kdp_config_add_override(d, "example.k777=b"), 0);
+        ck_assert(kdp_config_section_equal(c, d, "example"));
+}
+END_TEST
+
+START_TEST(test_config_check_section_logs_a_few_unknown_keys_and_counts_the_rest) {
+        _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n", line_key_number, 100);
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        static const kdp_param_spec specs[] = { { "devices", "1", "" }, { 0 } };
+        _cleanup_free_ char *log = NULL, *body = NULL;
+        kdp_test_capture cap;
+        const char *p;
+
+        ck_assert_int_eq(kdp_config_load(path, &c), 0);
+        kdp_test_capture_begin(&cap);
+        ck_assert_int_eq(kdp_config_check_section(c, "example", specs), -EINVAL);
+        log = kdp_test_capture_end(&cap);
+        p = log;
+        for (int i = 0; i < 3; i++) {
+                free(body);
+                ck_assert_int_ge(asprintf(&body, "\"Unknown config key\" key=\"example.k%d\" origin=\"%s:%d\" "
+                                                 "err=\"Invalid argument\"", i, path, i + 2), 0);
+                kdp_test_expect_line(&p, 'E', "config.c", body);
+        }
+        kdp_test_expect_line(&p, 'E', "config.c", "\"Omitted more unknown config keys\" section=\"example\" omitted=97 "
+                                                  "err=\"Invalid argument\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
 static Suite *config_suite(void) {
         Suite *s = suite_create("config");
         TCase *tc;
@@ -655,6 +851,18 @@ static Suite *config_suite(void) {
         tcase_add_test(tc, test_config_load_reports_every_problem_of_the_file);
         tcase_add_test(tc, test_config_load_fails_on_missing_file_or_directory);
         tcase_add_test(tc, test_config_load_fails_on_unreadable_file_with_eacces);
+        tcase_add_loop_test(tc, test_config_load_rejects_bytes_the_parser_would_not_read, 0,
+                            (int) KDP_ELEMENTSOF(unread_bytes));
+        tcase_add_test(tc, test_config_load_refuses_fifo_and_character_device_without_blocking);
+        tcase_add_test(tc, test_config_load_refuses_file_over_the_size_limit);
+        tcase_add_test(tc, test_config_load_reads_file_at_the_size_limit);
+        tcase_add_test(tc, test_config_load_logs_a_few_lines_per_problem_kind_and_counts_the_rest);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("large");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_config_finds_every_key_of_a_large_file);
+        tcase_add_test(tc, test_config_check_section_logs_a_few_unknown_keys_and_counts_the_rest);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("override");

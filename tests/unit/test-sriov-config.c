@@ -712,6 +712,10 @@ static const refused_case refused_cases[] = {
         { "unquoted key", "{resourceList: []}", 1, NULL, "not JSON: Invalid JSON plain scalar (column 2)" },
         { "empty file", "", 1, NULL, "not JSON: JSON does not allow empty root content (column 1)" },
         { "two documents", "{\"resourceList\": []} {}", 1, NULL, "not JSON: missing document start (column 22)" },
+        { "a byte not UTF-8 after the value", "{\"resourceList\": []}\xe9", 1, NULL,
+          "not JSON: a byte that is not UTF-8 (column 21)" },
+        { "a byte not UTF-8 in a string", "{\"resourceList\": [{\"resourceName\": \"caf\xe9\", \"selectors\": [{}]}]}", 1,
+          NULL, "not JSON: a byte that is not UTF-8 (column 40)" },
         { "empty resourceList", "{\"resourceList\": []}", 1, "resourceList", NO_RESOURCE },
         { "no resourceList", "{}", 0, "resourceList", NO_RESOURCE },
         { "null", "null", 0, "resourceList", NO_RESOURCE },
@@ -761,6 +765,47 @@ START_TEST(test_sriov_config_refuses_missing_file) {
         kdp_test_expect_line(&l, 'E', "config.c",
                              "\"Failed to read SR-IOV config file\" path=\"" CONFIGS "no-such-file.json\" "
                              "err=\"No such file or directory\"");
+        ck_assert_str_eq(l, "");
+}
+END_TEST
+
+START_TEST(test_sriov_config_refuses_raw_nul_byte) {
+        static const char json[] = "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{}]}]}\n\0{}";
+        _cleanup_(kdp_test_unlink_freep) char *path = kdp_test_write_temp("sriov-config", ".json", json, sizeof(json) - 1);
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_free_ char *log = NULL;
+        const char *l;
+
+        ck_assert_int_eq(load_path(path, &c, &log), -EINVAL);
+        l = log;
+        expect_problem(&l, true, path, 2, NULL, "not JSON: a NUL byte (column 1)");
+        ck_assert_str_eq(l, "");
+}
+END_TEST
+
+START_TEST(test_sriov_config_refuses_fifo_and_device_without_blocking) {
+        _cleanup_(sriov_config_done) sriov_config c = {}, d = {};
+        _cleanup_free_ char *log = NULL, *log2 = NULL, *fifo = NULL, *want = NULL;
+        char dir[] = "/tmp/kdp-test-sriov-config-XXXXXX";
+        const char *l;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_ge(asprintf(&fifo, "%s/config.json", dir), 0);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        ck_assert_int_eq(load_path(fifo, &c, &log), -EINVAL);
+        ck_assert_int_eq(load_path("/dev/zero", &d, &log2), -EINVAL);
+        ck_assert_int_eq(unlink(fifo), 0);
+        ck_assert_int_eq(rmdir(dir), 0);
+
+        l = log;
+        ck_assert_int_ge(asprintf(&want, "\"Failed to read SR-IOV config file\" path=\"%s\" "
+                                         "reason=\"a FIFO, not a regular file\" err=\"Invalid argument\"", fifo), 0);
+        kdp_test_expect_line(&l, 'E', "config.c", want);
+        ck_assert_str_eq(l, "");
+        l = log2;
+        kdp_test_expect_line(&l, 'E', "config.c", "\"Failed to read SR-IOV config file\" path=\"/dev/zero\" "
+                                                  "reason=\"a character device, not a regular file\" "
+                                                  "err=\"Invalid argument\"");
         ck_assert_str_eq(l, "");
 }
 END_TEST
@@ -1251,6 +1296,8 @@ static Suite *sriov_config_suite(void) {
         tcase_add_loop_test(tc, test_sriov_config_refuses, 0, (int) KDP_ELEMENTSOF(refused_cases));
         tcase_add_test(tc, test_sriov_config_refuses_duplicate_resource);
         tcase_add_test(tc, test_sriov_config_refuses_missing_file);
+        tcase_add_test(tc, test_sriov_config_refuses_raw_nul_byte);
+        tcase_add_test(tc, test_sriov_config_refuses_fifo_and_device_without_blocking);
         tcase_add_test(tc, test_sriov_config_reports_every_problem_of_a_file);
         suite_add_tcase(s, tc);
 

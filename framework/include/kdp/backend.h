@@ -217,6 +217,13 @@ const char *kdp_backend_param_origin(const kdp_backend_ctx *ctx, const char *nam
 int kdp_backend_param_int(const kdp_backend_ctx *ctx, const char *name, int64_t min, int64_t max,
                           int64_t *ret);
 int kdp_backend_param_bool(const kdp_backend_ctx *ctx, const char *name, bool *ret);
+/*
+ * A param that names an extended resource ("example.com/widget"): *ret is the
+ * value (owned by ctx) when the kubelet would accept it as a resource name;
+ * else -EINVAL, logged with the key, the value and where it came from. -ENOENT
+ * when unset.
+ */
+int kdp_backend_param_resource(const kdp_backend_ctx *ctx, const char *name, const char **ret);
 
 /*
  * Reads a sysfs or procfs file to its end into *ret (free()), without trailing

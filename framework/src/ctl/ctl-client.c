@@ -217,20 +217,22 @@ static int unary_result(kdp_unary *u, const ProtobufCMessageDescriptor *resp_des
         return 0;
 }
 
-int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMessage *req,
-                        const ProtobufCMessageDescriptor *resp_desc, gpr_timespec deadline,
-                        unsigned flags, ProtobufCMessage **ret_resp,
-                        kdp_ctl_client_status *reterr_status) {
+/* One unary call sending `request` (taken). */
+static int call_buffer(kdp_ctl_client *c, const char *method, grpc_byte_buffer *request,
+                       const ProtobufCMessageDescriptor *resp_desc, gpr_timespec deadline, unsigned flags,
+                       ProtobufCMessage **ret_resp, kdp_ctl_client_status *reterr_status) {
         grpc_call_error e;
         grpc_call *call;
         kdp_unary u;
         int r;
 
         r = client_call_create(c, method, deadline, &call);
-        if (r < 0)
+        if (r < 0) {
+                grpc_byte_buffer_destroy(request);
                 return status_local(reterr_status, r);
+        }
         kdp_unary_init(&u);
-        u.request = pack_buffer(req);
+        u.request = request;
         e = kdp_unary_batch(&u, call,
                             (flags & KDP_CTL_CLIENT_WAIT_FOR_READY) ? GRPC_INITIAL_METADATA_WAIT_FOR_READY : 0, &u);
         if (e == GRPC_CALL_OK) {
@@ -243,6 +245,23 @@ int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMe
         client_call_release(c, call);
         kdp_unary_done(&u);
         return r;
+}
+
+int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMessage *req,
+                        const ProtobufCMessageDescriptor *resp_desc, gpr_timespec deadline,
+                        unsigned flags, ProtobufCMessage **ret_resp,
+                        kdp_ctl_client_status *reterr_status) {
+        return call_buffer(c, method, pack_buffer(req), resp_desc, deadline, flags, ret_resp, reterr_status);
+}
+
+int kdp_ctl_client_call_raw(kdp_ctl_client *c, const char *method, const uint8_t *req, size_t size,
+                            const ProtobufCMessageDescriptor *resp_desc, gpr_timespec deadline,
+                            ProtobufCMessage **ret_resp, kdp_ctl_client_status *reterr_status) {
+        grpc_slice slice = grpc_slice_from_copied_buffer((const char *) req, size);
+        grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&slice, 1);
+
+        grpc_slice_unref(slice);
+        return call_buffer(c, method, bb, resp_desc, deadline, 0, ret_resp, reterr_status);
 }
 
 /* ---- the DevicePlugin RPCs ---- */

@@ -61,6 +61,11 @@ int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMe
                         unsigned flags, ProtobufCMessage **ret_resp,
                         kdp_ctl_client_status *reterr_status);
 
+/* The same with the request given as wire bytes, as a peer that is not the kubelet might send them. */
+int kdp_ctl_client_call_raw(kdp_ctl_client *c, const char *method, const uint8_t *req, size_t size,
+                            const ProtobufCMessageDescriptor *resp_desc, gpr_timespec deadline,
+                            ProtobufCMessage **ret_resp, kdp_ctl_client_status *reterr_status);
+
 /* A list of device IDs; the strings are borrowed. */
 typedef struct kdp_ctl_client_ids {
         char **v;

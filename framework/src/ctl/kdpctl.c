@@ -87,6 +87,9 @@ static const char usage_text[] =
         "  kdpctl allocate  --socket S [--timeout SEC] [--container ID,ID...]... [--ids-file F]... | [ID...]\n"
         "  kdpctl preferred --socket S --size N [--must ID]... [--available ID]... [--timeout SEC]\n"
         "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
+        "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX\n"
+        "                   (METHOD options, allocate, preferred or prestart with a request given as its\n"
+        "                   wire bytes in hex, as a peer that is not the kubelet may send it; prints \"raw ok\")\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
         "                   [--pod-resources SOCKET]\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
@@ -549,6 +552,65 @@ static int cmd_prestart(args *a) {
         return 0;
 }
 
+static const struct {
+        const char *name, *method;
+        const ProtobufCMessageDescriptor *response;
+} raw_methods[] = {
+        { "options", KDP_CTL_CLIENT_METHOD_OPTIONS, &v1beta1__device_plugin_options__descriptor },
+        { "allocate", KDP_CTL_CLIENT_METHOD_ALLOCATE, &v1beta1__allocate_response__descriptor },
+        { "preferred", KDP_CTL_CLIENT_METHOD_PREFERRED, &v1beta1__preferred_allocation_response__descriptor },
+        { "prestart", KDP_CTL_CLIENT_METHOD_PRESTART, &v1beta1__pre_start_container_response__descriptor },
+};
+
+static int hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+static int cmd_raw(args *a) {
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+        _cleanup_free_ uint8_t *bytes = NULL;
+        ProtobufCMessage *resp = NULL;
+        kdp_ctl_client_status st;
+        const char *hex;
+        size_t n, k = SIZE_MAX;
+
+        if (a->n_positional != 2)
+                return usage_error(a, "raw wants METHOD and HEX");
+        for (size_t i = 0; i < KDP_ELEMENTSOF(raw_methods); i++)
+                if (strcmp(a->positional[0], raw_methods[i].name) == 0)
+                        k = i;
+        if (k == SIZE_MAX)
+                return usage_error(a, "unknown method '%s'", a->positional[0]);
+        hex = a->positional[1];
+        n = strlen(hex);
+        if (n % 2 != 0)
+                return usage_error(a, "HEX has an odd number of digits");
+        bytes = malloc(n / 2 + 1);
+        if (!bytes)
+                return EXIT_FAILED;
+        for (size_t i = 0; i < n / 2; i++) {
+                int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+
+                if (hi < 0 || lo < 0)
+                        return usage_error(a, "HEX holds a character that is not a hex digit");
+                bytes[i] = (uint8_t) (hi << 4 | lo);
+        }
+        if (client_open(a, &c) < 0)
+                return EXIT_FAILED;
+        if (kdp_ctl_client_call_raw(c, raw_methods[k].method, bytes, n / 2, raw_methods[k].response,
+                                    kdp_ctl_client_deadline(a->timeout_ms), &resp, &st) < 0)
+                return rpc_error(&st);
+        protobuf_c_message_free_unpacked(resp, NULL);
+        puts("raw ok");
+        return 0;
+}
+
 /* ---- the stand-in kubelet ---- */
 
 static int cmd_kubelet(args *a) {
@@ -606,6 +668,7 @@ static const command commands[] = {
         { "preferred", OPTS_CLIENT | OPT_BIT(OPT_SIZE) | OPT_BIT(OPT_MUST) | OPT_BIT(OPT_AVAILABLE), true,
           cmd_preferred },
         { "prestart", OPTS_CLIENT, true, cmd_prestart },
+        { "raw", OPTS_CLIENT, true, cmd_raw },
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
                   OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES),

@@ -156,15 +156,22 @@ static backend_slot *find_slot(kdp_daemon *d, const char *name) {
         return NULL;
 }
 
+/* The first few keys of sections without a backend are named, the rest counted in one line. */
 static void warn_unknown_sections(kdp_daemon *d, const kdp_config *c) {
+        size_t n = 0;
+
         for (size_t i = 0; i < c->n_entries; i++) {
                 const kdp_config_entry *e = &c->entries[i];
 
-                if (!find_slot(d, e->section))
-                        kdp_log_warning("Ignored config of a backend that is not loaded",
-                                        KDP_F_STR("key", e->key), KDP_F_STR("section", e->section),
-                                        KDP_F_STR("origin", e->origin));
+                if (find_slot(d, e->section) || ++n > KDP_CONFIG_LINES_PER_KIND)
+                        continue;
+                kdp_log_warning("Ignored config of a backend that is not loaded",
+                                KDP_F_STR("key", e->key), KDP_F_STR("section", e->section),
+                                KDP_F_STR("origin", e->origin));
         }
+        if (n > KDP_CONFIG_LINES_PER_KIND)
+                kdp_log_warning("Omitted more config of backends that are not loaded",
+                                KDP_F_INT("omitted", n - KDP_CONFIG_LINES_PER_KIND));
 }
 
 /* ---- resources ---- */

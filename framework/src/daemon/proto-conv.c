@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
+
+#include <kdp/config-file.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "podresources/v1/api.pb-c.h"
@@ -242,11 +246,95 @@ int kdp_proto_conv_pack_preferred(const kdp_pref_response *containers, size_t n,
         return pack_buffer(&resp.base, ret);
 }
 
-int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret) {
+/* Reads a varint at *p (before end); false if cut off or longer than 10 bytes. */
+static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; *p < end && shift < 70; shift += 7) {
+                uint8_t b = *(*p)++;
+
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return true;
+                }
+        }
+        return false;
+}
+
+#define WIRE_DEPTH_MAX 16
+
+/*
+ * Walks the wire form of a message of `d` and checks every string field, in
+ * nested messages too, with kdp_config_file_check_text(): protobuf-c hands a
+ * proto3 string over as a C string, so a NUL inside would cut it short
+ * ("widget-1\0evil" read as "widget-1"), and proto3 strings are UTF-8.
+ * Returns -EILSEQ with a message in err; 0 when the strings are fine or the
+ * bytes are not a message at all (protobuf-c's unpack then says so).
+ */
+static int wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, unsigned depth,
+                              char *err, size_t err_size) {
+        const uint8_t *end = p + len;
+
+        while (p < end) {
+                const ProtobufCFieldDescriptor *f;
+                uint64_t tag, n;
+                int r;
+
+                if (!wire_varint(&p, end, &tag))
+                        return 0;
+                switch (tag & 7) {
+                case 0:
+                        if (!wire_varint(&p, end, &n))
+                                return 0;
+                        continue;
+                case 1:
+                        if ((size_t) (end - p) < 8)
+                                return 0;
+                        p += 8;
+                        continue;
+                case 5:
+                        if ((size_t) (end - p) < 4)
+                                return 0;
+                        p += 4;
+                        continue;
+                case 2:
+                        break;
+                default:
+                        return 0;
+                }
+                if (!wire_varint(&p, end, &n) || n > (uint64_t) (end - p))
+                        return 0;
+                f = tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned) (tag >> 3)) : NULL;
+                if (f && f->type == PROTOBUF_C_TYPE_STRING) {
+                        kdp_config_file_error e = {};
+
+                        if (kdp_config_file_check_text((const char *) p, (size_t) n, &e) < 0) {
+                                (void) snprintf(err, err_size, "%s in string field %s", e.reason, f->name);
+                                return -EILSEQ;
+                        }
+                } else if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && depth < WIRE_DEPTH_MAX) {
+                        r = wire_check_strings(f->descriptor, p, (size_t) n, depth + 1, err, err_size);
+                        if (r < 0)
+                                return r;
+                }
+                p += n;
+        }
+        return 0;
+}
+
+int kdp_proto_conv_unpack_checked(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
+                                  char *err, size_t err_size) {
         grpc_byte_buffer_reader reader;
         grpc_slice slice;
         ProtobufCMessage *m;
+        char buf[128];
+        int r;
 
+        if (!err || err_size == 0) {
+                err = buf;
+                err_size = sizeof(buf);
+        }
         if (!bb) {
                 m = protobuf_c_message_unpack(desc, NULL, 0, NULL);
         } else {
@@ -254,13 +342,21 @@ int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor
                         return -EBADMSG;
                 slice = grpc_byte_buffer_reader_readall(&reader);
                 grpc_byte_buffer_reader_destroy(&reader);
-                m = protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(slice), GRPC_SLICE_START_PTR(slice));
+                r = wire_check_strings(desc, GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), 0, err, err_size);
+                m = r < 0 ? NULL
+                          : protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(slice), GRPC_SLICE_START_PTR(slice));
                 grpc_slice_unref(slice);
+                if (r < 0)
+                        return r;
         }
         if (!m)
                 return -EBADMSG;
         *ret = m;
         return 0;
+}
+
+int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret) {
+        return kdp_proto_conv_unpack_checked(bb, desc, ret, NULL, 0);
 }
 
 /* One (resource, ID) pair of a ListPodResourcesResponse, borrowed from it. */

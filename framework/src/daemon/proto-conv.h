@@ -33,7 +33,15 @@ int kdp_proto_conv_pack_allocate(const kdp_alloc_response *containers, size_t n,
 /* PreferredAllocationResponse with one container per element. */
 int kdp_proto_conv_pack_preferred(const kdp_pref_response *containers, size_t n, grpc_byte_buffer **ret);
 
-/* Unpacks `bb` (may be NULL: an empty message) as `desc`; -EBADMSG if malformed. */
+/*
+ * Unpacks `bb` (NULL: an empty message). -EBADMSG when it is not a message of
+ * `desc`; -EILSEQ when a string field, at any depth, holds a NUL byte (which
+ * protobuf-c's char * would silently cut off) or is not UTF-8: then `err`
+ * (may be NULL) names the problem and the field, e.g. "a NUL byte in string
+ * field devices_ids".
+ */
+int kdp_proto_conv_unpack_checked(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
+                                  char *err, size_t err_size);
 int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret);
 
 /*

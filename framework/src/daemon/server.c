@@ -28,6 +28,7 @@
  *                  └► reply batch ─► CQ thread frees the call
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -44,11 +45,14 @@
 #include <kdp/log.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "log-limit.h"
 #include "proto-conv.h"
 #include "server.h"
 #include "tag.h"
 
 #define CANCEL_AFTER_MS 500
+#define REFUSALS_PER_WINDOW 5
+#define REFUSAL_WINDOW_USEC (10u * 1000000u)
 #define METHOD_PREFIX "/v1beta1.DevicePlugin/"
 
 typedef enum method {
@@ -113,6 +117,7 @@ struct kdp_server {
         kdp_server_events ev;
         void *userdata;
         kdp_server *next_stopping;      /* runtime list, under rt->lock */
+        kdp_log_limit refusals[_M_MAX]; /* "Refused call" lines, per method */
 };
 
 /*
@@ -196,6 +201,8 @@ static void server_unref(kdp_server *s) {
                 s->ev.stopped(s->userdata);
         kdp_snapshot_unref(s->snap);
         pthread_mutex_destroy(&s->lock);
+        for (size_t i = 0; i < _M_MAX; i++)
+                kdp_log_limit_done(&s->refusals[i]);
         free(s->resource);
         free(s->socket_path);
         free(s);
@@ -296,11 +303,51 @@ static void reply_unary(kdp_call *c, grpc_status_code status, const char *detail
         }
 }
 
+/* The names of the codes kdp_server_status_from_errno() gives, as gRPC spells them. */
+static const char *status_name(grpc_status_code status) {
+        switch (status) {
+        case GRPC_STATUS_OK:
+                return "OK";
+        case GRPC_STATUS_INVALID_ARGUMENT:
+                return "INVALID_ARGUMENT";
+        case GRPC_STATUS_NOT_FOUND:
+                return "NOT_FOUND";
+        case GRPC_STATUS_UNAVAILABLE:
+                return "UNAVAILABLE";
+        case GRPC_STATUS_RESOURCE_EXHAUSTED:
+                return "RESOURCE_EXHAUSTED";
+        case GRPC_STATUS_UNIMPLEMENTED:
+                return "UNIMPLEMENTED";
+        default:
+                return "INTERNAL";
+        }
+}
+
+static uint64_t monotonic_usec(void) {
+        gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
+
+        return (uint64_t) t.tv_sec * 1000000u + (uint64_t) t.tv_nsec / 1000u;
+}
+
+/*
+ * Every refused call is a warning, since a peer that is not the kubelet or a
+ * kubelet out of step is worth an operator's look; a peer can refuse itself
+ * at will, so each method of each resource logs at most REFUSALS_PER_WINDOW
+ * lines per window and then counts, and the count is logged before its next line.
+ */
 static void reply_error(kdp_call *c, int r, const char *details) {
-        kdp_log_v(2, "Refused call", KDP_F_STR("resource", c->server->resource),
-                  KDP_F_STR("method", c->m < _M_REGISTERED ? method_names[c->m] : "unknown"),
-                  KDP_F_STR("reason", details));
-        reply_unary(c, kdp_server_status_from_errno(r), details);
+        const char *name = c->m < _M_REGISTERED ? method_names[c->m] : "unknown";
+        grpc_status_code status = kdp_server_status_from_errno(r);
+        uint64_t suppressed = 0;
+
+        if (kdp_log_limit_allow(&c->server->refusals[c->m], monotonic_usec(), &suppressed)) {
+                if (suppressed > 0)
+                        kdp_log_warning("Suppressed refused call lines", KDP_F_STR("resource", c->server->resource),
+                                        KDP_F_STR("method", name), KDP_F_INT("suppressed", suppressed));
+                kdp_log_warning("Refused call", KDP_F_STR("resource", c->server->resource), KDP_F_STR("method", name),
+                                KDP_F_STR("status", status_name(status)), KDP_F_STR("reason", details));
+        }
+        reply_unary(c, status, details);
 }
 
 static void reply_message(kdp_call *c, int r, grpc_byte_buffer *bb) {
@@ -362,6 +409,11 @@ static int check_ids(kdp_call *c, const kdp_snapshot *snap, char *const *ids, si
 
                 if (strlen(ids[i]) > KDP_DEVICE_ID_MAX) {
                         snprintf(err, err_size, "device ID longer than %d characters", KDP_DEVICE_ID_MAX);
+                        return -EINVAL;
+                }
+                if (!kdp_device_id_is_valid(ids[i])) {
+                        snprintf(err, err_size, "device ID \"%s\" is not 1 to %d printable ASCII characters without "
+                                 "spaces", ids[i], KDP_DEVICE_ID_MAX);
                         return -EINVAL;
                 }
                 idx = kdp_snapshot_find(snap, ids[i]);
@@ -454,6 +506,54 @@ static size_t known_indices(const kdp_snapshot *snap, char *const *ids, size_t n
         return k;
 }
 
+static int compare_strp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/*
+ * What a kubelet never asks, refused with INVALID_ARGUMENT naming it: a size
+ * below 1, more must_include IDs than the size, a must_include ID that is not
+ * among the available ones (the kubelet's available set always holds them).
+ * A size above the number of available IDs is answered best effort, with all
+ * of them, and IDs unknown here (a device just gone) are left out: the kubelet
+ * fills a short answer itself, while an error would fail the pod's admission.
+ */
+static int check_preferred(const V1beta1__ContainerPreferredAllocationRequest *cr, char *err, size_t err_size) {
+        _cleanup_free_ char **sorted = NULL;
+        size_t na = cr->n_available_deviceids, nm = cr->n_must_include_deviceids;
+
+        if (na > KDP_SERVER_MAX_IDS || nm > KDP_SERVER_MAX_IDS) {
+                snprintf(err, err_size, "too many device IDs in one request: %zu (limit %d)", na > nm ? na : nm,
+                         KDP_SERVER_MAX_IDS);
+                return -E2BIG;
+        }
+        if (cr->allocation_size < 1) {
+                snprintf(err, err_size, "allocation size %" PRId32 ": at least 1 device must be asked for",
+                         cr->allocation_size);
+                return -EINVAL;
+        }
+        if (nm > (size_t) cr->allocation_size) {
+                snprintf(err, err_size, "%zu must_include devices but an allocation size of %" PRId32, nm,
+                         cr->allocation_size);
+                return -EINVAL;
+        }
+        if (nm == 0)
+                return 0;
+
+        sorted = calloc(na + 1, sizeof(char *));
+        if (!sorted)
+                return -ENOMEM;
+        memcpy(sorted, cr->available_deviceids, na * sizeof(char *));
+        qsort(sorted, na, sizeof(char *), compare_strp);
+        for (size_t i = 0; i < nm; i++)
+                if (!bsearch(&cr->must_include_deviceids[i], sorted, na, sizeof(char *), compare_strp)) {
+                        snprintf(err, err_size, "must_include device \"%s\" is not among the available devices",
+                                 cr->must_include_deviceids[i]);
+                        return -EINVAL;
+                }
+        return 0;
+}
+
 /* The backend's answer is used only if it is exactly what the kubelet asked for. */
 static bool pref_answer_valid(const kdp_pref_response *resp, const kdp_pref_request *req, size_t want) {
         if (resp->n_ids != want)
@@ -528,6 +628,19 @@ static void handle_preferred(kdp_call *c, const V1beta1__PreferredAllocationRequ
         if (n > KDP_SERVER_MAX_CONTAINERS) {
                 reply_error(c, -EINVAL, "too many container requests");
                 return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                char err[256];
+
+                r = check_preferred(req->container_requests[i], err, sizeof(err));
+                if (r == -ENOMEM) {
+                        reply_error(c, r, "out of memory");
+                        return;
+                }
+                if (r < 0) {
+                        reply_error(c, r, err);
+                        return;
+                }
         }
         resps = calloc(n + 1, sizeof(*resps));
         reqs = calloc(n + 1, sizeof(*reqs));
@@ -732,10 +845,16 @@ static const ProtobufCMessageDescriptor *request_descriptor(method m) {
 }
 
 static void handle_unary(kdp_call *c) {
+        char err[160] = "malformed request message: ";
         ProtobufCMessage *m = NULL;
         int r;
 
-        r = kdp_proto_conv_unpack(c->payload, request_descriptor(c->m), &m);
+        r = kdp_proto_conv_unpack_checked(c->payload, request_descriptor(c->m), &m, err + strlen(err),
+                                          sizeof(err) - strlen(err));
+        if (r == -EILSEQ) {
+                reply_error(c, -EINVAL, err);
+                return;
+        }
         if (r < 0) {
                 reply_error(c, r, "malformed request message");
                 return;
@@ -1006,6 +1125,8 @@ int kdp_server_new(kdp_server_runtime *rt, const char *resource, const char *soc
         if (!s)
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
+        for (size_t i = 0; i < _M_MAX; i++)
+                kdp_log_limit_init(&s->refusals[i], REFUSALS_PER_WINDOW, REFUSAL_WINDOW_USEC);
         s->rt = rt;
         s->refs = 1;
         s->resource = strdup(resource);

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "backend-ctx.h"
+#include "device.h"
 
 static const char *const default_roots[_KDP_PATH_KIND_MAX] = {
         [KDP_PATH_SYSFS] = "/sys",
@@ -230,6 +231,29 @@ int kdp_backend_param_bool(const kdp_backend_ctx *ctx, const char *name, bool *r
         return kdp_backend_log_error(ctx, -EINVAL, "Rejected config value", KDP_F_STR("key", key ?: name),
                                      KDP_F_STR("value", p->value), KDP_F_STR("origin", p->origin),
                                      KDP_F_STR("reason", "not one of true/false/yes/no/on/off/1/0"));
+}
+
+int kdp_backend_param_resource(const kdp_backend_ctx *ctx, const char *name, const char **ret) {
+        _cleanup_free_ char *key = NULL;
+        const kdp_backend_ctx_param *p;
+
+        if (!ctx || !name || !ret)
+                return -EINVAL;
+        p = ctx_find_param(ctx, name);
+        if (!p)
+                return -EINVAL;
+        if (!p->value)
+                return -ENOENT;
+        if (kdp_device_resource_name_is_valid(p->value)) {
+                *ret = p->value;
+                return 0;
+        }
+
+        key = param_key(ctx, name);
+        return kdp_backend_log_error(ctx, -EINVAL, "Rejected config value", KDP_F_STR("key", key ?: name),
+                                     KDP_F_STR("value", p->value), KDP_F_STR("origin", p->origin),
+                                     KDP_F_STR("reason", "not an extended resource name <domain>/<name> "
+                                                         "the kubelet accepts"));
 }
 
 int kdp_backend_path(const kdp_backend_ctx *ctx, kdp_path_kind kind, const char *rel, char **ret) {

@@ -44,12 +44,13 @@
 #include <unistd.h>
 
 #include <kdp/cleanup.h>
+#include <kdp/config-file.h>
 #include <kdp/log.h>
 
 #include "config.h"
 
 typedef struct yaml_input {
-        FILE *f;
+        char *text;                     /* the file's bytes: libfyaml reads them in place */
         struct fy_diag *diag;
         struct fy_parser *parser;
         struct fy_document *doc;
@@ -66,15 +67,21 @@ static void yaml_input_done(yaml_input *y) {
         }
         if (y->diag)
                 fy_diag_destroy(y->diag);
-        if (y->f)
-                (void) fclose(y->f);
+        free(y->text);
         *y = (yaml_input) {};
 }
+
+typedef struct reason_count {
+        const char *reason;     /* static */
+        size_t n;
+} reason_count;
 
 typedef struct config_loader {
         kdp_config *config;
         const char *path;
         int r;                  /* the first error */
+        reason_count reasons[16];       /* the problem kinds seen, in order of their first line */
+        size_t n_reasons;
 } config_loader;
 
 static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len) {
@@ -97,11 +104,37 @@ static char *join_key(const char *section, const char *key) {
         return s;
 }
 
-/* Logs one problem of the file; `section` and `key` may be NULL. */
+/* Counts a problem of kind `reason` (static); true if its line is to be logged. */
+static bool loader_count(config_loader *ld, const char *reason) {
+        size_t i;
+
+        if (ld->r == 0)
+                ld->r = -EINVAL;
+        for (i = 0; i < ld->n_reasons; i++)
+                if (ld->reasons[i].reason == reason)
+                        return ++ld->reasons[i].n <= KDP_CONFIG_LINES_PER_KIND;
+        if (i == KDP_ELEMENTSOF(ld->reasons))
+                return true;    /* more kinds than the loader has: not counted, all logged */
+        ld->reasons[ld->n_reasons++] = (reason_count) { .reason = reason, .n = 1 };
+        return true;
+}
+
+/* One line per kind of problem that had more lines than were logged. */
+static void loader_summary(config_loader *ld) {
+        for (size_t i = 0; i < ld->n_reasons; i++)
+                if (ld->reasons[i].n > KDP_CONFIG_LINES_PER_KIND)
+                        kdp_log_error(-EINVAL, "Omitted more problems of the config file", KDP_F_STR("path", ld->path),
+                                      KDP_F_STR("reason", ld->reasons[i].reason),
+                                      KDP_F_INT("omitted", ld->reasons[i].n - KDP_CONFIG_LINES_PER_KIND));
+}
+
+/* Logs one problem of the file; `section` and `key` may be NULL; `reason` is static. */
 static void loader_error(config_loader *ld, int line, const char *section, const char *key, const char *reason) {
         _cleanup_free_ char *full = NULL;
         const char *k = section;
 
+        if (!loader_count(ld, reason))
+                return;
         if (section && key) {
                 full = join_key(section, key);
                 k = full ?: key;
@@ -110,8 +143,6 @@ static void loader_error(config_loader *ld, int line, const char *section, const
         kdp_log_error(-EINVAL, "Rejected config file", KDP_F_STR("path", ld->path), field_line(line),
                       (kdp_log_field) { .key = "key", .type = k ? KDP_LOG_FIELD_STR : KDP_LOG_FIELD_NONE, .str = k },
                       KDP_F_STR("reason", reason));
-        if (ld->r == 0)
-                ld->r = -EINVAL;
 }
 
 /* The 1-based line where a node starts, 0 when libfyaml does not know. */
@@ -182,27 +213,63 @@ static int node_text(struct fy_node *n, char **ret) {
         return 0;
 }
 
-static bool scalars_equal(struct fy_node *a, struct fy_node *b) {
-        const char *sa, *sb;
-        size_t la = 0, lb = 0;
+typedef struct key_ref {
+        const char *text;
+        size_t len;
+        size_t index;           /* position in the mapping */
+} key_ref;
 
-        sa = fy_node_get_scalar(a, &la);
-        sb = fy_node_get_scalar(b, &lb);
-        return sa && sb && la == lb && memcmp(sa, sb, la) == 0;
+static int key_ref_compare(const void *a, const void *b) {
+        const key_ref *x = a, *y = b;
+        int c = memcmp(x->text, y->text, x->len < y->len ? x->len : y->len);
+
+        if (c != 0)
+                return c;
+        if (x->len != y->len)
+                return x->len < y->len ? -1 : 1;
+        return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* True if an earlier key of `map` has the text of `key` (maps here are small). */
-static bool key_seen_before(struct fy_node *map, struct fy_node_pair *pair, struct fy_node *key) {
+/*
+ * *ret[i] (free()) is true when the i-th key of `map` has the text of an
+ * earlier scalar key. One sort of the keys, so n log n for n keys: a file of
+ * 40 000 keys must not take minutes.
+ */
+static int mapping_duplicates(struct fy_node *map, bool **ret) {
+        _cleanup_free_ key_ref *refs = NULL;
+        _cleanup_free_ bool *dup = NULL;
         struct fy_node_pair *p;
+        size_t n = 0, n_refs = 0;
         void *it = NULL;
+        int count;
 
-        while ((p = fy_node_mapping_iterate(map, &it)) && p != pair) {
+        count = fy_node_mapping_item_count(map);
+        n = count > 0 ? (size_t) count : 0;
+        dup = calloc(n + 1, sizeof(bool));
+        refs = calloc(n + 1, sizeof(key_ref));
+        if (!dup || !refs)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n && (p = fy_node_mapping_iterate(map, &it)); i++) {
                 struct fy_node *k = fy_node_pair_key(p);
+                const char *text;
+                size_t len = 0;
 
-                if (k && fy_node_get_type(k) == FYNT_SCALAR && scalars_equal(k, key))
-                        return true;
+                if (!k || fy_node_get_type(k) != FYNT_SCALAR || node_is_alias(k))
+                        continue;
+                text = fy_node_get_scalar(k, &len);
+                if (!text)
+                        continue;
+                refs[n_refs++] = (key_ref) { .text = text, .len = len, .index = i };
         }
-        return false;
+
+        qsort(refs, n_refs, sizeof(key_ref), key_ref_compare);
+        for (size_t i = 1; i < n_refs; i++)
+                if (refs[i].len == refs[i - 1].len && memcmp(refs[i].text, refs[i - 1].text, refs[i].len) == 0)
+                        dup[refs[i].index] = true;
+
+        *ret = KDP_TAKE_PTR(dup);
+        return 0;
 }
 
 static int config_append(kdp_config *c, const char *section, const char *key, const char *value,
@@ -217,12 +284,17 @@ static int config_append(kdp_config *c, const char *section, const char *key, co
         if (!s || !k || !v || !o)
                 return -ENOMEM;
 
-        if (c->n_entries + 1 > SIZE_MAX / sizeof(kdp_config_entry))
-                return -ENOMEM;
-        e = realloc(c->entries, (c->n_entries + 1) * sizeof(kdp_config_entry));
-        if (!e)
-                return -ENOMEM;
-        c->entries = e;
+        if (c->n_entries == c->n_allocated) {
+                size_t n = c->n_allocated ? c->n_allocated * 2 : 16;
+
+                if (n > SIZE_MAX / sizeof(kdp_config_entry))
+                        return -ENOMEM;
+                e = realloc(c->entries, n * sizeof(kdp_config_entry));
+                if (!e)
+                        return -ENOMEM;
+                c->entries = e;
+                c->n_allocated = n;
+        }
 
         c->entries[c->n_entries++] = (kdp_config_entry) {
                 .section = KDP_TAKE_PTR(s),
@@ -237,7 +309,7 @@ static int config_append(kdp_config *c, const char *section, const char *key, co
  * Checks a mapping key (`section` NULL: a section name). Returns 1 and its text
  * in *ret, 0 when it is not usable (logged), or a negative errno.
  */
-static int loader_key(config_loader *ld, struct fy_node *map, struct fy_node_pair *pair, const char *section,
+static int loader_key(config_loader *ld, struct fy_node_pair *pair, bool duplicate, const char *section,
                       char **ret) {
         struct fy_node *key = fy_node_pair_key(pair);
         int line = node_line(key) ?: node_line(fy_node_pair_value(pair));
@@ -263,7 +335,7 @@ static int loader_key(config_loader *ld, struct fy_node *map, struct fy_node_pai
                 loader_error(ld, line, section, NULL, section ? "empty key" : "empty section name");
                 return 0;
         }
-        if (key_seen_before(map, pair, key)) {
+        if (duplicate) {
                 loader_error(ld, line, section ?: text, section ? text : NULL,
                              section ? "duplicate key" : "duplicate section");
                 return 0;
@@ -274,6 +346,7 @@ static int loader_key(config_loader *ld, struct fy_node *map, struct fy_node_pai
 }
 
 static int loader_section(config_loader *ld, const char *section, int section_line, struct fy_node *map) {
+        _cleanup_free_ bool *dup = NULL;
         struct fy_node_pair *pair;
         void *it = NULL;
         int r;
@@ -288,14 +361,17 @@ static int loader_section(config_loader *ld, const char *section, int section_li
                 loader_error(ld, section_line, section, NULL, "section is not a mapping");
                 return 0;
         }
+        r = mapping_duplicates(map, &dup);
+        if (r < 0)
+                return r;
 
-        while ((pair = fy_node_mapping_iterate(map, &it))) {
+        for (size_t i = 0; (pair = fy_node_mapping_iterate(map, &it)); i++) {
                 _cleanup_free_ char *key = NULL, *value = NULL, *origin = NULL;
                 struct fy_node *v = fy_node_pair_value(pair);
                 char *tmp;
                 int line;
 
-                r = loader_key(ld, map, pair, section, &key);
+                r = loader_key(ld, pair, dup[i], section, &key);
                 if (r < 0)
                         return r;
                 if (r == 0)
@@ -334,6 +410,7 @@ static int loader_section(config_loader *ld, const char *section, int section_li
 }
 
 static int loader_root(config_loader *ld, struct fy_node *root) {
+        _cleanup_free_ bool *dup = NULL;
         struct fy_node_pair *pair;
         void *it = NULL;
         int r;
@@ -344,11 +421,14 @@ static int loader_root(config_loader *ld, struct fy_node *root) {
                 loader_error(ld, node_line(root), NULL, NULL, "top level is not a mapping");
                 return 0;
         }
+        r = mapping_duplicates(root, &dup);
+        if (r < 0)
+                return r;
 
-        while ((pair = fy_node_mapping_iterate(root, &it))) {
+        for (size_t i = 0; (pair = fy_node_mapping_iterate(root, &it)); i++) {
                 _cleanup_free_ char *section = NULL;
 
-                r = loader_key(ld, root, pair, NULL, &section);
+                r = loader_key(ld, pair, dup[i], NULL, &section);
                 if (r < 0)
                         return r;
                 if (r == 0)
@@ -385,36 +465,36 @@ static bool path_is_json(const char *path) {
         return n >= 5 && strcmp(path + n - 5, ".json") == 0;
 }
 
+/* Logs why the file could not be read; returns r. */
+static int log_read_error(const char *path, int r, const kdp_config_file_error *e) {
+        if (r == -ENOMEM)
+                return r;
+        if (e->line > 0)
+                return kdp_log_error(-EINVAL, "Rejected config file", KDP_F_STR("path", path), field_line((int) e->line),
+                                     KDP_F_INT("column", e->column), KDP_F_STR("reason", e->reason));
+        if (r == -EFBIG)
+                return kdp_log_error(r, "Failed to open config file", KDP_F_STR("path", path),
+                                     KDP_F_STR("reason", e->reason), KDP_F_INT("maxBytes", KDP_CONFIG_FILE_SIZE_MAX));
+        if (e->reason)
+                return kdp_log_error(r, "Failed to open config file", KDP_F_STR("path", path),
+                                     KDP_F_STR("reason", e->reason));
+        return kdp_log_error(r, "Failed to open config file", KDP_F_STR("path", path));
+}
+
 static int config_parse_file(kdp_config *c, const char *path) {
         _cleanup_(yaml_input_done) yaml_input y = {};
         config_loader ld = { .config = c, .path = path };
+        kdp_config_file_error fe = {};
         struct fy_diag_cfg dcfg;
         struct fy_parse_cfg pcfg;
-        struct stat st;
-        int fd, r;
+        size_t size;
+        int r;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return kdp_log_error(-errno, "Failed to open config file", KDP_F_STR("path", path));
-        if (fstat(fd, &st) < 0) {
-                r = -errno;
-                (void) close(fd);
-                return kdp_log_error(r, "Failed to open config file", KDP_F_STR("path", path));
-        }
-        if (S_ISDIR(st.st_mode)) {
-                (void) close(fd);
-                return kdp_log_error(-EISDIR, "Failed to open config file", KDP_F_STR("path", path));
-        }
-        if (S_ISREG(st.st_mode) && st.st_size == 0) {
-                (void) close(fd);
+        r = kdp_config_file_read(path, KDP_CONFIG_FILE_SIZE_MAX, &y.text, &size, &fe);
+        if (r < 0)
+                return log_read_error(path, r == -EILSEQ ? -EINVAL : r, &fe);
+        if (size == 0)
                 return 0;       /* empty, also in JSON mode (where libfyaml wants a value) */
-        }
-        y.f = fdopen(fd, "r");
-        if (!y.f) {
-                r = -errno;
-                (void) close(fd);
-                return kdp_log_error(r, "Failed to open config file", KDP_F_STR("path", path));
-        }
 
         fy_diag_cfg_default(&dcfg);
         dcfg.fp = NULL;
@@ -432,7 +512,7 @@ static int config_parse_file(kdp_config *c, const char *path) {
         y.parser = fy_parser_create(&pcfg);
         if (!y.parser)
                 return -ENOMEM;
-        if (fy_parser_set_input_fp(y.parser, path, y.f) < 0)
+        if (fy_parser_set_string(y.parser, y.text, size) < 0)
                 return -ENOMEM;
 
         y.doc = fy_parse_load_document(y.parser);
@@ -455,9 +535,37 @@ static int config_parse_file(kdp_config *c, const char *path) {
         }
 
         r = loader_root(&ld, fy_document_root(y.doc));
+        loader_summary(&ld);
         if (r < 0)
                 return r;
         return ld.r;
+}
+
+static int entry_compare(const void *a, const void *b, void *userdata) {
+        const kdp_config *c = userdata;
+        size_t i = *(const size_t *) a, j = *(const size_t *) b;
+        int r;
+
+        r = strcmp(c->entries[i].section, c->entries[j].section);
+        if (r == 0)
+                r = strcmp(c->entries[i].key, c->entries[j].key);
+        if (r == 0)
+                r = i < j ? -1 : i > j;
+        return r;
+}
+
+/* Sorts the lookup index anew (after a load, after an override). */
+static int config_index(kdp_config *c) {
+        size_t *order;
+
+        order = reallocarray(c->order, c->n_entries + 1, sizeof(size_t));
+        if (!order)
+                return -ENOMEM;
+        c->order = order;
+        for (size_t i = 0; i < c->n_entries; i++)
+                order[i] = i;
+        qsort_r(order, c->n_entries, sizeof(size_t), entry_compare, c);
+        return 0;
 }
 
 int kdp_config_load(const char *path, kdp_config **ret) {
@@ -479,6 +587,9 @@ int kdp_config_load(const char *path, kdp_config **ret) {
                 if (r < 0)
                         return r;
         }
+        r = config_index(c);
+        if (r < 0)
+                return r;
 
         *ret = KDP_TAKE_PTR(c);
         return 0;
@@ -495,6 +606,7 @@ kdp_config *kdp_config_free(kdp_config *c) {
                 free(c->entries[i].origin);
         }
         free(c->entries);
+        free(c->order);
         free(c->path);
         free(c);
         return NULL;
@@ -504,6 +616,7 @@ int kdp_config_add_override(kdp_config *c, const char *assignment) {
         _cleanup_free_ char *section = NULL, *key = NULL, *origin = NULL;
         const char *dot, *eq;
         char *tmp;
+        int r;
 
         if (!c || !assignment)
                 return -EINVAL;
@@ -521,20 +634,38 @@ int kdp_config_add_override(kdp_config *c, const char *assignment) {
                 return -ENOMEM;
         origin = tmp;
 
-        return config_append(c, section, key, eq + 1, origin);
+        r = config_append(c, section, key, eq + 1, origin);
+        if (r < 0)
+                return r;
+        return config_index(c);
 }
 
+/* -1, 0, 1 as entry `i` sorts before, with, after section.key. */
+static int entry_compare_key(const kdp_config *c, size_t i, const char *section, const char *key) {
+        int r = strcmp(c->entries[i].section, section);
+
+        return r != 0 ? r : strcmp(c->entries[i].key, key);
+}
+
+/* The last entry for section.key: the index sorts entries of one key by position, so bisect past them. */
 static const kdp_config_entry *config_find(const kdp_config *c, const char *section, const char *key) {
-        if (!c || !section || !key)
+        size_t lo = 0, hi;
+
+        if (!c || !section || !key || !c->order)
                 return NULL;
 
-        for (size_t i = c->n_entries; i > 0; i--) {
-                const kdp_config_entry *e = &c->entries[i - 1];
+        hi = c->n_entries;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
 
-                if (strcmp(e->section, section) == 0 && strcmp(e->key, key) == 0)
-                        return e;
+                if (entry_compare_key(c, c->order[mid], section, key) <= 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
         }
-        return NULL;
+        if (lo == 0 || entry_compare_key(c, c->order[lo - 1], section, key) != 0)
+                return NULL;
+        return &c->entries[c->order[lo - 1]];
 }
 
 const char *kdp_config_get(const kdp_config *c, const char *section, const char *key, const char **ret_origin) {
@@ -555,26 +686,31 @@ static bool spec_has(const kdp_param_spec *specs, const char *key) {
 }
 
 int kdp_config_check_section(const kdp_config *c, const char *section, const kdp_param_spec *specs) {
-        int r = 0;
+        size_t n = 0;
 
         if (!section)
                 return -EINVAL;
         if (!c)
                 return 0;
 
-        /* every offending entry is reported, from the file and from -o, before failing */
+        /* every offending entry, from the file and from -o, is counted before failing; the first are logged */
         for (size_t i = 0; i < c->n_entries; i++) {
                 const kdp_config_entry *e = &c->entries[i];
                 _cleanup_free_ char *full = NULL;
 
                 if (strcmp(e->section, section) != 0 || spec_has(specs, e->key))
                         continue;
+                if (++n > KDP_CONFIG_LINES_PER_KIND)
+                        continue;
 
                 full = join_key(e->section, e->key);
-                r = kdp_log_error(-EINVAL, "Unknown config key", KDP_F_STR("key", full ?: e->key),
-                                  KDP_F_STR("origin", e->origin));
+                kdp_log_error(-EINVAL, "Unknown config key", KDP_F_STR("key", full ?: e->key),
+                              KDP_F_STR("origin", e->origin));
         }
-        return r;
+        if (n > KDP_CONFIG_LINES_PER_KIND)
+                kdp_log_error(-EINVAL, "Omitted more unknown config keys", KDP_F_STR("section", section),
+                              KDP_F_INT("omitted", n - KDP_CONFIG_LINES_PER_KIND));
+        return n > 0 ? -EINVAL : 0;
 }
 
 /* True if every key `a` sets in `section` has the same effective value in `b`. */

@@ -11,7 +11,9 @@
  *
  * -o BACKEND.KEY=VALUE overrides (and may add) a key. Every entry remembers
  * where it came from, so errors can name the file, line and key, or the flag.
- * The parsed document is flattened into entries and freed at load.
+ * The parsed document is flattened into entries and freed at load. Loading,
+ * lookups and checks stay fast with tens of thousands of keys (n log n), and
+ * a problem repeated that often is logged a few times and then counted.
  */
 #pragma once
 
@@ -20,6 +22,9 @@
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
+
+/* Lines logged per kind of config problem; the rest are counted in one summary line per kind. */
+#define KDP_CONFIG_LINES_PER_KIND 3
 
 typedef struct kdp_config_entry {
         char *section;
@@ -32,13 +37,17 @@ typedef struct kdp_config {
         char *path;             /* NULL when no file */
         kdp_config_entry *entries;
         size_t n_entries;
+        size_t n_allocated;
+        size_t *order;          /* entry indexes sorted by section, key, index: lookups bisect */
 } kdp_config;
 
 /*
  * Reads `path` (NULL: empty config). Returns 0, -ENOENT/-EACCES when
- * unreadable, -EINVAL for a syntax error, a top level that is not a mapping, a
- * section that is not a mapping, a non-scalar value or a duplicate key; every
- * error is logged with path, line and key.
+ * unreadable, -EISDIR/-EINVAL for a file that is not regular, -EFBIG above
+ * KDP_CONFIG_FILE_SIZE_MAX, -EINVAL for a NUL byte or a byte that is not UTF-8,
+ * a syntax error, a top level that is not a mapping, a section that is not a
+ * mapping, a non-scalar value or a duplicate key; every error is logged with
+ * path, line (and column or key).
  */
 int kdp_config_load(const char *path, kdp_config **ret);
 kdp_config *kdp_config_free(kdp_config *c);
@@ -51,7 +60,10 @@ int kdp_config_add_override(kdp_config *c, const char *assignment);
 const char *kdp_config_get(const kdp_config *c, const char *section, const char *key,
                            const char **ret_origin);
 
-/* -EINVAL (each offender logged with origin and key) if `section` has a key not in `specs`. */
+/*
+ * -EINVAL if `section` has a key not in `specs`: the first offenders are
+ * logged with origin and key, the rest counted in one line.
+ */
 int kdp_config_check_section(const kdp_config *c, const char *section, const kdp_param_spec *specs);
 
 /* True if both configs give `section` the same keys with the same values. */
