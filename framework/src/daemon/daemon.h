@@ -35,6 +35,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
@@ -54,6 +55,9 @@ typedef struct kdp_daemon_options {
         /* PodResources socket: NULL = <kubelet_dir>/../pod-resources/kubelet.sock, "" = not asked */
         const char *pod_resources_socket;
         uint64_t pod_resources_period_ms;       /* 0: KDP_POD_RESOURCES_PERIOD_MS */
+        bool socket_group_set;                  /* plugin sockets 0660 and of socket_gid, else 0600 */
+        gid_t socket_gid;
+        uint64_t listener_check_ms;             /* how often each listener is checked; 0: every 10 s */
 } kdp_daemon_options;
 
 /* Everything up to the first registrations; errors are logged. */
