@@ -15,6 +15,14 @@
  *   stream lost → re-served and re-registered only if the kubelet it
  *            registered with still is kubelet.sock and alive (k/k#121994);
  *            a stopped or killed kubelet's successor registers us instead
+ *   kubelet dir removed or moved, then back → as kubelet.sock created: every
+ *            resource whose socket went with it is re-served in the new one
+ *   serving fails (the name taken by a symlink, a directory, a live socket
+ *            of another process; the dir unwritable) → retried on the next
+ *            name with Register's back-off, forever
+ *   listener check (every 10 s) → a plugin socket whose listener left a
+ *            connection unanswered for two checks (grpc core stops accepting
+ *            after an EMFILE) is re-served on a fresh socket and re-registered
  *   SIGHUP   reload config; only backends whose section changed restart, and
  *            only their resources re-register
  *   SIGTERM/SIGINT  stop serving, remove our sockets and not-served lists, exit
