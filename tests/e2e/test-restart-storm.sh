@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# A storm of kubelet restarts: each kubelet is killed (SIGKILL or SIGTERM)
-# 0-90 ms after it was started, often before or while kdpd registers with
-# it. Registration attempts that fail inside a restart are ordinary: kdpd
+# A storm of kubelet restarts: each kubelet is killed (SIGKILL, or SIGTERM
+# then SIGKILL if it does not end) 0-90 ms after it was started, often before
+# or while kdpd registers with it. Registration attempts that fail inside a restart are ordinary: kdpd
 # logs them at --v 1, and not one warning at --v 0. The last kubelet gets
 # every resource registered once.
 . "$(dirname "$0")/lib.sh"
@@ -20,9 +20,11 @@ for i in $(seq 1 "$ROUNDS"); do
         pid=$!
         PIDS+=("$pid")
         sleep "0.0$(((i * 37) % 90 / 10))$(((i * 37) % 10))"
-        sig=KILL
-        [ $((i % 2)) = 0 ] && sig=TERM
-        { kill -"$sig" "$pid"; wait "$pid"; } 2>/dev/null
+        if [ $((i % 2)) = 0 ]; then
+                kill_tree "$pid"        # SIGTERM; SIGKILL if the stand-in does not end
+        else
+                { kill -KILL "$pid"; wait "$pid"; } 2>/dev/null
+        fi
         PIDS=("${PIDS[@]/$pid/}")
 done
 start_kubelet last
