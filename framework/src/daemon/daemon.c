@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -37,6 +38,10 @@
 
 #define SOCKET_PREFIX "kdp-"
 #define TRIM_AFTER_MS 2000
+#define SERVE_BACKOFF_FIRST_MS 5
+#define SERVE_BACKOFF_MAX_MS 5000
+#define LISTENER_CHECK_MS 10000
+#define LISTENER_DEAD_AFTER 2           /* checks unanswered in a row */
 #define UNIX_PATH_MAX_LEN 107
 
 typedef struct backend_slot backend_slot;
@@ -76,6 +81,11 @@ struct kdp_resource {
         kdp_server *server;
         char *socket_name;
         kdp_registration *reg;
+        kdp_loop_source *serve_retry;   /* serving failed: the next socket name after a back-off */
+        unsigned serve_attempts;        /* failed in a row */
+        int probe_fd;                   /* a connection asking its listener whether it still accepts */
+        kdp_loop_source *probe_source;
+        unsigned probe_misses;          /* checks in a row its listener did not answer */
         unsigned incarnation;
         uint64_t seen_in_scan;          /* the last scan of its backend that listed it */
         kdp_resource *next;
@@ -101,6 +111,7 @@ struct kdp_daemon {
         kdp_loop_source *signal_source;
         kdp_loop_source *cancel_timer;  /* cancels calls of servers stopped long enough ago */
         kdp_loop_source *trim_timer;    /* gives a burst's memory back after it */
+        kdp_loop_source *listener_timer;        /* checks that every listener still accepts */
         kdp_debounce *debounce;
         kdp_udev_monitor *udev;
         bool scan_posted;               /* dirty slots will be scanned soon */
@@ -295,9 +306,19 @@ static void on_server_stopped(void *userdata) {
         server_note_free(userdata);
 }
 
+static void probe_stop(kdp_resource *res) {
+        kdp_loop_remove(res->probe_source);
+        res->probe_source = NULL;
+        if (res->probe_fd >= 0)
+                (void) close(res->probe_fd);
+        res->probe_fd = -1;
+        res->probe_misses = 0;
+}
+
 static void stop_serving(kdp_resource *res) {
         kdp_kubelet_client_cancel(res->reg);
         res->reg = NULL;
+        probe_stop(res);
         if (res->server) {
                 kdp_server_stop(res->server);
                 (void) kdp_loop_timer_arm(res->d->cancel_timer, 600, 0);
@@ -307,30 +328,29 @@ static void stop_serving(kdp_resource *res) {
         res->socket_name = NULL;
 }
 
-/* (Re)serves on a fresh socket, then registers. The old server's streams end first. */
-static int serve_resource(kdp_resource *res) {
+/* One try on the next socket name: serve, then register. */
+static int serve_once(kdp_resource *res, char **ret_path) {
         static const kdp_server_events events = {
                 .stream_lost = on_stream_lost,
                 .allocated = on_allocated,
                 .stopped = on_server_stopped,
         };
         kdp_daemon *d = res->d;
-        _cleanup_free_ char *name = NULL, *path = NULL;
+        _cleanup_free_ char *name = NULL;
         kdp_server *server;
         server_note *note;
         int r;
 
-        stop_serving(res);
         r = socket_name(d, res, &name);
         if (r < 0)
                 return r;
-        path = socket_path(d, name);
-        if (!path)
+        *ret_path = socket_path(d, name);
+        if (!*ret_path)
                 return -ENOMEM;
         note = server_note_new(d, res->name, ++res->incarnation);
         if (!note)
                 return -ENOMEM;
-        r = kdp_server_new(d->rt, res->name, path, res->owner->b, res->snap, &events, note, &server);
+        r = kdp_server_new(d->rt, res->name, *ret_path, res->owner->b, res->snap, &events, note, &server);
         if (r < 0) {
                 server_note_free(note);
                 return r;
@@ -339,6 +359,121 @@ static int serve_resource(kdp_resource *res) {
         res->socket_name = KDP_TAKE_PTR(name);
         return kdp_kubelet_client_register(d->kubelet, res->name, res->socket_name,
                                            res->owner->b->pre_start != NULL, &res->reg);
+}
+
+static uint64_t serve_backoff_ms(unsigned attempts) {
+        uint64_t ms = SERVE_BACKOFF_FIRST_MS;
+
+        for (unsigned i = 1; i < attempts && ms < SERVE_BACKOFF_MAX_MS; i++)
+                ms *= 2;
+        return ms < SERVE_BACKOFF_MAX_MS ? ms : SERVE_BACKOFF_MAX_MS;
+}
+
+/*
+ * Serves on the next socket name; a failure (the name taken by something not
+ * ours, the directory unwritable or gone) is retried on the name after it
+ * with the back-off of Register, forever. Logged as a warning when a streak
+ * of failures starts and every 60th try of it, at --v 2 between.
+ */
+static int serve_try(kdp_resource *res) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = serve_once(res, &path);
+        if (r >= 0) {
+                if (res->serve_attempts > 0)
+                        kdp_log_info("Serving resource again", KDP_F_STR("resource", res->name),
+                                     KDP_F_STR("socket", path), KDP_F_INT("attempts", res->serve_attempts + 1));
+                res->serve_attempts = 0;
+                return 0;
+        }
+        stop_serving(res);
+        res->serve_attempts++;
+        if (res->serve_attempts == 1 || res->serve_attempts % 60 == 0)
+                kdp_log_warning_errno(r, "Failed to serve resource; retrying on the next socket name",
+                                      KDP_F_STR("resource", res->name), KDP_F_STR("socket", path),
+                                      KDP_F_INT("attempts", res->serve_attempts));
+        else
+                kdp_log_v(2, "Failed to serve resource", KDP_F_STR("resource", res->name), KDP_F_STR("socket", path),
+                          KDP_F_STR("err", strerror(-r)), KDP_F_INT("attempts", res->serve_attempts));
+        return kdp_loop_timer_arm(res->serve_retry, serve_backoff_ms(res->serve_attempts), 0);
+}
+
+static void on_serve_retry(kdp_loop *loop, void *userdata) {
+        (void) serve_try(userdata);
+}
+
+/* (Re)serves on a fresh socket, then registers. The old server's streams end first. */
+static int serve_resource(kdp_resource *res) {
+        stop_serving(res);
+        (void) kdp_loop_timer_disarm(res->serve_retry);
+        res->serve_attempts = 0;
+        return serve_try(res);
+}
+
+/*
+ * Whether each listener still accepts. grpc core stops accepting on a
+ * listening socket for good after one accept4() failed with EMFILE (grpc
+ * issue 20418): the socket file stays, connections queue unaccepted, the
+ * kubelet's next dial hangs. Every check connects to each resource's socket;
+ * a listener that accepts answers with its HTTP/2 settings at once. One that
+ * has not answered a connection by LISTENER_DEAD_AFTER checks later is dead:
+ * the resource is served on a fresh socket and registers again. A connection
+ * that cannot be made (no fd left, the file deleted by a kubelet's clean-up)
+ * tells nothing; a full backlog counts as unanswered.
+ */
+static void on_probe_answer(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
+        kdp_resource *res = userdata;
+
+        probe_stop(res);                /* answered, or closed: accepted either way */
+}
+
+static void probe_listener(kdp_resource *res) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (res->probe_fd >= 0) {
+                res->probe_misses++;
+        } else {
+                path = socket_path(res->d, res->socket_name);
+                fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (!path || fd < 0 || strlen(path) >= sizeof(sa.sun_path)) {
+                        kdp_log_v(2, "Could not check a listener", KDP_F_STR("resource", res->name),
+                                  KDP_F_STR("err", strerror(fd < 0 ? errno : ENOMEM)));
+                        return;
+                }
+                strcpy(sa.sun_path, path);
+                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                        if (errno != EAGAIN) {
+                                kdp_log_v(2, "Could not check a listener", KDP_F_STR("resource", res->name),
+                                          KDP_F_STR("socket", path), KDP_F_STR("err", strerror(errno)));
+                                return;
+                        }
+                        res->probe_misses++;
+                } else {
+                        r = kdp_loop_add_fd(res->d->loop, fd, EPOLLIN | EPOLLRDHUP, on_probe_answer, res,
+                                            &res->probe_source);
+                        if (r < 0)
+                                return;
+                        res->probe_fd = KDP_TAKE_FD(fd);
+                }
+        }
+        if (res->probe_misses < LISTENER_DEAD_AFTER)
+                return;
+        kdp_log_error(-ETIMEDOUT, "Plugin socket stopped accepting connections; serving on a fresh socket",
+                      KDP_F_STR("resource", res->name), KDP_F_STR("socket", res->socket_name),
+                      KDP_F_INT("checks", res->probe_misses));
+        (void) serve_resource(res);
+}
+
+static void on_listener_timer(kdp_loop *loop, void *userdata) {
+        kdp_daemon *d = userdata;
+
+        for (kdp_resource *res = d->resources; res; res = res->next)
+                if (res->server && res->socket_name)
+                        probe_listener(res);
 }
 
 static bool same_reason(const char *a, const char *b) {
@@ -396,10 +531,14 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
         res->d = d;
         res->owner = slot;
         res->seen_in_scan = scan;
+        res->probe_fd = -1;
         res->name = strdup(list->resource);
         log_device_changes(list->resource, NULL, list);
-        r = res->name ? make_snapshot(res, list, &res->snap) : -ENOMEM;
+        r = res->name ? kdp_loop_add_timer(d->loop, on_serve_retry, res, &res->serve_retry) : -ENOMEM;
+        if (r >= 0)
+                r = make_snapshot(res, list, &res->snap);
         if (r < 0) {
+                kdp_loop_remove(res->serve_retry);
                 kdp_cdi_remove(cdi_dir(d), &res->cdi);
                 free(res->name);
                 free(res);
@@ -415,6 +554,7 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
 /* The resource's CDI spec files stay: a container that restarts may still need them. */
 static void free_resource(kdp_resource *res) {
         stop_serving(res);
+        kdp_loop_remove(res->serve_retry);
         kdp_cdi_specs_free(res->cdi);
         kdp_snapshot_unref(res->snap);
         free(res->name);
@@ -1059,6 +1199,32 @@ static int start_backends(kdp_daemon *d) {
         return 0;
 }
 
+/*
+ * Every connection costs an fd; at the limit grpc core stops accepting on the
+ * listener it failed on (see probe_listener()). The soft limit goes up to the
+ * hard one, logged with both.
+ */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+        rlim_t before;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+                kdp_log_warning_errno(-errno, "Failed to read the open file limit");
+                return;
+        }
+        before = rl.rlim_cur;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+                        kdp_log_warning_errno(-errno, "Failed to raise the open file limit",
+                                              KDP_F_INT("soft", before), KDP_F_INT("hard", rl.rlim_max));
+                        return;
+                }
+        }
+        kdp_log_info("Open file limit", KDP_F_INT("soft", before), KDP_F_INT("raisedTo", rl.rlim_cur),
+                     KDP_F_INT("hard", rl.rlim_max));
+}
+
 static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
         d->kubelet_dir = strdup(o->kubelet_dir ? o->kubelet_dir : "/var/lib/kubelet/device-plugins");
         d->state_dir = strdup(o->state_dir ? o->state_dir : KDP_NOT_SERVED_DEFAULT_DIR);
@@ -1079,12 +1245,14 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
                 .dropped = on_kubelet_dropped,
         };
         _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
+        uint64_t ms;
         int r;
 
         d = calloc(1, sizeof(*d));
         if (!d)
                 return -ENOMEM;
         d->signal_fd = -1;
+        raise_fd_limit();
         r = copy_options(d, o);
         if (r < 0)
                 return r;
@@ -1105,6 +1273,14 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         if (r < 0)
                 return r;
         r = kdp_server_runtime_new(on_runtime_busy, d, &d->rt);
+        if (r < 0)
+                return r;
+        kdp_server_runtime_set_socket_group(d->rt, o->socket_group_set ? o->socket_gid : (gid_t) -1);
+        r = kdp_loop_add_timer(d->loop, on_listener_timer, d, &d->listener_timer);
+        if (r < 0)
+                return r;
+        ms = o->listener_check_ms ? o->listener_check_ms : LISTENER_CHECK_MS;
+        r = kdp_loop_timer_arm(d->listener_timer, ms, ms);
         if (r < 0)
                 return r;
         r = kdp_loop_add_timer(d->loop, on_cancel_timer, d, &d->cancel_timer);
@@ -1163,6 +1339,7 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
         kdp_loop_remove(d->signal_source);
         kdp_loop_remove(d->cancel_timer);
         kdp_loop_remove(d->trim_timer);
+        kdp_loop_remove(d->listener_timer);
         d->loop = kdp_loop_free(d->loop);
         if (d->signal_fd >= 0)
                 (void) close(d->signal_fd);

@@ -15,6 +15,14 @@
  *   stream lost → re-served and re-registered only if the kubelet it
  *            registered with still is kubelet.sock and alive (k/k#121994);
  *            a stopped or killed kubelet's successor registers us instead
+ *   kubelet dir removed or moved, then back → as kubelet.sock created: every
+ *            resource whose socket went with it is re-served in the new one
+ *   serving fails (the name taken by a symlink, a directory, a live socket
+ *            of another process; the dir unwritable) → retried on the next
+ *            name with Register's back-off, forever
+ *   listener check (every 10 s) → a plugin socket whose listener left a
+ *            connection unanswered for two checks (grpc core stops accepting
+ *            after an EMFILE) is re-served on a fresh socket and re-registered
  *   SIGHUP   reload config; only backends whose section changed restart, and
  *            only their resources re-register
  *   SIGTERM/SIGINT  stop serving, remove our sockets and not-served lists, exit
@@ -35,6 +43,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
@@ -54,6 +63,9 @@ typedef struct kdp_daemon_options {
         /* PodResources socket: NULL = <kubelet_dir>/../pod-resources/kubelet.sock, "" = not asked */
         const char *pod_resources_socket;
         uint64_t pod_resources_period_ms;       /* 0: KDP_POD_RESOURCES_PERIOD_MS */
+        bool socket_group_set;                  /* plugin sockets 0660 and of socket_gid, else 0600 */
+        gid_t socket_gid;
+        uint64_t listener_check_ms;             /* how often each listener is checked; 0: every 10 s */
 } kdp_daemon_options;
 
 /* Everything up to the first registrations; errors are logged. */

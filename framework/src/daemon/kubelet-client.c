@@ -35,6 +35,14 @@
 #define REGISTER_DEADLINE_MS 15000
 #define BACKOFF_FIRST_MS 5
 #define BACKOFF_MAX_MS 5000
+/*
+ * The retry budget: attempts that fail inside a kubelet restart (refused
+ * before it listens, cut when it is killed, deleted endpoints) are ordinary
+ * and logged at --v 2; a registration still failing at this attempt (about
+ * 30 s of back-off) warns, then every 60th attempt (5 minutes).
+ */
+#define REGISTER_WARN_AFTER 16
+#define REGISTER_WARN_EVERY 60
 
 struct kdp_kubelet_client {
         kdp_loop *loop;
@@ -43,6 +51,12 @@ struct kdp_kubelet_client {
         char *socket_path;
         bool dial_pinned;               /* /proc/self/fd works: dial the file an attempt opened */
         int inotify_fd;
+        int dir_wd;                     /* the watch on dir, -1 while dir is gone */
+        dev_t dir_dev;                  /* the directory watched */
+        ino_t dir_ino;
+        int ancestor_wd;                /* the watch on dir's parent, or while dir is gone on its nearest existing ancestor */
+        int upper_wd;                   /* the watch on that one's parent */
+        char *ancestor;                 /* ... and that ancestor's path */
         kdp_loop_source *inotify_source;
         kdp_kubelet_client_events ev;
         void *userdata;
@@ -240,6 +254,12 @@ static uint64_t backoff_ms(unsigned attempts) {
         return ms < BACKOFF_MAX_MS ? ms : BACKOFF_MAX_MS;
 }
 
+/* A failure at this attempt warns: past the retry budget (and then now and then). */
+static bool over_budget(unsigned attempts) {
+        return attempts == REGISTER_WARN_AFTER ||
+               (attempts > REGISTER_WARN_AFTER && (attempts - REGISTER_WARN_AFTER) % REGISTER_WARN_EVERY == 0);
+}
+
 static void attempt_or_retry(kdp_registration *reg) {
         int r = start_attempt(reg);
 
@@ -253,8 +273,12 @@ static void attempt_or_retry(kdp_registration *reg) {
         else if (r == -ESTALE)
                 kdp_log_v(2, "Skipped registering a deleted socket", KDP_F_STR("resource", reg->resource),
                           KDP_F_STR("socket", reg->endpoint));
+        else if (over_budget(reg->attempts + 1))
+                kdp_log_warning_errno(r, "Failed to start registration", KDP_F_STR("resource", reg->resource),
+                                      KDP_F_INT("attempts", reg->attempts + 1));
         else
-                kdp_log_warning_errno(r, "Failed to start registration", KDP_F_STR("resource", reg->resource));
+                kdp_log_v(1, "Failed to start registration", KDP_F_STR("resource", reg->resource),
+                          KDP_F_STR("err", strerror(-r)), KDP_F_INT("attempts", reg->attempts + 1));
         (void) kdp_loop_timer_arm(reg->retry, backoff_ms(++reg->attempts), 0);
 }
 
@@ -280,13 +304,13 @@ static void register_finished(kdp_registration *reg) {
                 return;
         }
         kubelet_release(reg);
-        /* quiet while retrying fast; then a warning now and then, not every 5 s */
-        if (reg->attempts == 4 || reg->attempts % 60 == 0)
+        /* within the retry budget a failure is part of a kubelet restart; past it, a warning now and then */
+        if (over_budget(reg->attempts))
                 kdp_log_warning("Failed to register with kubelet", KDP_F_STR("resource", reg->resource),
                                 KDP_F_INT("code", status), KDP_F_STR("message", details),
                                 KDP_F_INT("attempts", reg->attempts));
         else
-                kdp_log_v(2, "Failed to register with kubelet", KDP_F_STR("resource", reg->resource),
+                kdp_log_v(1, "Failed to register with kubelet", KDP_F_STR("resource", reg->resource),
                           KDP_F_INT("code", status), KDP_F_STR("message", details),
                           KDP_F_INT("attempts", reg->attempts));
         (void) kdp_loop_timer_arm(reg->retry, backoff_ms(reg->attempts), 0);
@@ -447,24 +471,178 @@ const char *kdp_kubelet_client_dir(const kdp_kubelet_client *k) {
         return k->dir;
 }
 
+/*
+ * The directory's own events come late when it is removed: kdpd's and the
+ * kubelet's bound sockets pin it until they close, so IN_DELETE_SELF waits
+ * for them. Its parent reports the removal (or the move) of its entry at once:
+ * the parent is watched too, and any news of the entry is checked against the
+ * inode watched. While the directory is gone, its nearest existing ancestor is
+ * watched for whatever leads back to it.
+ */
+#define DIR_WATCH (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+#define ANCESTOR_WATCH (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+/* The parent of `path` ("." for a bare name, "/" for "/x"), newly allocated. */
+static char *parent_of(const char *path) {
+        size_t n = strlen(path);
+
+        while (n > 1 && path[n - 1] == '/')
+                n--;
+        while (n > 0 && path[n - 1] != '/')
+                n--;
+        if (n == 0)
+                return strdup(".");
+        while (n > 1 && path[n - 1] == '/')
+                n--;
+        return strndup(path, n);
+}
+
+static void ancestor_unwatch(kdp_kubelet_client *k) {
+        if (k->ancestor_wd >= 0)
+                (void) inotify_rm_watch(k->inotify_fd, k->ancestor_wd);
+        if (k->upper_wd >= 0)
+                (void) inotify_rm_watch(k->inotify_fd, k->upper_wd);
+        k->ancestor_wd = k->upper_wd = -1;
+        free(k->ancestor);
+        k->ancestor = NULL;
+}
+
+/*
+ * Watches the nearest existing ancestor of `path`, and its parent, which sees
+ * the ancestor go at once; sets *ret_child to the path below the ancestor.
+ */
+static int ancestor_watch(kdp_kubelet_client *k, const char *path, char **ret_child) {
+        _cleanup_free_ char *child = strdup(path), *up = parent_of(path);
+        int wd = -1;
+
+        ancestor_unwatch(k);
+        while (child && up) {
+                wd = inotify_add_watch(k->inotify_fd, up, ANCESTOR_WATCH);
+                if (wd >= 0 || strcmp(up, "/") == 0 || strcmp(up, ".") == 0)
+                        break;
+                free(child);
+                child = KDP_TAKE_PTR(up);
+                up = parent_of(child);
+        }
+        if (!child || !up)
+                return -ENOMEM;
+        if (wd < 0)
+                return -errno;
+        k->ancestor_wd = wd;
+        if (strcmp(up, "/") != 0 && strcmp(up, ".") != 0) {
+                _cleanup_free_ char *upper = parent_of(up);
+
+                if (upper)
+                        k->upper_wd = inotify_add_watch(k->inotify_fd, upper, ANCESTOR_WATCH);
+        }
+        k->ancestor = KDP_TAKE_PTR(up);
+        if (ret_child)
+                *ret_child = KDP_TAKE_PTR(child);
+        return 0;
+}
+
+/*
+ * Watches dir and its parent if dir exists (true), else its nearest existing
+ * ancestor, for the creation (or arrival) of whatever leads back to dir
+ * (false). Each ancestor is watched before dir is looked for again, so a dir
+ * (or a parent of it) made meanwhile is never missed.
+ */
+static bool dir_rewatch(kdp_kubelet_client *k) {
+        struct stat st;
+
+        ancestor_unwatch(k);
+        for (unsigned tries = 0;; tries++) {
+                _cleanup_free_ char *child = NULL;
+                int error, r;
+
+                k->dir_wd = inotify_add_watch(k->inotify_fd, k->dir, DIR_WATCH);
+                if (k->dir_wd >= 0) {
+                        if (stat(k->dir, &st) == 0) {
+                                k->dir_dev = st.st_dev;
+                                k->dir_ino = st.st_ino;
+                        }
+                        r = ancestor_watch(k, k->dir, NULL);
+                        if (r < 0)
+                                kdp_log_warning_errno(r, "Failed to watch the parent of the kubelet directory",
+                                                      KDP_F_STR("path", k->dir));
+                        return true;
+                }
+                error = -errno;
+                r = ancestor_watch(k, k->dir, &child);
+                if (r < 0) {
+                        kdp_log_error(r, "Failed to watch for the kubelet directory", KDP_F_STR("path", k->dir));
+                        return false;
+                }
+                /*
+                 * dir (or a parent of it) made, or the ancestor removed, before
+                 * the watches were in place: look again (a while; then the next event)
+                 */
+                if (tries >= 8 || ((error != -ENOENT || access(child, F_OK) < 0) && access(k->ancestor, F_OK) == 0))
+                        return false;
+        }
+}
+
+/* True if dir is still the directory watched. */
+static bool dir_present(const kdp_kubelet_client *k) {
+        struct stat st;
+
+        return stat(k->dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == k->dir_dev && st.st_ino == k->dir_ino;
+}
+
+/* dir was removed or moved away: its watch ends, its ancestor is watched for its return. True: back already. */
+static bool dir_lost(kdp_kubelet_client *k) {
+        (void) inotify_rm_watch(k->inotify_fd, k->dir_wd);     /* it would follow a moved dir */
+        k->dir_wd = -1;
+        kdp_log_warning("Kubelet directory is gone; waiting for it to return", KDP_F_STR("path", k->dir));
+        if (dir_rewatch(k)) {
+                kdp_log_info("Kubelet directory is back", KDP_F_STR("path", k->dir));
+                return true;
+        }
+        kdp_log_v(2, "Watching for the kubelet directory", KDP_F_STR("path", k->dir),
+                  KDP_F_STR("watched", k->ancestor));
+        return false;
+}
+
 static void on_inotify(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
         kdp_kubelet_client *k = userdata;
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        bool restarted = false;
+        bool restarted = false, returned = false, check = false;
         ssize_t n;
 
         while ((n = read(fd, buf, sizeof(buf))) > 0)
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *e = (const struct inotify_event *) p;
 
-                        if (e->len > 0 && strcmp(e->name, KDP_KUBELET_SOCKET) == 0 &&
-                            (e->mask & (IN_CREATE | IN_MOVED_TO)))
-                                restarted = true;
                         p += sizeof(*e) + e->len;
+                        if (k->dir_wd >= 0 && e->wd == k->dir_wd) {
+                                if (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED))
+                                        check = true;
+                                else if (e->len > 0 && strcmp(e->name, KDP_KUBELET_SOCKET) == 0 &&
+                                         (e->mask & (IN_CREATE | IN_MOVED_TO)))
+                                        restarted = true;
+                        } else if (e->wd >= 0 && (e->wd == k->ancestor_wd || e->wd == k->upper_wd)) {
+                                if (k->dir_wd >= 0) {
+                                        /* the parents: any news of their entries, or of themselves */
+                                        check = check || (e->mask & (IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |
+                                                                     IN_MOVE_SELF | IN_IGNORED));
+                                        continue;
+                                }
+                                /* any change there may lead back to dir, or take the ancestor away */
+                                if (!dir_rewatch(k))
+                                        continue;
+                                kdp_log_info("Kubelet directory is back", KDP_F_STR("path", k->dir));
+                                returned = true;
+                        }
                 }
+        if (check && k->dir_wd >= 0 && !dir_present(k))
+                returned = dir_lost(k) || returned;
+        /* the endpoints of every registration went with the old dir: re-served as for a new kubelet */
+        if (returned)
+                restarted = true;
         if (!restarted)
                 return;
-        kdp_log_info("Noticed kubelet restart", KDP_F_STR("socket", k->socket_path));
+        if (!returned)
+                kdp_log_info("Noticed kubelet restart", KDP_F_STR("socket", k->socket_path));
         if (k->ev.restarted)
                 k->ev.restarted(k->userdata);
 }
@@ -486,6 +664,7 @@ int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char
         k->loop = loop;
         k->cq = cq;
         k->inotify_fd = -1;
+        k->dir_wd = k->ancestor_wd = k->upper_wd = -1;
         if (ev)
                 k->ev = *ev;
         k->userdata = userdata;
@@ -503,7 +682,7 @@ int kdp_kubelet_client_new(kdp_loop *loop, grpc_completion_queue *cq, const char
                 return kdp_log_error(r, "Failed to create kubelet directory", KDP_F_STR("path", dir));
         }
         k->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        if (k->inotify_fd < 0 || inotify_add_watch(k->inotify_fd, dir, IN_CREATE | IN_MOVED_TO) < 0 ||
+        if (k->inotify_fd < 0 || !dir_rewatch(k) ||
             kdp_loop_add_fd(loop, k->inotify_fd, EPOLLIN, on_inotify, k, &k->inotify_source) < 0) {
                 r = -errno;
                 kdp_kubelet_client_free(k);
@@ -521,6 +700,7 @@ kdp_kubelet_client *kdp_kubelet_client_free(kdp_kubelet_client *k) {
         kdp_loop_remove(k->inotify_source);
         if (k->inotify_fd >= 0)
                 (void) close(k->inotify_fd);
+        free(k->ancestor);
         free(k->dir);
         free(k->socket_path);
         free(k);

@@ -48,6 +48,15 @@
  *     kubelet that accepts and never answers: attempts go on with back-off,
  *     and the next kubelet.sock's event replaces them at once (the attempt
  *     in flight is cancelled with its registration).
+ *   - the directory removed (rm -rf) or moved away (mv dp dp.old): its
+ *     parent, watched too, tells at once (the directory's own IN_DELETE_SELF
+ *     waits until every socket bound in it is closed). While it is gone its
+ *     nearest existing ancestor and that one's parent are watched; when it is
+ *     back, ev->restarted() fires as for a new kubelet: every endpoint went
+ *     with the old directory, so every resource is re-served in the new one.
+ *   - failed attempts inside a restart are ordinary (--v 1); a registration
+ *     still failing after its retry budget (16 attempts, ~30 s) warns, then
+ *     every 60th attempt.
  */
 #pragma once
 

@@ -7,7 +7,9 @@
  * are blocked before grpc_init() so every thread inherits the mask and only
  * the loop's signalfd sees them.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +58,12 @@ static void usage(FILE *f) {
               "                            dir, /var/lib/kubelet/pod-resources/kubelet.sock; '' = never)\n"
               "      --pod-resources-period-ms MS\n"
               "                            ask it this often, and 5 s after Allocate (default 60000)\n"
+              "      --socket-group NAME|GID\n"
+              "                            plugin sockets 0660 and of this group (default: 0600, only the\n"
+              "                            user kdpd runs as may connect), whatever the umask\n"
+              "      --listener-check-ms MS\n"
+              "                            how often each plugin socket is checked to still accept\n"
+              "                            connections; one that stopped is served anew (default 10000)\n"
               "  -v, --v N                 log verbosity, as klog (default 0)\n"
               "  -h, --help                this help, plus the params of the backends given before it\n",
               f);
@@ -106,6 +114,42 @@ static int parse_period(const char *s, uint64_t *ret) {
         return 0;
 }
 
+static int parse_listener_check(const char *s, uint64_t *ret) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+
+        if (*s == '\0' || *s == '-' || *end != '\0' || v < 100 || v > 3600000) {
+                fprintf(stderr, "kdpd: --listener-check-ms takes milliseconds from 100 to 3600000, not '%s'\n", s);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* A group name, or a number (a GID the system may not name). */
+static int parse_group(const char *s, kdp_daemon_options *o) {
+        char buf[16384], *end;
+        struct group gr, *found = NULL;
+        unsigned long v;
+        int r;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (*s != '\0' && *s != '-' && *end == '\0' && errno == 0 && v < (gid_t) -1) {
+                o->socket_gid = (gid_t) v;
+                o->socket_group_set = true;
+                return 0;
+        }
+        r = getgrnam_r(s, &gr, buf, sizeof(buf), &found);
+        if (r != 0 || !found) {
+                fprintf(stderr, "kdpd: --socket-group: no group '%s'%s%s\n", s, r ? ": " : "", r ? strerror(r) : "");
+                return -EINVAL;
+        }
+        o->socket_gid = gr.gr_gid;
+        o->socket_group_set = true;
+        return 0;
+}
+
 static int parse_udev_source(const char *s, const char **ret) {
         if (strcmp(s, "udev") != 0 && strcmp(s, "kernel") != 0) {
                 fprintf(stderr, "kdpd: --udev-source takes 'udev' or 'kernel', not '%s'\n", s);
@@ -117,7 +161,7 @@ static int parse_udev_source(const char *s, const char **ret) {
 
 static int parse_args(int argc, char **argv, args *a) {
         enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV, OPT_STATE,
-               OPT_PODRES, OPT_PODRES_PERIOD };
+               OPT_PODRES, OPT_PODRES_PERIOD, OPT_SOCKET_GROUP, OPT_LISTENER_CHECK };
         static const struct option options[] = {
                 { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
                 { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
@@ -128,6 +172,8 @@ static int parse_args(int argc, char **argv, args *a) {
                 { "state-dir", required_argument, NULL, OPT_STATE },
                 { "pod-resources-socket", required_argument, NULL, OPT_PODRES },
                 { "pod-resources-period-ms", required_argument, NULL, OPT_PODRES_PERIOD },
+                { "socket-group", required_argument, NULL, OPT_SOCKET_GROUP },
+                { "listener-check-ms", required_argument, NULL, OPT_LISTENER_CHECK },
                 { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -148,6 +194,8 @@ static int parse_args(int argc, char **argv, args *a) {
                 case OPT_STATE: a->opts.state_dir = optarg; break;
                 case OPT_PODRES: a->opts.pod_resources_socket = optarg; break;
                 case OPT_PODRES_PERIOD: r = parse_period(optarg, &a->opts.pod_resources_period_ms); break;
+                case OPT_SOCKET_GROUP: r = parse_group(optarg, &a->opts); break;
+                case OPT_LISTENER_CHECK: r = parse_listener_check(optarg, &a->opts.listener_check_ms); break;
                 case 'v': r = parse_verbosity(optarg); break;
                 case 'h': a->help = true; break;
                 default: usage(stderr); return -EINVAL;

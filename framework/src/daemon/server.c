@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +152,7 @@ struct kdp_server_runtime {
         atomic_bool busy;               /* a call came since kdp_server_runtime_idle() */
         void (*on_busy)(void *userdata);
         void *busy_userdata;
+        gid_t socket_gid;               /* (gid_t) -1: sockets 0600, else 0660 and this group */
 };
 
 grpc_status_code kdp_server_status_from_errno(int r) {
@@ -1056,15 +1058,22 @@ static void on_shutdown(kdp_tag *tag, bool ok) {
         server_unref(s);
 }
 
-/* Removes a socket file nobody listens on; leaves a live one alone (-EADDRINUSE). */
+/*
+ * Clears the way for a socket at `path`: removes a socket file nobody listens
+ * on; a live socket is -EADDRINUSE; anything else there (a symlink, broken or
+ * not, a directory, a file) is not ours to remove: -EEXIST.
+ */
 static int remove_stale_socket(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
+        struct stat st;
 
         if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
-        if (access(path, F_OK) < 0)
-                return 0;
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
         strcpy(sa.sun_path, path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
@@ -1076,17 +1085,70 @@ static int remove_stale_socket(const char *path) {
         return 0;
 }
 
+/*
+ * grpc reports a failed bind without its errno: binding the path once
+ * ourselves tells the real one (EACCES, EROFS, ENOENT ...), then the path is
+ * freed again for grpc.
+ */
+static int bind_check(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return -errno;
+        strcpy(sa.sun_path, path);      /* length checked by remove_stale_socket() */
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        if (unlink(path) < 0)
+                return -errno;
+        return 0;
+}
+
+/*
+ * grpc binds and listens inside grpc_server_add_http2_port(). Under umask 0177
+ * the socket is born 0600, so nobody else can connect before its mode and
+ * group are set; the umask is back before any other file is made on this
+ * thread (the loop's), and the mode is set explicitly after, whatever the
+ * umask was.
+ */
+static int add_port(kdp_server *s) {
+        grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+        _cleanup_free_ char *addr = NULL;
+        mode_t old_mask;
+        int ok;
+
+        if (asprintf(&addr, "unix:%s", s->socket_path) < 0) {
+                grpc_server_credentials_release(creds);
+                return -ENOMEM;
+        }
+        old_mask = umask(0177);
+        ok = grpc_server_add_http2_port(s->server, addr, creds);
+        (void) umask(old_mask);
+        grpc_server_credentials_release(creds);
+        if (!ok)
+                return -EADDRINUSE;     /* taken since bind_check(): a race with another process */
+        if ((s->rt->socket_gid != (gid_t) -1 && chown(s->socket_path, (uid_t) -1, s->rt->socket_gid) < 0) ||
+            chmod(s->socket_path, s->rt->socket_gid != (gid_t) -1 ? 0660 : 0600) < 0) {
+                int r = -errno;
+
+                (void) unlink(s->socket_path);
+                return r;
+        }
+        return 0;
+}
+
 static int server_listen(kdp_server *s) {
         grpc_arg args[] = {
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                   .value.integer = (int) KDP_SNAPSHOT_MAX_MESSAGE },
         };
         grpc_channel_args cargs = { .num_args = KDP_ELEMENTSOF(args), .args = args };
-        grpc_server_credentials *creds;
-        _cleanup_free_ char *addr = NULL;
-        int ok, r;
+        int r;
 
         r = remove_stale_socket(s->socket_path);
+        if (r < 0)
+                return r;
+        r = bind_check(s->socket_path);
         if (r < 0)
                 return r;
         s->server = grpc_server_create(&cargs, NULL);
@@ -1098,13 +1160,9 @@ static int server_listen(kdp_server *s) {
                 if (!s->methods[m])
                         return -EIO;
         }
-        if (asprintf(&addr, "unix:%s", s->socket_path) < 0)
-                return -ENOMEM;
-        creds = grpc_insecure_server_credentials_create();
-        ok = grpc_server_add_http2_port(s->server, addr, creds);
-        grpc_server_credentials_release(creds);
-        if (!ok)
-                return -EADDRINUSE;
+        r = add_port(s);
+        if (r < 0)
+                return r;
         grpc_server_start(s->server);
         s->started = true;
         for (int m = 0; m < _M_MAX; m++) {
@@ -1151,8 +1209,7 @@ int kdp_server_new(kdp_server_runtime *rt, const char *resource, const char *soc
                         s->server = NULL;
                 }
                 kdp_server_stop(s);
-                return kdp_log_error(r, "Failed to serve resource", KDP_F_STR("resource", resource),
-                                     KDP_F_STR("socket", socket_path));
+                return r;
         }
         kdp_log_v(2, "Serving resource", KDP_F_STR("resource", resource), KDP_F_STR("socket", socket_path));
         *ret = s;
@@ -1261,6 +1318,7 @@ int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_
                 return -ENOMEM;
         rt->on_busy = on_busy;
         rt->busy_userdata = userdata;
+        rt->socket_gid = (gid_t) -1;
         atomic_init(&rt->busy, false);
         pthread_mutex_init(&rt->lock, NULL);
         pthread_cond_init(&rt->cond, NULL);
@@ -1283,6 +1341,10 @@ int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_
 
 void kdp_server_runtime_idle(kdp_server_runtime *rt) {
         atomic_store(&rt->busy, false);
+}
+
+void kdp_server_runtime_set_socket_group(kdp_server_runtime *rt, gid_t gid) {
+        rt->socket_gid = gid;
 }
 
 grpc_completion_queue *kdp_server_runtime_cq(kdp_server_runtime *rt) {

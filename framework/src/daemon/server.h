@@ -21,6 +21,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include <grpc/grpc.h>
 
@@ -51,6 +52,11 @@ typedef struct kdp_server_events {
 int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_server_runtime **ret);
 /* Re-arms on_busy. Thread-safe. */
 void kdp_server_runtime_idle(kdp_server_runtime *rt);
+/*
+ * Plugin sockets are made 0600 whatever the umask, or, with a group set here
+ * before the first server, 0660 and owned by that group. (gid_t) -1: 0600.
+ */
+void kdp_server_runtime_set_socket_group(kdp_server_runtime *rt, gid_t gid);
 grpc_completion_queue *kdp_server_runtime_cq(kdp_server_runtime *rt);
 /* Cancels the calls of servers stopped more than 500 ms ago (call from a timer after a stop). */
 void kdp_server_runtime_cancel_overdue(kdp_server_runtime *rt);
@@ -59,7 +65,10 @@ kdp_server_runtime *kdp_server_runtime_free(kdp_server_runtime *rt);
 
 /*
  * Serves `resource` on unix socket `socket_path` (removed first if stale).
- * Takes a reference on `snap`. -EADDRINUSE if grpc cannot bind the path.
+ * Takes a reference on `snap`. Fails, unlogged, with the real errno: -EEXIST
+ * when something that is not a socket has the name (a symlink, even broken,
+ * a directory), -EADDRINUSE when a live socket has it, bind's own error else
+ * (-EACCES, -EROFS, -ENOENT ...).
  */
 int kdp_server_new(kdp_server_runtime *rt, const char *resource, const char *socket_path,
                    kdp_backend *backend, kdp_snapshot *snap, const kdp_server_events *ev,
