@@ -56,13 +56,13 @@ many "$T/keys.yaml" 40000 'example:\n' '  k%d: %d\n'
 refuse manykeys '"Omitted more unknown config keys" section="example" omitted=39997 err="Invalid argument"$' --config "$T/keys.yaml" --backend example
 assert_eq "$(count_lines "$T/manykeys.err" '"Unknown config key"')" 3 "unknown key lines of 40 000"
 assert_eq "$(count_lines "$T/manykeys.err" "\"Unknown config key\" key=\"example.k2\" origin=\"$T/keys.yaml:4\" err=\"Invalid argument\"$")" 1 "third unknown key named"
-assert_eq "$(wc -l <"$T/manykeys.err")" 6 "log lines for 40 000 unknown keys (start, 3, the count, exit)"
+assert_eq "$(wc -l <"$T/manykeys.err")" 7 "log lines for 40 000 unknown keys (start, the open file limit, 3, the count, exit)"
 many "$T/dups.yaml" 20000 'example:\n' '  devices: %d\n  x%d: [1]\n'
 refuse manydups "\"Omitted more problems of the config file\" path=\"$T/dups.yaml\" reason=\"duplicate key\" omitted=19996 err=\"Invalid argument\"$" --config "$T/dups.yaml" --backend example
 assert_eq "$(count_lines "$T/manydups.err" "\"Omitted more problems of the config file\" path=\"$T/dups.yaml\" reason=\"value must be a scalar\" omitted=19997 err=\"Invalid argument\"$")" 1 "lists counted"
 assert_eq "$(count_lines "$T/manydups.err" 'reason="duplicate key" err=')" 3 "duplicate key lines"
 assert_eq "$(count_lines "$T/manydups.err" 'reason="value must be a scalar" err=')" 3 "list value lines"
-assert_eq "$(wc -l <"$T/manydups.err")" 10 "log lines for 40 000 problems of two kinds"
+assert_eq "$(wc -l <"$T/manydups.err")" 11 "log lines for 40 000 problems of two kinds (start, the open file limit, 2 × (3, the count), exit)"
 pass "40 000 problems give three lines and a count per kind"
 
 refuse badvalue '"Rejected config value" backend="example" key="example.devices" value="x" origin="-o example.devices=x"' -o example.devices=x --backend example
