@@ -667,6 +667,10 @@ static const kdp_param_spec fpga_params[] = {
                                        "(xilinx.com/fpga- for older AMD plugin names)" },
         { "xilinx_mgmt_node", "false", "also hand out an Alveo card's management node /dev/xclmgmt<N>" },
         { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
+        { "bitstream_dir", "", "where bitstreams lie, as <interface_id>/<afu_id>.gbs (Intel's /srv/intel.com/fpga "
+                               "layout); empty: no programming" },
+        { "program", "", "the AFU each card should carry: <PCI address or interface ID>=<AFU ID>,... (an "
+                         "Alveo card by address: the logic UUID of its xclbin)" },
         { "busy_hold_s", "30", "seconds a passing state (afu_id busy during PR, XRT dev_offline, rom.* gone "
                                "in a reset) keeps the last health before it counts as unhealthy" },
         { 0 },

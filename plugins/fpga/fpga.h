@@ -58,6 +58,17 @@ typedef struct fpga_model_resource {
         char *resource;
 } fpga_model_resource;
 
+/*
+ * One `program` entry: the AFU a card should carry. `target` is a canonical PCI address
+ * ("0000:3b:00.0": that card) or a canonical interface ID (every card whose PR region has it).
+ * For an Alveo card (by address) `afu_id` is the logic UUID of the declared xclbin.
+ */
+typedef struct fpga_program_decl {
+        char target[FPGA_ID_MAX];
+        bool by_address;
+        char afu_id[FPGA_ID_MAX];
+} fpga_program_decl;
+
 typedef struct fpga_config {
         const kdp_backend_ctx *ctx;     /* its params live as long as the ctx */
         fpga_mode mode;
@@ -68,6 +79,9 @@ typedef struct fpga_config {
         bool xilinx_mgmt_node;          /* also hand out /dev/xclmgmt<N> */
         bool cdi;
         uint64_t busy_hold_ms;          /* how long a transient state (EBUSY, dev_offline) keeps health */
+        const char *bitstream_dir;      /* <dir>/<interface_id>/<afu_id>.gbs; NULL: no programming */
+        fpga_program_decl *programs;
+        size_t n_programs;
 } fpga_config;
 
 /* Parses every param (fpga.c declares them); -EINVAL (logged with key, value and origin) for a bad one. */
@@ -80,6 +94,12 @@ const char *fpga_config_mode_to_string(fpga_mode m);
 const char *fpga_config_filtered(const fpga_config *c, const kdp_pci_device *p);
 /* The model_resources entry of the function's vendor:device, else NULL. */
 const char *fpga_config_model_resource(const fpga_config *c, const kdp_pci_device *p);
+/*
+ * The AFU (or, for an Alveo card, the logic UUID) `program` declares for the card at
+ * `pci_address` with PR region `interface_id` (may be NULL): its address entry first, else
+ * its interface ID's; NULL when none.
+ */
+const char *fpga_config_declared(const fpga_config *c, const char *pci_address, const char *interface_id);
 
 /* ---- name.c ---- */
 
