@@ -10,8 +10,10 @@
  *   device_event  pci add/remove/bind/unbind: read the PCI list again at the next scan
  *   allocate      from units[] (gRPC thread, under the backend lock)
  *   pre_start     af mode: each port's afu_id read again and checked against the AFU its
- *                 resource promises; a drifted one goes to the programmer (fpga.h) if one is
- *                 set, else fails the start naming the port and both IDs
+ *                 resource promises; a drifted one is programmed from bitstream_dir
+ *                 (reprogram.c, without the lock, the card's units Unhealthy "programming"
+ *                 meanwhile, one programming per card at a time), else the start fails,
+ *                 logged with the card, the port and both IDs
  *
  * A unit once served stays in the table: unbound, released or removed, it is Unhealthy with
  * the reason instead of vanishing. A port whose afu_id changes moves to the resource of its
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
@@ -31,11 +34,14 @@
 #include <kdp/pci.h>
 
 #include "fpga.h"
+#include "program.h"
 
 #define PCI_RELIST_MS 30000             /* the PCI list is read again at least this often, events or not */
 #define UNIT_NODES_MAX 9                /* an FME, 8 ports */
 #define RESOURCES_MAX 256               /* resources declared since start */
 #define REMOVED "removed from the PCI bus"
+#define PROGRAM_WAIT_MS 20000           /* how long a PreStart waits for another programming of its card */
+#define PROGRAM_POLL_US (50 * 1000)
 
 typedef enum unit_kind {
         UNIT_PORT,                      /* af: one Intel port */
@@ -53,6 +59,7 @@ typedef struct unit {
         char resource[FPGA_RESOURCE_MAX];
         char afu_id[FPGA_ID_MAX];               /* af: the AFU its resource promises */
         char devpath[FPGA_DEVPATH_MAX];         /* a port's sysfs directory (pre_start reads its afu_id) */
+        fpga_fme fme;                           /* a port's card, as the last scan found it */
         char nodes[UNIT_NODES_MAX][FPGA_NODE_MAX];      /* host paths */
         size_t n_nodes;
         int numa_node;
@@ -65,16 +72,21 @@ typedef struct unit {
         fpga_health health;
 } unit;
 
+typedef struct served_resource {
+        char name[FPGA_RESOURCE_MAX];
+        char afu_id[FPGA_ID_MAX];               /* an af resource's AFU; "" for others */
+} served_resource;
+
 typedef struct fpga_state {
         kdp_backend_ctx *ctx;
         fpga_config cfg;
-        fpga_programmer programmer;             /* program == NULL: no programming (fpga.h) */
+        fpga_reprogram_busy busy;               /* cards being programmed now */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         kdp_pci_list_cache pci;
         unsigned relists;                       /* scans that read the PCI list again after an event */
         unit *units;
         size_t n_units;
-        char (*resources)[FPGA_RESOURCE_MAX];   /* every resource served since start */
+        served_resource *resources;             /* every resource served since start */
         size_t n_resources;
 } fpga_state;
 
@@ -91,6 +103,7 @@ static void fpga_fini(void *state) {
                 return;
         kdp_pci_list_cache_done(&s->pci);
         fpga_config_done(&s->cfg);
+        fpga_reprogram_busy_done(&s->busy);
         free(s->units);
         free(s->resources);
         free(s->dev_root);
@@ -144,26 +157,37 @@ static unit *add_unit(fpga_state *s, unit_kind kind, const char *id, const kdp_p
         return n;
 }
 
-static void remember_resource(fpga_state *s, const char *resource) {
-        void *n;
+/* `afu_id`: the AFU an af resource promises, else NULL. */
+static void remember_resource(fpga_state *s, const char *resource, const char *afu_id) {
+        served_resource *n;
 
         for (size_t i = 0; i < s->n_resources; i++)
-                if (strcmp(s->resources[i], resource) == 0)
+                if (strcmp(s->resources[i].name, resource) == 0)
                         return;
         if (s->n_resources >= RESOURCES_MAX || !(n = realloc(s->resources, (s->n_resources + 1) * sizeof(*s->resources))))
                 return;
         s->resources = n;
-        snprintf(s->resources[s->n_resources++], FPGA_RESOURCE_MAX, "%s", resource);
+        n = &s->resources[s->n_resources++];
+        snprintf(n->name, sizeof(n->name), "%s", resource);
+        snprintf(n->afu_id, sizeof(n->afu_id), "%s", afu_id ? afu_id : "");
 }
 
-/* Sets the unit's resource; a port whose AFU changed moves, and says so. */
-static void set_resource(fpga_state *s, unit *u, const char *resource) {
+/* The AFU an af resource served since start promises; NULL for any other resource. */
+static const char *resource_afu(const fpga_state *s, const char *resource) {
+        for (size_t i = 0; i < s->n_resources; i++)
+                if (strcmp(s->resources[i].name, resource) == 0)
+                        return s->resources[i].afu_id[0] ? s->resources[i].afu_id : NULL;
+        return NULL;
+}
+
+/* Sets the unit's resource (an af one promising `afu_id`); a port whose AFU changed moves, and says so. */
+static void set_resource(fpga_state *s, unit *u, const char *resource, const char *afu_id) {
         if (u->resource[0] && strcmp(u->resource, resource) != 0)
                 kdp_backend_log_info(s->ctx, "FPGA moved to another resource", KDP_F_STR("device", u->id),
                                      KDP_F_STR("pciAddress", u->pci_address), KDP_F_STR("from", u->resource),
                                      KDP_F_STR("to", resource));
         snprintf(u->resource, sizeof(u->resource), "%s", resource);
-        remember_resource(s, resource);
+        remember_resource(s, resource, afu_id);
 }
 
 static void unit_node(unit *u, const char *host_path) {
@@ -171,8 +195,8 @@ static void unit_node(unit *u, const char *host_path) {
                 snprintf(u->nodes[u->n_nodes++], FPGA_NODE_MAX, "%s", host_path);
 }
 
-/* Starts a unit's scan: found, with its PCI function's facts and health. */
-static void unit_found(fpga_state *s, unit *u, const kdp_pci_device *p) {
+/* Starts a unit's scan: found, with its PCI function's facts and health; `card`: its FME's PCI function. */
+static void unit_found(fpga_state *s, unit *u, const kdp_pci_device *p, const char *card) {
         _cleanup_free_ char *why = NULL;
         unsigned checks = KDP_HEALTH_PCI_PRESENT | KDP_HEALTH_PCI_DRIVER | KDP_HEALTH_PCI_AER_FATAL;
         bool bound = strcmp(p->driver, u->driver) == 0;
@@ -187,7 +211,7 @@ static void unit_found(fpga_state *s, unit *u, const kdp_pci_device *p) {
         u->bound = bound;
         if (kdp_health_pci_check(s->ctx, u->pci_address, u->driver, checks, &u->pci, &why) == KDP_UNHEALTHY && why)
                 fpga_health_add(u->health.reason, strcmp(why, "device removed") == 0 ? REMOVED : why);
-        if (s->programmer.busy && s->programmer.busy(s->programmer.userdata, u->pci_address))
+        if (fpga_reprogram_busy_has(&s->busy, card))
                 fpga_health_add(u->health.reason, "programming");
 }
 
@@ -239,6 +263,25 @@ static const char *intel_resource(const fpga_state *s, const kdp_pci_device *p, 
         return NULL;
 }
 
+/*
+ * With bitstream_dir, a port listed under an af resource whose afu_id drifted stays under that
+ * resource (PreStart programs the promised AFU back); Unhealthy when the bitstream is missing.
+ */
+static bool keep_drifted(fpga_state *s, unit *u, const fpga_fme *fme, const fpga_port *port) {
+        _cleanup_free_ char *path = NULL;
+        char text[FPGA_REASON_MAX];
+
+        if (!s->cfg.bitstream_dir || !u->resource[0] || !resource_afu(s, u->resource) || port->afu_err < 0 ||
+            fpga_name_id_all_f(port->afu_id) || strcmp(port->afu_id, u->afu_id) == 0)
+                return false;
+        if (fpga_program_gbs_path(s->cfg.bitstream_dir, fme->interface_id, u->afu_id, &path) < 0 ||
+            access(path, F_OK) < 0) {
+                snprintf(text, sizeof(text), "carries AFU %s; no bitstream %s", port->afu_id, path ? path : "for its AFU");
+                fpga_health_add(u->health.reason, text);
+        }
+        return true;
+}
+
 /* A port in af mode. */
 static void scan_port(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *l, const fpga_discovery *d,
                       const fpga_port *port) {
@@ -267,11 +310,15 @@ static void scan_port(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *
         }
         if (!u && !(u = add_unit(s, UNIT_PORT, port->name, p)))
                 return;
-        unit_found(s, u, p);
-        /* a port whose AFU crashed (all f) or is busy stays where it was; first seen so, it goes by Intel's name */
-        if (!no_name && (!u->resource[0] || (!fpga_name_id_all_f(port->afu_id) &&
-                                             !fpga_name_id_all_f(fme->interface_id)))) {
-                set_resource(s, u, resource);
+        unit_found(s, u, p, fme->pci_address);
+        u->fme = *fme;
+        /*
+         * a port whose AFU crashed (all f) or is busy stays where it was, and so does a drifted one
+         * that PreStart can program back; first seen so, it goes by Intel's name
+         */
+        if (!keep_drifted(s, u, fme, port) && !no_name &&
+            (!u->resource[0] || (!fpga_name_id_all_f(port->afu_id) && !fpga_name_id_all_f(fme->interface_id)))) {
+                set_resource(s, u, resource, fpga_config_model_resource(&s->cfg, p) ? NULL : port->afu_id);
                 snprintf(u->afu_id, sizeof(u->afu_id), "%s", port->afu_id);
         }
         snprintf(u->devpath, sizeof(u->devpath), "%s", port->devpath);
@@ -313,9 +360,9 @@ static void scan_region(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list
         }
         if (!u && !(u = add_unit(s, UNIT_REGION, fme->name, p)))
                 return;
-        unit_found(s, u, p);
+        unit_found(s, u, p, fme->pci_address);
         if (!no_name && (!u->resource[0] || !fpga_name_id_all_f(fme->interface_id)))
-                set_resource(s, u, resource);
+                set_resource(s, u, resource, NULL);
         for (size_t i = 0; i < d->n_ports; i++) {
                 char prefix[FPGA_SYSNAME_MAX + 4];
 
@@ -369,9 +416,9 @@ static void scan_xrt(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *l
         }
         if (!u && !(u = add_unit(s, UNIT_XRT, x->user, p)))
                 return;
-        unit_found(s, u, p);
+        unit_found(s, u, p, NULL);
         if (named)
-                set_resource(s, u, resource);
+                set_resource(s, u, resource, NULL);
         unit_node(u, x->render_node);
         if (s->cfg.xilinx_mgmt_node)
                 unit_node(u, x->mgmt_node);
@@ -510,7 +557,7 @@ static int fpga_scan(void *state, kdp_device_tree *tree) {
         fpga_discover_done(&d);
 
         for (size_t i = 0; i < s->n_resources; i++)
-                (void) kdp_device_tree_add_resource(tree, s->resources[i]);
+                (void) kdp_device_tree_add_resource(tree, s->resources[i].name);
         for (size_t i = 0; i < s->n_units; i++) {
                 unit *u = &s->units[i];
 
@@ -608,48 +655,103 @@ static int fpga_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_re
 
 /* ---- PreStartContainer ---- */
 
+static int pause_unlocked(void *userdata) {
+        (void) userdata;
+        (void) usleep(PROGRAM_POLL_US);
+        return 0;
+}
+
 /*
- * af mode: every port must still carry the AFU its resource promises (someone may have
- * reprogrammed it since it was listed). A drifted port goes to the programmer when one is set;
- * else the container start fails, logged with the port, its card and both IDs.
+ * Loads `want` into a drifted port (its afu_id read `now`) from bitstream_dir, without the lock;
+ * its card is busy meanwhile. `u` is not valid after (scans ran).
  */
-static int check_port(fpga_state *s, const unit *u) {
+static int reprogram(fpga_state *s, const unit *u, const fpga_port *now, const char *want) {
+        _cleanup_(fpga_reprogram_job_done) fpga_reprogram_job job = { 0 };
         _cleanup_free_ char *why = NULL;
-        fpga_port now = { .fme = -1 };
         int r;
 
+        r = fpga_reprogram_job_init(s->ctx, s->cfg.bitstream_dir, &u->fme, now, want, &job, &why);
+        if (r < 0)
+                return kdp_backend_log_error(s->ctx, r, "Cannot program the port before the container start",
+                                             KDP_F_STR("device", u->id), KDP_F_STR("card", u->fme.pci_address),
+                                             KDP_F_STR("want", want), KDP_F_STR("have", now->afu_id),
+                                             KDP_F_STR("reason", why ? why : ""));
+        r = fpga_reprogram_busy_add(&s->busy, job.card);
+        if (r < 0)
+                return r;
+        kdp_backend_log_info(s->ctx, "Programming the port before the container start", KDP_F_STR("device", job.port),
+                             KDP_F_STR("card", job.card), KDP_F_STR("want", job.want), KDP_F_STR("have", job.have),
+                             KDP_F_STR("bitstream", job.gbs_path));
+        r = kdp_backend_run_unlocked(s->ctx, fpga_reprogram_job_run, &job);
+        fpga_reprogram_busy_remove(&s->busy, job.card);
+        if (r < 0)
+                return kdp_backend_log_error(s->ctx, r, "Cannot program the port before the container start",
+                                             KDP_F_STR("device", job.port), KDP_F_STR("card", job.card),
+                                             KDP_F_STR("want", job.want), KDP_F_STR("have", job.have),
+                                             KDP_F_STR("reason", job.reason ? job.reason : ""));
+        kdp_backend_log_info(s->ctx, "Programmed the port before the container start", KDP_F_STR("device", job.port),
+                             KDP_F_STR("card", job.card), KDP_F_STR("afu", job.want));
+        return 0;
+}
+
+/* The port must carry `want`: read its afu_id again; a drifted one is programmed, or fails the start. */
+static int check_afu(fpga_state *s, const unit *u, const char *want) {
+        fpga_port now = { .fme = -1 };
+
+        snprintf(now.name, sizeof(now.name), "%s", u->id);
         snprintf(now.devpath, sizeof(now.devpath), "%s", u->devpath);
+        snprintf(now.pci_address, sizeof(now.pci_address), "%s", u->pci_address);
         fpga_discover_read_afu(s->ctx, &now);
         if (now.afu_err < 0)
                 return kdp_backend_log_error(s->ctx, now.afu_err, "Cannot read the port's afu_id before the container start",
                                              KDP_F_STR("device", u->id), KDP_F_STR("pciAddress", u->pci_address));
-        if (strcmp(now.afu_id, u->afu_id) == 0)
+        if (strcmp(now.afu_id, want) == 0)
                 return 0;
-        if (!s->programmer.program)
+        if (!s->cfg.bitstream_dir)
                 return kdp_backend_log_error(s->ctx, -EIO, "Port carries another AFU than its resource promises",
                                              KDP_F_STR("device", u->id), KDP_F_STR("pciAddress", u->pci_address),
-                                             KDP_F_STR("resource", u->resource), KDP_F_STR("want", u->afu_id),
+                                             KDP_F_STR("resource", u->resource), KDP_F_STR("want", want),
                                              KDP_F_STR("have", now.afu_id));
-        snprintf(now.name, sizeof(now.name), "%s", u->id);
-        snprintf(now.pci_address, sizeof(now.pci_address), "%s", u->pci_address);
-        r = s->programmer.program(s->programmer.userdata, &now, NULL, u->afu_id, &why);
-        if (r < 0)
-                return kdp_backend_log_error(s->ctx, r, "Cannot program the port before the container start",
-                                             KDP_F_STR("device", u->id), KDP_F_STR("want", u->afu_id),
-                                             KDP_F_STR("have", now.afu_id), KDP_F_STR("reason", why ? why : ""));
-        return 0;
+        return reprogram(s, u, &now, want);
+}
+
+/*
+ * af mode: every port must still carry the AFU its resource promises: the AFU of the af
+ * resource the kubelet names (the port may have moved away from it since it was listed), or
+ * for a model_resources name the port's AFU as listed. Waits (unlocked) while another
+ * programming of the port's card runs.
+ */
+static int check_port(fpga_state *s, const char *resource, const char *id) {
+        const char *promised = resource_afu(s, resource);
+        char want[FPGA_ID_MAX];
+        uint64_t until = now_ms(s) + PROGRAM_WAIT_MS;
+        const unit *u;
+
+        if (promised)
+                snprintf(want, sizeof(want), "%s", promised);   /* the table may grow while unlocked */
+        for (;;) {
+                u = promised ? find_unit(s, UNIT_PORT, id) : unit_by_id(s, resource, id);
+                if (!u || u->kind != UNIT_PORT)
+                        return 0;       /* regions and Alveo cards promise no AFU */
+                if (!fpga_reprogram_busy_has(&s->busy, u->fme.pci_address))
+                        break;
+                if (now_ms(s) >= until)
+                        return kdp_backend_log_error(s->ctx, -EBUSY, "Port's card still being programmed at the "
+                                                                     "container start",
+                                                     KDP_F_STR("device", u->id), KDP_F_STR("card", u->fme.pci_address));
+                (void) kdp_backend_run_unlocked(s->ctx, pause_unlocked, NULL);
+        }
+        if (!promised)
+                snprintf(want, sizeof(want), "%s", u->afu_id);
+        return check_afu(s, u, want);
 }
 
 static int fpga_pre_start(void *state, const kdp_prestart_request *req) {
         fpga_state *s = state;
 
         for (size_t i = 0; i < req->n_device_ids; i++) {
-                const unit *u = unit_by_id(s, req->resource, req->device_ids[i]);
-                int r;
+                int r = check_port(s, req->resource, req->device_ids[i]);
 
-                if (!u || u->kind != UNIT_PORT)
-                        continue;       /* regions and Alveo cards promise no AFU */
-                r = check_port(s, u);
                 if (r < 0)
                         return r;
         }

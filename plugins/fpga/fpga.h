@@ -3,8 +3,10 @@
  * The FPGA backend's internal interfaces (one section per module):
  *
  *   fpga.c      ops; the table of FPGA units seen since start; scan, health hysteresis,
- *               Allocate, PreStartContainer's afu_id check
- *   config.c    params -> fpga_config; mode, allow/deny, model_resources, Xilinx names
+ *               Allocate, PreStartContainer's afu_id check and reprogramming
+ *   reprogram.c one port's programming as a job run without the lock; the cards being programmed
+ *   config.c    params -> fpga_config; mode, allow/deny, model_resources, Xilinx names,
+ *               program and bitstream_dir
  *   name.c      resource names: Intel's af-/region- encoding, AMD's <VBNV>-<timestamp>
  *   discover.c  sysfs -> fpga_discovery: Intel DFL and OPAE containers (FMEs, ports, the PR
  *               region's interface ID), Alveo user and management PFs (XRT); never opens a node
@@ -14,14 +16,13 @@
  * on the gRPC thread, pre_start on a worker thread. discover.c and health.c only read sysfs
  * (and stat /dev); they hold no state between calls.
  *
- * Programming (partial reconfiguration of a DFL port through its FME) plugs in through
- * fpga_programmer below, a table of callbacks in the backend's state (fpga.c, fpga_state,
- * all NULL today). A programming module fills it in fpga_init and frees what it holds in
- * fpga_fini; the backend then calls `program` from pre_start for a port whose afu_id drifted
- * from what its resource promises (on the worker thread, under the backend's lock), and
- * `busy` at every scan, marking the units of a card being programmed Unhealthy with the
- * reason "programming" (the module asks for the scans it needs with kdp_backend_rescan_after()).
- * Without a programmer a drifted port fails the container start, logged with the port and
+ * Programming (partial reconfiguration of a DFL port through its FME): program.c parses GBS
+ * files and runs the PR; reprogram.c turns a port of the backend's table into a job for it and
+ * keeps the set of cards being programmed. pre_start programs a port whose afu_id drifted from
+ * what its resource promises from <bitstream_dir>/<interface_id>/<afu_id>.gbs, the job run
+ * through kdp_backend_run_unlocked() (Allocate, scans and other PreStarts go on meanwhile); each
+ * scan marks the units of a card being programmed Unhealthy with the reason "programming".
+ * Without bitstream_dir a drifted port fails the container start, logged with the port and
  * both AFU IDs. XRT cards carry the loaded xclbin's logic UUID (fpga_xrt.logic_uuid) for a
  * check against a declared one.
  */
@@ -142,6 +143,7 @@ typedef struct fpga_fme {
         fpga_layout layout;
         char interface_id[FPGA_ID_MAX];         /* canonical; "" when unreadable */
         int interface_err;                      /* 0, or the -errno of reading it */
+        char interface_file[FPGA_DEVPATH_MAX + 128];    /* below devices/: the file it was read from */
 } fpga_fme;
 
 /* One port: the PR region's user side, with its AFU. */
@@ -231,18 +233,43 @@ void fpga_health_xrt(const kdp_backend_ctx *ctx, const fpga_xrt *x, bool want_mg
 /* Appends "; "-joined text to a reason buffer. */
 void fpga_health_add(char reason[FPGA_REASON_MAX], const char *text);
 
-/* ---- programming (program.c plugs in here) ---- */
+/* ---- reprogram.c ---- */
 
 /*
- * What programs a port: `program` loads the bitstream of `want_afu_id` into `port` (through its
- * FME's node, DFL_FPGA_FME_PORT_PR) and returns 0 once the port reads `want_afu_id`, or a
- * -errno with *ret_reason (free()) saying why; pre_start passes fme NULL and the port's name,
- * PCI address and sysfs directory (the FME follows from them). `busy` tells whether the card
- * of a PCI function is being programmed now.
+ * One programming of a port from bitstream_dir, in two halves: fpga_reprogram_job_init() under
+ * the backend's lock copies all it needs out of the backend's state; fpga_reprogram_job_run()
+ * (a kdp_backend_unlocked_fn) then programs through program.c without the lock, touching only
+ * the job. The job owns its strings.
  */
-typedef struct fpga_programmer {
-        void *userdata;
-        int (*program)(void *userdata, const fpga_port *port, const fpga_fme *fme, const char *want_afu_id,
-                       char **ret_reason);
-        bool (*busy)(void *userdata, const char *pci_address);
-} fpga_programmer;
+typedef struct fpga_reprogram_job {
+        char card[KDP_PCI_ADDRESS_MAX];         /* the FME's PCI function: what is busy meanwhile */
+        char port[FPGA_SYSNAME_MAX];
+        char want[FPGA_ID_MAX], have[FPGA_ID_MAX];
+        char *fme_node, *compat_path, *afu_path, *gbs_path;
+        uint32_t port_id;
+        char *reason;                           /* why fpga_reprogram_job_run() failed (free()) */
+} fpga_reprogram_job;
+
+/*
+ * A job loading `want` into `port` (its afu_id read `port->afu_id`) through `fme`, from
+ * <bitstream_dir>/<interface_id>/<want>.gbs. -EOPNOTSUPP for a card programming cannot reach
+ * (OPAE driver, no FME node), -ENOENT when the bitstream file is missing, or the -errno of
+ * reading the port's id; *ret_reason (free()) names the card, the port and both AFU IDs.
+ */
+int fpga_reprogram_job_init(const kdp_backend_ctx *ctx, const char *bitstream_dir, const fpga_fme *fme,
+                            const fpga_port *port, const char *want, fpga_reprogram_job *ret, char **ret_reason);
+/* fpga_program_run() for the job (blocks for the programming); its error in job->reason. */
+int fpga_reprogram_job_run(void *job);
+void fpga_reprogram_job_done(fpga_reprogram_job *j);
+
+/* The cards being programmed now, by PCI address: one programming per card at a time. */
+typedef struct fpga_reprogram_busy {
+        char (*cards)[KDP_PCI_ADDRESS_MAX];
+        size_t n;
+} fpga_reprogram_busy;
+
+bool fpga_reprogram_busy_has(const fpga_reprogram_busy *b, const char *card);
+/* -EBUSY when the card is in already, else 0 or -ENOMEM. */
+int fpga_reprogram_busy_add(fpga_reprogram_busy *b, const char *card);
+void fpga_reprogram_busy_remove(fpga_reprogram_busy *b, const char *card);
+void fpga_reprogram_busy_done(fpga_reprogram_busy *b);
