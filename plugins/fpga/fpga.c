@@ -385,6 +385,22 @@ static void scan_region(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list
 
 /* ---- AMD ---- */
 
+/* A `program` entry for the card (its user or management PF) names the xclbin's logic UUID it must carry. */
+static void check_xclbin(fpga_state *s, unit *u, const fpga_xrt *x) {
+        const char *want = fpga_config_declared(&s->cfg, x->user, NULL);
+        char text[FPGA_REASON_MAX];
+
+        if (!want && x->mgmt[0])
+                want = fpga_config_declared(&s->cfg, x->mgmt, NULL);
+        if (!want || strcmp(want, x->logic_uuid) == 0)
+                return;
+        if (x->logic_uuid[0])
+                snprintf(text, sizeof(text), "xclbin logic UUID %s, not the declared %s", x->logic_uuid, want);
+        else
+                snprintf(text, sizeof(text), "no xclbin logic UUID readable, the declared is %s", want);
+        fpga_health_add(u->health.reason, text);
+}
+
 static void scan_xrt(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *l, const fpga_xrt *x) {
         const kdp_pci_device *p = kdp_pci_list_find(l, x->user);
         char resource[FPGA_RESOURCE_MAX], why[FPGA_REASON_MAX];
@@ -423,6 +439,7 @@ static void scan_xrt(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *l
         if (s->cfg.xilinx_mgmt_node)
                 unit_node(u, x->mgmt_node);
         fpga_health_xrt(s->ctx, x, s->cfg.xilinx_mgmt_node, &u->health);
+        check_xclbin(s, u, x);
 }
 
 /* ---- health over time ---- */

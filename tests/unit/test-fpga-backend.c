@@ -205,6 +205,30 @@ START_TEST(test_fpga_xrt_cards_by_shell) {
 }
 END_TEST
 
+/* `program` by address for an Alveo card: the loaded xclbin's logic UUID must be the declared one. */
+START_TEST(test_fpga_xrt_declared_xclbin) {
+        _cleanup_(kdp_test_rm_rfp) char *root = two_u250();
+        kdp_test_backend b;
+
+        open_ok(&b, root, (const char *const[]){ "fpga.program=3b:00.1=3C3FBE4B-0BC4-A4D7-E1E3-D7C1F2A9E1DC, "
+                                                 "0000:d8:00.0=" KDP_TEST_FPGA_NLB0, NULL });
+        kdp_test_backend_scan(&b, root);
+        expect_devices(&b, U250, "0000:3b:00.1 Healthy numa=0 /dev/dri/renderD128:rwm\n"
+                                 "0000:d8:00.1 Unhealthy (xclbin logic UUID 3c3fbe4b0bc4a4d7e1e3d7c1f2a9e1dc, not "
+                                 "the declared " KDP_TEST_FPGA_NLB0 ") numa=1 /dev/dri/renderD129:rwm\n");
+        /* another xclbin loaded on card 0 (by XRT's tools), card 1's unreadable */
+        kdp_test_fpga_attr(root, "pci0000:3a/0000:3a:00.0/0000:3b:00.1", "logic_uuids",
+                           "3c3fbe4b0bc4a4d7e1e3d7c1f2a9e1dc\n" KDP_TEST_FPGA_NLB3);
+        kdp_test_tree_remove(root, "sys/devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1/logic_uuids");
+        kdp_test_backend_scan(&b, root);
+        expect_devices(&b, U250, "0000:3b:00.1 Unhealthy (xclbin logic UUID " KDP_TEST_FPGA_NLB3 ", not the declared "
+                                 "3c3fbe4b0bc4a4d7e1e3d7c1f2a9e1dc) numa=0 /dev/dri/renderD128:rwm\n"
+                                 "0000:d8:00.1 Unhealthy (no xclbin logic UUID readable, the declared is "
+                                 KDP_TEST_FPGA_NLB0 ") numa=1 /dev/dri/renderD129:rwm\n");
+        kdp_test_backend_done(&b);
+}
+END_TEST
+
 START_TEST(test_fpga_model_resources_and_filters) {
         _cleanup_(kdp_test_rm_rfp) char *root = two_d5005();
         kdp_test_backend b;
@@ -623,6 +647,7 @@ static Suite *fpga_backend_suite(void) {
         suite_add_tcase(s, tc);
         tc = tcase_create("config-and-rpcs");
         tcase_add_test(tc, test_fpga_rejects_bad_config);
+        tcase_add_test(tc, test_fpga_xrt_declared_xclbin);
         tcase_add_test(tc, test_fpga_program_config_errors_name_key_value_origin);
         tcase_add_test(tc, test_fpga_program_config_declares_by_address_then_interface);
         tcase_add_test(tc, test_fpga_allocate_answers);
