@@ -42,6 +42,7 @@
 #define REMOVED "removed from the PCI bus"
 #define PROGRAM_WAIT_MS 20000           /* how long a PreStart waits for another programming of its card */
 #define PROGRAM_POLL_US (50 * 1000)
+#define PROGRAM_RESCAN_MS 250           /* scans while a programming at start or reload runs */
 
 typedef enum unit_kind {
         UNIT_PORT,                      /* af: one Intel port */
@@ -60,6 +61,8 @@ typedef struct unit {
         char afu_id[FPGA_ID_MAX];               /* af: the AFU its resource promises */
         char devpath[FPGA_DEVPATH_MAX];         /* a port's sysfs directory (pre_start reads its afu_id) */
         fpga_fme fme;                           /* a port's card, as the last scan found it */
+        unsigned program_round;                 /* the round (start, reloads) `program` last looked at it */
+        char program_failed[FPGA_REASON_MAX];   /* why that round's programming failed; "" if it did not */
         char nodes[UNIT_NODES_MAX][FPGA_NODE_MAX];      /* host paths */
         size_t n_nodes;
         int numa_node;
@@ -81,6 +84,8 @@ typedef struct fpga_state {
         kdp_backend_ctx *ctx;
         fpga_config cfg;
         fpga_reprogram_busy busy;               /* cards being programmed now */
+        fpga_reprogram_runner runner;           /* programming at start and reload */
+        unsigned program_round;                 /* 1 at start, +1 at each reload */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         kdp_pci_list_cache pci;
         unsigned relists;                       /* scans that read the PCI list again after an event */
@@ -101,6 +106,7 @@ static void fpga_fini(void *state) {
 
         if (!s)
                 return;
+        fpga_reprogram_runner_done(&s->runner);         /* first: a programming in progress ends */
         kdp_pci_list_cache_done(&s->pci);
         fpga_config_done(&s->cfg);
         fpga_reprogram_busy_done(&s->busy);
@@ -117,6 +123,12 @@ static int fpga_init(kdp_backend_ctx *ctx, void **ret_state) {
         if (!s)
                 return -ENOMEM;
         s->ctx = ctx;
+        s->program_round = 1;
+        r = fpga_reprogram_runner_init(&s->runner);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
         r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
         if (r >= 0) {
                 size_t n = strlen(s->dev_root);
@@ -271,8 +283,11 @@ static bool keep_drifted(fpga_state *s, unit *u, const fpga_fme *fme, const fpga
         _cleanup_free_ char *path = NULL;
         char text[FPGA_REASON_MAX];
 
+        const char *declared = fpga_config_declared(&s->cfg, fme->pci_address, fme->interface_id);
+
         if (!s->cfg.bitstream_dir || !u->resource[0] || !resource_afu(s, u->resource) || port->afu_err < 0 ||
-            fpga_name_id_all_f(port->afu_id) || strcmp(port->afu_id, u->afu_id) == 0)
+            fpga_name_id_all_f(port->afu_id) || strcmp(port->afu_id, u->afu_id) == 0 ||
+            (declared && strcmp(port->afu_id, declared) == 0))
                 return false;
         if (fpga_program_gbs_path(s->cfg.bitstream_dir, fme->interface_id, u->afu_id, &path) < 0 ||
             access(path, F_OK) < 0) {
@@ -280,6 +295,74 @@ static bool keep_drifted(fpga_state *s, unit *u, const fpga_fme *fme, const fpga
                 fpga_health_add(u->health.reason, text);
         }
         return true;
+}
+
+/*
+ * At start and at each reload (a new round): a port of a card `program` declares that does not
+ * carry the declared AFU is programmed on a thread of its own; the scans show it "programming",
+ * reap the result (reap_programs()) and move the port to its new AFU's resource.
+ */
+static void program_declared(fpga_state *s, unit *u, const fpga_fme *fme, const fpga_port *port) {
+        _cleanup_(fpga_reprogram_job_done) fpga_reprogram_job job = { 0 };
+        _cleanup_free_ char *why = NULL;
+        const char *want = fpga_config_declared(&s->cfg, fme->pci_address, fme->interface_id);
+        int r;
+
+        if (!want || u->program_round == s->program_round || port->afu_err < 0 ||
+            fpga_reprogram_busy_has(&s->busy, fme->pci_address))
+                return;         /* none declared, looked at this round, or later: afu_id busy, the card programming */
+        u->program_round = s->program_round;
+        u->program_failed[0] = '\0';
+        if (strcmp(port->afu_id, want) == 0)
+                return;
+        if (!s->cfg.bitstream_dir) {
+                snprintf(u->program_failed, sizeof(u->program_failed),
+                         "declared AFU %s, and no fpga.bitstream_dir to program it from", want);
+                return;
+        }
+        r = fpga_reprogram_job_init(s->ctx, s->cfg.bitstream_dir, fme, port, want, &job, &why);
+        if (r >= 0)
+                r = fpga_reprogram_busy_add(&s->busy, job.card);
+        if (r >= 0) {
+                kdp_backend_log_info(s->ctx, "Programming the declared AFU", KDP_F_STR("device", job.port),
+                                     KDP_F_STR("card", job.card), KDP_F_STR("want", job.want),
+                                     KDP_F_STR("have", job.have), KDP_F_STR("bitstream", job.gbs_path));
+                r = fpga_reprogram_start(&s->runner, &job);
+                if (r < 0)
+                        fpga_reprogram_busy_remove(&s->busy, fme->pci_address);
+        }
+        if (r < 0) {
+                kdp_backend_log_error(s->ctx, r, "Cannot program the declared AFU", KDP_F_STR("device", u->id),
+                                      KDP_F_STR("card", fme->pci_address), KDP_F_STR("want", want),
+                                      KDP_F_STR("have", port->afu_id), KDP_F_STR("reason", why ? why : ""));
+                snprintf(u->program_failed, sizeof(u->program_failed), "%s", why ? why : strerror(-r));
+                return;
+        }
+        fpga_health_add(u->health.reason, "programming");
+}
+
+/* The programmings at start or reload that ended: the card is free again; a failure stays the port's reason. */
+static void reap_programs(fpga_state *s) {
+        fpga_reprogram_job job;
+        int result;
+
+        while (fpga_reprogram_reap(&s->runner, &job, &result) > 0) {
+                unit *u = find_unit(s, UNIT_PORT, job.port);
+
+                fpga_reprogram_busy_remove(&s->busy, job.card);
+                if (result < 0) {
+                        kdp_backend_log_error(s->ctx, result, "Cannot program the declared AFU",
+                                              KDP_F_STR("device", job.port), KDP_F_STR("card", job.card),
+                                              KDP_F_STR("want", job.want), KDP_F_STR("have", job.have),
+                                              KDP_F_STR("reason", job.reason ? job.reason : ""));
+                        if (u)
+                                snprintf(u->program_failed, sizeof(u->program_failed),
+                                         "programming the declared AFU %s failed: %s", job.want, strerror(-result));
+                } else
+                        kdp_backend_log_info(s->ctx, "Programmed the declared AFU", KDP_F_STR("device", job.port),
+                                             KDP_F_STR("card", job.card), KDP_F_STR("afu", job.want));
+                fpga_reprogram_job_done(&job);
+        }
 }
 
 /* A port in af mode. */
@@ -321,6 +404,9 @@ static void scan_port(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *
                 set_resource(s, u, resource, fpga_config_model_resource(&s->cfg, p) ? NULL : port->afu_id);
                 snprintf(u->afu_id, sizeof(u->afu_id), "%s", port->afu_id);
         }
+        program_declared(s, u, fme, port);
+        if (u->program_failed[0])
+                fpga_health_add(u->health.reason, u->program_failed);
         snprintf(u->devpath, sizeof(u->devpath), "%s", port->devpath);
         unit_node(u, port->devnode);
         fpga_health_port(s->ctx, port, &part);
@@ -548,6 +634,7 @@ static int fpga_scan(void *state, kdp_device_tree *tree) {
         const kdp_pci_list *l;
         int r;
 
+        reap_programs(s);
         if (s->relists > 0) {
                 s->relists--;
                 s->pci.dirty = true;
@@ -585,9 +672,18 @@ static int fpga_scan(void *state, kdp_device_tree *tree) {
                 /* a refused device is noted by the tree, under the unit's PCI address */
                 (void) emit_unit(s, tree, u);
         }
+        if (fpga_reprogram_running(&s->runner) > 0 && (!next || next > PROGRAM_RESCAN_MS))
+                next = PROGRAM_RESCAN_MS;
         if (next)
                 (void) kdp_backend_rescan_after(s->ctx, (uint32_t) (next > UINT32_MAX ? UINT32_MAX : next));
         return 0;
+}
+
+/* kdpd's SIGHUP with this backend's config unchanged: declared cards are looked at again (a retry). */
+static void fpga_reload(void *state) {
+        fpga_state *s = state;
+
+        s->program_round++;
 }
 
 static void fpga_device_event(void *state, const kdp_device_event *ev) {
@@ -810,6 +906,7 @@ static const kdp_backend_ops fpga_ops = {
         .pre_start = fpga_pre_start,
         .rescan_interval_ms = 2000,     /* error registers, afu_id, XRT status and hwmon send no uevent */
         .device_event = fpga_device_event,
+        .reload = fpga_reload,
 };
 
 KDP_BACKEND_REGISTER(fpga_ops);

@@ -28,6 +28,7 @@
  */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -273,3 +274,25 @@ bool fpga_reprogram_busy_has(const fpga_reprogram_busy *b, const char *card);
 int fpga_reprogram_busy_add(fpga_reprogram_busy *b, const char *card);
 void fpga_reprogram_busy_remove(fpga_reprogram_busy *b, const char *card);
 void fpga_reprogram_busy_done(fpga_reprogram_busy *b);
+
+/*
+ * Programming at start and at reload runs each job on a thread of its own, so that no hook
+ * waits for it; the scans reap the finished ones (on the loop thread, under the backend's lock).
+ * The runner's lock guards only its list.
+ */
+typedef struct fpga_reprogram_thread fpga_reprogram_thread;
+typedef struct fpga_reprogram_runner {
+        pthread_mutex_t lock;
+        fpga_reprogram_thread *threads;
+        size_t n_running;                       /* not reaped yet */
+} fpga_reprogram_runner;
+
+int fpga_reprogram_runner_init(fpga_reprogram_runner *r);
+/* Runs fpga_reprogram_job_run() on a new thread; takes *job (left zeroed) on success. */
+int fpga_reprogram_start(fpga_reprogram_runner *r, fpga_reprogram_job *job);
+/* One finished job into *ret_job (the caller's to fpga_reprogram_job_done()) and its result: 1; 0 when none finished. */
+int fpga_reprogram_reap(fpga_reprogram_runner *r, fpga_reprogram_job *ret_job, int *ret_result);
+/* Jobs started and not reaped. */
+size_t fpga_reprogram_running(fpga_reprogram_runner *r);
+/* Waits for every thread (a programming in progress ends first), then frees everything. */
+void fpga_reprogram_runner_done(fpga_reprogram_runner *r);

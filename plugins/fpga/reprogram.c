@@ -8,6 +8,7 @@
  *   locked again         fpga_reprogram_busy_remove(card)
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,4 +141,100 @@ void fpga_reprogram_busy_remove(fpga_reprogram_busy *b, const char *card) {
 void fpga_reprogram_busy_done(fpga_reprogram_busy *b) {
         free(b->cards);
         *b = (fpga_reprogram_busy){ 0 };
+}
+
+/* ---- jobs on threads of their own ---- */
+
+struct fpga_reprogram_thread {
+        fpga_reprogram_runner *runner;
+        pthread_t thread;
+        fpga_reprogram_job job;
+        int result;
+        bool done;                      /* under runner->lock */
+        fpga_reprogram_thread *next;
+};
+
+static void *thread_main(void *userdata) {
+        fpga_reprogram_thread *t = userdata;
+        int r = fpga_reprogram_job_run(&t->job);
+
+        pthread_mutex_lock(&t->runner->lock);
+        t->result = r;
+        t->done = true;
+        pthread_mutex_unlock(&t->runner->lock);
+        return NULL;
+}
+
+int fpga_reprogram_runner_init(fpga_reprogram_runner *r) {
+        *r = (fpga_reprogram_runner){ 0 };
+        return -pthread_mutex_init(&r->lock, NULL);
+}
+
+int fpga_reprogram_start(fpga_reprogram_runner *r, fpga_reprogram_job *job) {
+        fpga_reprogram_thread *t = calloc(1, sizeof(*t));
+        int e;
+
+        if (!t)
+                return -ENOMEM;
+        t->runner = r;
+        t->job = *job;
+        pthread_mutex_lock(&r->lock);
+        e = pthread_create(&t->thread, NULL, thread_main, t);
+        if (e == 0) {
+                t->next = r->threads;
+                r->threads = t;
+                r->n_running++;
+        }
+        pthread_mutex_unlock(&r->lock);
+        if (e != 0) {
+                free(t);
+                return -e;
+        }
+        *job = (fpga_reprogram_job){ 0 };       /* the thread's now */
+        return 0;
+}
+
+int fpga_reprogram_reap(fpga_reprogram_runner *r, fpga_reprogram_job *ret_job, int *ret_result) {
+        fpga_reprogram_thread *t = NULL;
+
+        pthread_mutex_lock(&r->lock);
+        for (fpga_reprogram_thread **p = &r->threads; *p; p = &(*p)->next)
+                if ((*p)->done) {
+                        t = *p;
+                        *p = t->next;
+                        r->n_running--;
+                        break;
+                }
+        pthread_mutex_unlock(&r->lock);
+        if (!t)
+                return 0;
+        (void) pthread_join(t->thread, NULL);
+        *ret_job = t->job;
+        *ret_result = t->result;
+        free(t);
+        return 1;
+}
+
+size_t fpga_reprogram_running(fpga_reprogram_runner *r) {
+        size_t n;
+
+        pthread_mutex_lock(&r->lock);
+        n = r->n_running;
+        pthread_mutex_unlock(&r->lock);
+        return n;
+}
+
+void fpga_reprogram_runner_done(fpga_reprogram_runner *r) {
+        fpga_reprogram_thread *t = r->threads;
+
+        while (t) {
+                fpga_reprogram_thread *next = t->next;
+
+                (void) pthread_join(t->thread, NULL);
+                fpga_reprogram_job_done(&t->job);
+                free(t);
+                t = next;
+        }
+        r->threads = NULL;
+        (void) pthread_mutex_destroy(&r->lock);
 }

@@ -3,7 +3,9 @@
 # whose FME nodes sim-node emulates): a port reprogrammed behind kdp's back stays under its resource
 # and is programmed back from bitstream_dir before the container starts; without the bitstream it
 # is Unhealthy and the start fails, naming the card and both AFU IDs; a slow programming of one card shows its port
-# Unhealthy "programming" while Allocate and PreStart of the other card answer.
+# Unhealthy "programming" while Allocate and PreStart of the other card answer. Then `program`:
+# a declared card programmed at start, again at a reload after a drift (slowly: "programming"
+# meanwhile), and a failing programming leaving the port Unhealthy until the next reload.
 . "$(dirname "$0")/lib.sh"
 
 NODE="$KDP_SOURCE_DIR/tests/fixtures/nodes/fpga-d5005.umockdev"
@@ -59,5 +61,51 @@ echo "fpga-pr dfl-fme.1 good 0" >&9
 wait_line "$T/slow.out" '^prestart ok$'
 wait_devices $AF "^devices resource=$AF capacity=2 allocatable=2 healthy=dfl-port.0,dfl-port.1 unhealthy= "
 pass "a slow programming holds only its card: Allocate and PreStart of the other answer, the port is Unhealthy \"programming\" meanwhile"
+stop_kdpd
+stop_kubelet
+
+# ---- program: card 1 declared to carry NLB3, programmed at start and at each reload ----
+write_gbs "$BITS" $IFID $NLB3
+run_node decl -o fpga.bitstream_dir="$BITS" -o fpga.program=0000:d8:00.0=$NLB3
+ERR="$T/kdpd-decl.err"
+PROGRAMMED="\"Programmed the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" afu=\"$NLB3\"$"
+wait_line "$ERR" "\"Programming the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" bitstream=\"$BITS/$IFID/$NLB3.gbs\"$"
+wait_line "$ERR" "$PROGRAMMED"
+wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=1 healthy=dfl-port.1 unhealthy= numa=dfl-port.1:1$"
+wait_devices $AF "^devices resource=$AF capacity=1 allocatable=1 healthy=dfl-port.0 unhealthy= numa=dfl-port.0:0$"
+pass "a declared card is programmed at start and its port appears under its new AFU's resource"
+
+# drifted, then a reload: programmed again, slowly; the port is Unhealthy "programming" meanwhile
+S=$(socket_of $AF)
+echo "drift platform/dfl-port.1 $NLB0" >&9
+echo "fpga-pr dfl-fme.1 slow 3600000" >&9
+echo "echo drifted-2" >&9
+wait_line "$T/kdpd-decl.out" '^drifted-2$'
+kill -HUP "$KDPD_PID"
+wait_line "$ERR" "\"Device became unhealthy\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming\"$"
+assert_eq "$("$KDPCTL" allocate --socket "$S" dfl-port.0 | tr '\n' '|')" \
+        "env KDP_FPGA_PCI_ADDRESSES=0000:3b:00.0|device /dev/dfl-port.0 /dev/dfl-port.0 rw|" "Allocate of card 0 meanwhile"
+assert_eq "$(count_lines "$ERR" "$PROGRAMMED")" 1 "still programming"
+echo "fpga-pr dfl-fme.1 good 0" >&9
+wait_count "$ERR" "$PROGRAMMED" 2
+wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=1 healthy=dfl-port.1 unhealthy= "
+pass "at reload a drifted declared card is programmed again, Unhealthy \"programming\" meanwhile"
+
+# a failing programming leaves the port Unhealthy with the reason, until a reload retries
+echo "drift platform/dfl-port.1 $NLB0" >&9
+echo "fpga-pr dfl-fme.1 fail" >&9
+echo "echo drifted-3" >&9
+wait_line "$T/kdpd-decl.out" '^drifted-3$'
+kill -HUP "$KDPD_PID"
+wait_line "$ERR" "\"Cannot program the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" reason=\"programming card 0000:d8:00.0 port 0 with AFU $NLB3 \(interface $IFID\) from $BITS/$IFID/$NLB3.gbs through /dev/dfl-fme.1 failed: Input/output error\" err=\"Input/output error\"$"
+wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming the declared AFU $NLB3 failed: Input/output error\"$"
+wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=0 healthy= unhealthy=dfl-port.1 "
+echo "fpga-pr dfl-fme.1 good" >&9
+echo "echo good-3" >&9
+wait_line "$T/kdpd-decl.out" '^good-3$'
+kill -HUP "$KDPD_PID"
+wait_count "$ERR" "$PROGRAMMED" 3
+wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=1 healthy=dfl-port.1 unhealthy= "
+pass "a failed programming leaves the port Unhealthy with the reason; the next reload retries"
 stop_kdpd
 pass "kdpd stopped cleanly"
