@@ -6,7 +6,12 @@
  *   init          params -> state
  *   scan          PCI list -> fpga_discover() -> units (what is served: a port in af mode, an
  *                 FME with its ports in region modes, an Alveo card) -> devices; health read
- *                 anew each time (the periodic rescan polls what sends no event)
+ *                 anew each time (the periodic rescan polls what sends no event); af mode:
+ *                 a port of a card `program` declares that does not carry its AFU is
+ *                 programmed on a thread of its own once per round (start, each reload),
+ *                 Unhealthy "programming" meanwhile, the result reaped by a later scan; an
+ *                 Alveo card's logic UUID checked against its declared one
+ *   reload        the next round of `program`: declared cards are looked at again
  *   device_event  pci add/remove/bind/unbind: read the PCI list again at the next scan
  *   allocate      from units[] (gRPC thread, under the backend lock)
  *   pre_start     af mode: each port's afu_id read again and checked against the AFU its
@@ -17,7 +22,8 @@
  *
  * A unit once served stays in the table: unbound, released or removed, it is Unhealthy with
  * the reason instead of vanishing. A port whose afu_id changes moves to the resource of its
- * new AFU; a resource once served stays declared (capacity 0 when empty). A transient state
+ * new AFU, unless bitstream_dir holds the bitstream of the AFU it was listed with (PreStart
+ * programs that back; the declared AFU moves it all the same); a resource once served stays declared (capacity 0 when empty). A transient state
  * (afu_id busy during PR or reset, XRT dev_offline, rom.* gone in a reset) keeps the unit's
  * health and resource for busy_hold_s; a unit first seen in one is not served until it ends.
  * What scan looks at and does not serve is declared with kdp_device_tree_not_served().
