@@ -841,13 +841,14 @@ static int check_afu(fpga_state *s, const unit *u, const char *want) {
  * programming of the port's card runs.
  */
 static int check_port(fpga_state *s, const char *resource, const char *id) {
-        const char *promised = resource_afu(s, resource);
+        const char *af = resource_afu(s, resource);
+        bool promised = af;
         char want[FPGA_ID_MAX];
         uint64_t until = now_ms(s) + PROGRAM_WAIT_MS;
         const unit *u;
 
-        if (promised)
-                snprintf(want, sizeof(want), "%s", promised);   /* the table may grow while unlocked */
+        if (af)
+                snprintf(want, sizeof(want), "%s", af);         /* the table may grow while unlocked */
         for (;;) {
                 u = promised ? find_unit(s, UNIT_PORT, id) : unit_by_id(s, resource, id);
                 if (!u || u->kind != UNIT_PORT)
