@@ -3,9 +3,11 @@
  * The FPGA backend's config (see fpga.h and README.md): its params, parsed once in init into an
  * fpga_config, and the rules that follow from them: which mode, which cards allow/deny let
  * through, which resource a model_resources entry gives a card. allow, deny and model_resources
- * take the GPU backend's forms. A bad value is logged with the key, the value, where it was set
+ * take the GPU backend's forms; `program` declares per card (PCI address) or per kind of card
+ * (interface ID) the AFU it should carry, whose bitstream lies under `bitstream_dir`. A bad value is logged with the key, the value, where it was set
  * (file:line or the -o flag) and why, and init fails.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include <kdp/cleanup.h>
 
 #include "fpga.h"
+#include "program.h"
 
 #define HOLD_MAX_S 3600
 
@@ -165,6 +168,61 @@ static int parse_models(fpga_config *c) {
         return r;
 }
 
+/* "3b:00.0" or "0000:3B:00.0" -> "0000:3b:00.0"; false unless a PCI address. */
+static bool canonical_address(const char *text, char ret[FPGA_ID_MAX]) {
+        if (!is_pci_address(text) || strlen(text) >= FPGA_ID_MAX - 5)
+                return false;
+        snprintf(ret, FPGA_ID_MAX, "%s%s", strlen(text) == 7 ? "0000:" : "", text);
+        for (char *p = ret; *p; p++)
+                *p = (char) tolower((unsigned char) *p);
+        return true;
+}
+
+/* One `program` entry: <PCI address or interface ID>=<AFU ID>. */
+static int add_program(fpga_config *c, const char *entry) {
+        const char *eq = strchr(entry, '=');
+        fpga_program_decl d = { 0 }, *nd;
+        _cleanup_free_ char *target = NULL;
+
+        if (!eq || eq == entry || !eq[1])
+                return reject(c, "program", entry, "expected <PCI address or interface ID>=<AFU ID>");
+        target = strndup(entry, (size_t) (eq - entry));
+        if (!target)
+                return -ENOMEM;
+        d.by_address = canonical_address(target, d.target);
+        if (!d.by_address && fpga_program_canonical_id(target, d.target) < 0)
+                return reject(c, "program", entry, "the card is neither a PCI address nor an interface ID "
+                                                   "(32 to 64 hex digits)");
+        if (fpga_program_canonical_id(eq + 1, d.afu_id) < 0)
+                return reject(c, "program", entry, "the AFU ID is not 32 to 64 hex digits");
+        if (!d.by_address && !c->bitstream_dir)
+                return reject(c, "program", entry, "programming by interface ID needs fpga.bitstream_dir");
+        for (size_t i = 0; i < c->n_programs; i++)
+                if (strcmp(c->programs[i].target, d.target) == 0)
+                        return reject(c, "program", entry, "the card is declared twice");
+        nd = realloc(c->programs, (c->n_programs + 1) * sizeof(*nd));
+        if (!nd)
+                return -ENOMEM;
+        c->programs = nd;
+        c->programs[c->n_programs++] = d;
+        return 0;
+}
+
+static int parse_programs(fpga_config *c) {
+        const char *dir = kdp_backend_param(c->ctx, "bitstream_dir");
+        char **v = NULL;
+        int r;
+
+        if (dir && dir[0] && dir[0] != '/')
+                return reject(c, "bitstream_dir", dir, "not an absolute path");
+        c->bitstream_dir = dir && dir[0] ? dir : NULL;
+        r = list_entries(kdp_backend_param(c->ctx, "program"), &v);
+        for (size_t i = 0; r >= 0 && v[i]; i++)
+                r = add_program(c, v[i]);
+        strv_free(v);
+        return r;
+}
+
 static int parse_all(fpga_config *c) {
         const char *mode = kdp_backend_param(c->ctx, "mode");
         int64_t hold;
@@ -178,7 +236,7 @@ static int parse_all(fpga_config *c) {
                 return reject(c, "xilinx_prefix", c->xilinx_prefix ? c->xilinx_prefix : "",
                               "expected a domain and '/' (amd.com/), optionally the start of the name");
         if ((r = parse_filter(c, "allow", &c->allow)) < 0 || (r = parse_filter(c, "deny", &c->deny)) < 0 ||
-            (r = parse_models(c)) < 0)
+            (r = parse_models(c)) < 0 || (r = parse_programs(c)) < 0)
                 return r;
         if ((r = kdp_backend_param_bool(c->ctx, "xilinx_mgmt_node", &c->xilinx_mgmt_node)) < 0 ||
             (r = kdp_backend_param_bool(c->ctx, "cdi", &c->cdi)) < 0 ||
@@ -224,6 +282,16 @@ const char *fpga_config_model_resource(const fpga_config *c, const kdp_pci_devic
         return NULL;
 }
 
+const char *fpga_config_declared(const fpga_config *c, const char *pci_address, const char *interface_id) {
+        for (size_t i = 0; i < c->n_programs; i++)
+                if (c->programs[i].by_address && strcasecmp(c->programs[i].target, pci_address) == 0)
+                        return c->programs[i].afu_id;
+        for (size_t i = 0; interface_id && i < c->n_programs; i++)
+                if (!c->programs[i].by_address && strcmp(c->programs[i].target, interface_id) == 0)
+                        return c->programs[i].afu_id;
+        return NULL;
+}
+
 int fpga_config_parse(const kdp_backend_ctx *ctx, fpga_config *ret) {
         fpga_config c = { .ctx = ctx };
         int r = parse_all(&c);
@@ -242,5 +310,6 @@ void fpga_config_done(fpga_config *c) {
         for (size_t i = 0; i < c->n_models; i++)
                 free(c->models[i].resource);
         free(c->models);
+        free(c->programs);
         *c = (fpga_config){ 0 };
 }

@@ -214,6 +214,7 @@ static int add_fme(fpga_discovery *d, const kdp_backend_ctx *ctx, const kdp_pci_
         read_devnode(ctx, n->devpath, name, n->devnode);
         if (layout == FPGA_LAYOUT_OPAE) {
                 n->interface_err = read_id(ctx, n->devpath, "pr/interface_id", n->interface_id);
+                snprintf(n->interface_file, sizeof(n->interface_file), "%s/pr/interface_id", n->devpath);
                 return 0;
         }
         /* the PR region: dfl-fme-region.<n>/fpga_region/region<m>/compat_id */
@@ -229,6 +230,8 @@ static int add_fme(fpga_discovery *d, const kdp_backend_ctx *ctx, const kdp_pci_
                                 break;
                         }
                         n->interface_err = read_id(ctx, fme_rel, "compat_id", n->interface_id);
+                        if (n->interface_err >= 0)
+                                snprintf(n->interface_file, sizeof(n->interface_file), "%s/compat_id", fme_rel);
                         free(fme_rel);
                         fme_rel = NULL;
                         if (n->interface_err >= 0)

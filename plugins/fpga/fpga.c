@@ -6,16 +6,24 @@
  *   init          params -> state
  *   scan          PCI list -> fpga_discover() -> units (what is served: a port in af mode, an
  *                 FME with its ports in region modes, an Alveo card) -> devices; health read
- *                 anew each time (the periodic rescan polls what sends no event)
+ *                 anew each time (the periodic rescan polls what sends no event); af mode:
+ *                 a port of a card `program` declares that does not carry its AFU is
+ *                 programmed on a thread of its own once per round (start, each reload),
+ *                 Unhealthy "programming" meanwhile, the result reaped by a later scan; an
+ *                 Alveo card's logic UUID checked against its declared one
+ *   reload        the next round of `program`: declared cards are looked at again
  *   device_event  pci add/remove/bind/unbind: read the PCI list again at the next scan
  *   allocate      from units[] (gRPC thread, under the backend lock)
  *   pre_start     af mode: each port's afu_id read again and checked against the AFU its
- *                 resource promises; a drifted one goes to the programmer (fpga.h) if one is
- *                 set, else fails the start naming the port and both IDs
+ *                 resource promises; a drifted one is programmed from bitstream_dir
+ *                 (reprogram.c, without the lock, the card's units Unhealthy "programming"
+ *                 meanwhile, one programming per card at a time), else the start fails,
+ *                 logged with the card, the port and both IDs
  *
  * A unit once served stays in the table: unbound, released or removed, it is Unhealthy with
  * the reason instead of vanishing. A port whose afu_id changes moves to the resource of its
- * new AFU; a resource once served stays declared (capacity 0 when empty). A transient state
+ * new AFU, unless bitstream_dir holds the bitstream of the AFU it was listed with (PreStart
+ * programs that back; the declared AFU moves it all the same); a resource once served stays declared (capacity 0 when empty). A transient state
  * (afu_id busy during PR or reset, XRT dev_offline, rom.* gone in a reset) keeps the unit's
  * health and resource for busy_hold_s; a unit first seen in one is not served until it ends.
  * What scan looks at and does not serve is declared with kdp_device_tree_not_served().
@@ -24,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
@@ -31,11 +40,15 @@
 #include <kdp/pci.h>
 
 #include "fpga.h"
+#include "program.h"
 
 #define PCI_RELIST_MS 30000             /* the PCI list is read again at least this often, events or not */
 #define UNIT_NODES_MAX 9                /* an FME, 8 ports */
 #define RESOURCES_MAX 256               /* resources declared since start */
 #define REMOVED "removed from the PCI bus"
+#define PROGRAM_WAIT_MS 20000           /* how long a PreStart waits for another programming of its card */
+#define PROGRAM_POLL_US (50 * 1000)
+#define PROGRAM_RESCAN_MS 250           /* scans while a programming at start or reload runs */
 
 typedef enum unit_kind {
         UNIT_PORT,                      /* af: one Intel port */
@@ -53,6 +66,9 @@ typedef struct unit {
         char resource[FPGA_RESOURCE_MAX];
         char afu_id[FPGA_ID_MAX];               /* af: the AFU its resource promises */
         char devpath[FPGA_DEVPATH_MAX];         /* a port's sysfs directory (pre_start reads its afu_id) */
+        fpga_fme fme;                           /* a port's card, as the last scan found it */
+        unsigned program_round;                 /* the round (start, reloads) `program` last looked at it */
+        char program_failed[FPGA_REASON_MAX];   /* why that round's programming failed; "" if it did not */
         char nodes[UNIT_NODES_MAX][FPGA_NODE_MAX];      /* host paths */
         size_t n_nodes;
         int numa_node;
@@ -65,16 +81,23 @@ typedef struct unit {
         fpga_health health;
 } unit;
 
+typedef struct served_resource {
+        char name[FPGA_RESOURCE_MAX];
+        char afu_id[FPGA_ID_MAX];               /* an af resource's AFU; "" for others */
+} served_resource;
+
 typedef struct fpga_state {
         kdp_backend_ctx *ctx;
         fpga_config cfg;
-        fpga_programmer programmer;             /* program == NULL: no programming (fpga.h) */
+        fpga_reprogram_busy busy;               /* cards being programmed now */
+        fpga_reprogram_runner runner;           /* programming at start and reload */
+        unsigned program_round;                 /* 1 at start, +1 at each reload */
         char *dev_root;                         /* --dev-root without a trailing '/' */
         kdp_pci_list_cache pci;
         unsigned relists;                       /* scans that read the PCI list again after an event */
         unit *units;
         size_t n_units;
-        char (*resources)[FPGA_RESOURCE_MAX];   /* every resource served since start */
+        served_resource *resources;             /* every resource served since start */
         size_t n_resources;
 } fpga_state;
 
@@ -89,8 +112,10 @@ static void fpga_fini(void *state) {
 
         if (!s)
                 return;
+        fpga_reprogram_runner_done(&s->runner);         /* first: a programming in progress ends */
         kdp_pci_list_cache_done(&s->pci);
         fpga_config_done(&s->cfg);
+        fpga_reprogram_busy_done(&s->busy);
         free(s->units);
         free(s->resources);
         free(s->dev_root);
@@ -104,6 +129,12 @@ static int fpga_init(kdp_backend_ctx *ctx, void **ret_state) {
         if (!s)
                 return -ENOMEM;
         s->ctx = ctx;
+        s->program_round = 1;
+        r = fpga_reprogram_runner_init(&s->runner);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
         r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
         if (r >= 0) {
                 size_t n = strlen(s->dev_root);
@@ -144,26 +175,37 @@ static unit *add_unit(fpga_state *s, unit_kind kind, const char *id, const kdp_p
         return n;
 }
 
-static void remember_resource(fpga_state *s, const char *resource) {
-        void *n;
+/* `afu_id`: the AFU an af resource promises, else NULL. */
+static void remember_resource(fpga_state *s, const char *resource, const char *afu_id) {
+        served_resource *n;
 
         for (size_t i = 0; i < s->n_resources; i++)
-                if (strcmp(s->resources[i], resource) == 0)
+                if (strcmp(s->resources[i].name, resource) == 0)
                         return;
         if (s->n_resources >= RESOURCES_MAX || !(n = realloc(s->resources, (s->n_resources + 1) * sizeof(*s->resources))))
                 return;
         s->resources = n;
-        snprintf(s->resources[s->n_resources++], FPGA_RESOURCE_MAX, "%s", resource);
+        n = &s->resources[s->n_resources++];
+        snprintf(n->name, sizeof(n->name), "%s", resource);
+        snprintf(n->afu_id, sizeof(n->afu_id), "%s", afu_id ? afu_id : "");
 }
 
-/* Sets the unit's resource; a port whose AFU changed moves, and says so. */
-static void set_resource(fpga_state *s, unit *u, const char *resource) {
+/* The AFU an af resource served since start promises; NULL for any other resource. */
+static const char *resource_afu(const fpga_state *s, const char *resource) {
+        for (size_t i = 0; i < s->n_resources; i++)
+                if (strcmp(s->resources[i].name, resource) == 0)
+                        return s->resources[i].afu_id[0] ? s->resources[i].afu_id : NULL;
+        return NULL;
+}
+
+/* Sets the unit's resource (an af one promising `afu_id`); a port whose AFU changed moves, and says so. */
+static void set_resource(fpga_state *s, unit *u, const char *resource, const char *afu_id) {
         if (u->resource[0] && strcmp(u->resource, resource) != 0)
                 kdp_backend_log_info(s->ctx, "FPGA moved to another resource", KDP_F_STR("device", u->id),
                                      KDP_F_STR("pciAddress", u->pci_address), KDP_F_STR("from", u->resource),
                                      KDP_F_STR("to", resource));
         snprintf(u->resource, sizeof(u->resource), "%s", resource);
-        remember_resource(s, resource);
+        remember_resource(s, resource, afu_id);
 }
 
 static void unit_node(unit *u, const char *host_path) {
@@ -171,8 +213,8 @@ static void unit_node(unit *u, const char *host_path) {
                 snprintf(u->nodes[u->n_nodes++], FPGA_NODE_MAX, "%s", host_path);
 }
 
-/* Starts a unit's scan: found, with its PCI function's facts and health. */
-static void unit_found(fpga_state *s, unit *u, const kdp_pci_device *p) {
+/* Starts a unit's scan: found, with its PCI function's facts and health; `card`: its FME's PCI function. */
+static void unit_found(fpga_state *s, unit *u, const kdp_pci_device *p, const char *card) {
         _cleanup_free_ char *why = NULL;
         unsigned checks = KDP_HEALTH_PCI_PRESENT | KDP_HEALTH_PCI_DRIVER | KDP_HEALTH_PCI_AER_FATAL;
         bool bound = strcmp(p->driver, u->driver) == 0;
@@ -187,7 +229,7 @@ static void unit_found(fpga_state *s, unit *u, const kdp_pci_device *p) {
         u->bound = bound;
         if (kdp_health_pci_check(s->ctx, u->pci_address, u->driver, checks, &u->pci, &why) == KDP_UNHEALTHY && why)
                 fpga_health_add(u->health.reason, strcmp(why, "device removed") == 0 ? REMOVED : why);
-        if (s->programmer.busy && s->programmer.busy(s->programmer.userdata, u->pci_address))
+        if (fpga_reprogram_busy_has(&s->busy, card))
                 fpga_health_add(u->health.reason, "programming");
 }
 
@@ -239,6 +281,96 @@ static const char *intel_resource(const fpga_state *s, const kdp_pci_device *p, 
         return NULL;
 }
 
+/*
+ * With bitstream_dir, a port listed under an af resource whose afu_id drifted stays under that
+ * resource (PreStart programs the promised AFU back); Unhealthy when the bitstream is missing.
+ */
+static bool keep_drifted(fpga_state *s, unit *u, const fpga_fme *fme, const fpga_port *port) {
+        _cleanup_free_ char *path = NULL;
+        char text[FPGA_REASON_MAX];
+
+        const char *declared = fpga_config_declared(&s->cfg, fme->pci_address, fme->interface_id);
+
+        if (!s->cfg.bitstream_dir || !u->resource[0] || !resource_afu(s, u->resource) || port->afu_err < 0 ||
+            fpga_name_id_all_f(port->afu_id) || strcmp(port->afu_id, u->afu_id) == 0 ||
+            (declared && strcmp(port->afu_id, declared) == 0))
+                return false;
+        if (fpga_program_gbs_path(s->cfg.bitstream_dir, fme->interface_id, u->afu_id, &path) < 0 ||
+            access(path, F_OK) < 0) {
+                snprintf(text, sizeof(text), "carries AFU %s; no bitstream %s", port->afu_id, path ? path : "for its AFU");
+                fpga_health_add(u->health.reason, text);
+        }
+        return true;
+}
+
+/*
+ * At start and at each reload (a new round): a port of a card `program` declares that does not
+ * carry the declared AFU is programmed on a thread of its own; the scans show it "programming",
+ * reap the result (reap_programs()) and move the port to its new AFU's resource.
+ */
+static void program_declared(fpga_state *s, unit *u, const fpga_fme *fme, const fpga_port *port) {
+        _cleanup_(fpga_reprogram_job_done) fpga_reprogram_job job = { 0 };
+        _cleanup_free_ char *why = NULL;
+        const char *want = fpga_config_declared(&s->cfg, fme->pci_address, fme->interface_id);
+        int r;
+
+        if (!want || u->program_round == s->program_round || port->afu_err < 0 ||
+            fpga_reprogram_busy_has(&s->busy, fme->pci_address))
+                return;         /* none declared, looked at this round, or later: afu_id busy, the card programming */
+        u->program_round = s->program_round;
+        u->program_failed[0] = '\0';
+        if (strcmp(port->afu_id, want) == 0)
+                return;
+        if (!s->cfg.bitstream_dir) {
+                snprintf(u->program_failed, sizeof(u->program_failed),
+                         "declared AFU %s, and no fpga.bitstream_dir to program it from", want);
+                return;
+        }
+        r = fpga_reprogram_job_init(s->ctx, s->cfg.bitstream_dir, fme, port, want, &job, &why);
+        if (r >= 0)
+                r = fpga_reprogram_busy_add(&s->busy, job.card);
+        if (r >= 0) {
+                kdp_backend_log_info(s->ctx, "Programming the declared AFU", KDP_F_STR("device", job.port),
+                                     KDP_F_STR("card", job.card), KDP_F_STR("want", job.want),
+                                     KDP_F_STR("have", job.have), KDP_F_STR("bitstream", job.gbs_path));
+                r = fpga_reprogram_start(&s->runner, &job);
+                if (r < 0)
+                        fpga_reprogram_busy_remove(&s->busy, fme->pci_address);
+        }
+        if (r < 0) {
+                kdp_backend_log_error(s->ctx, r, "Cannot program the declared AFU", KDP_F_STR("device", u->id),
+                                      KDP_F_STR("card", fme->pci_address), KDP_F_STR("want", want),
+                                      KDP_F_STR("have", port->afu_id), KDP_F_STR("reason", why ? why : ""));
+                snprintf(u->program_failed, sizeof(u->program_failed), "%s", why ? why : strerror(-r));
+                return;
+        }
+        fpga_health_add(u->health.reason, "programming");
+}
+
+/* The programmings at start or reload that ended: the card is free again; a failure stays the port's reason. */
+static void reap_programs(fpga_state *s) {
+        fpga_reprogram_job job;
+        int result;
+
+        while (fpga_reprogram_reap(&s->runner, &job, &result) > 0) {
+                unit *u = find_unit(s, UNIT_PORT, job.port);
+
+                fpga_reprogram_busy_remove(&s->busy, job.card);
+                if (result < 0) {
+                        kdp_backend_log_error(s->ctx, result, "Cannot program the declared AFU",
+                                              KDP_F_STR("device", job.port), KDP_F_STR("card", job.card),
+                                              KDP_F_STR("want", job.want), KDP_F_STR("have", job.have),
+                                              KDP_F_STR("reason", job.reason ? job.reason : ""));
+                        if (u)
+                                snprintf(u->program_failed, sizeof(u->program_failed),
+                                         "programming the declared AFU %s failed: %s", job.want, strerror(-result));
+                } else
+                        kdp_backend_log_info(s->ctx, "Programmed the declared AFU", KDP_F_STR("device", job.port),
+                                             KDP_F_STR("card", job.card), KDP_F_STR("afu", job.want));
+                fpga_reprogram_job_done(&job);
+        }
+}
+
 /* A port in af mode. */
 static void scan_port(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *l, const fpga_discovery *d,
                       const fpga_port *port) {
@@ -267,13 +399,20 @@ static void scan_port(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *
         }
         if (!u && !(u = add_unit(s, UNIT_PORT, port->name, p)))
                 return;
-        unit_found(s, u, p);
-        /* a port whose AFU crashed (all f) or is busy stays where it was; first seen so, it goes by Intel's name */
-        if (!no_name && (!u->resource[0] || (!fpga_name_id_all_f(port->afu_id) &&
-                                             !fpga_name_id_all_f(fme->interface_id)))) {
-                set_resource(s, u, resource);
+        unit_found(s, u, p, fme->pci_address);
+        u->fme = *fme;
+        /*
+         * a port whose AFU crashed (all f) or is busy stays where it was, and so does a drifted one
+         * that PreStart can program back; first seen so, it goes by Intel's name
+         */
+        if (!keep_drifted(s, u, fme, port) && !no_name &&
+            (!u->resource[0] || (!fpga_name_id_all_f(port->afu_id) && !fpga_name_id_all_f(fme->interface_id)))) {
+                set_resource(s, u, resource, fpga_config_model_resource(&s->cfg, p) ? NULL : port->afu_id);
                 snprintf(u->afu_id, sizeof(u->afu_id), "%s", port->afu_id);
         }
+        program_declared(s, u, fme, port);
+        if (u->program_failed[0])
+                fpga_health_add(u->health.reason, u->program_failed);
         snprintf(u->devpath, sizeof(u->devpath), "%s", port->devpath);
         unit_node(u, port->devnode);
         fpga_health_port(s->ctx, port, &part);
@@ -313,9 +452,9 @@ static void scan_region(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list
         }
         if (!u && !(u = add_unit(s, UNIT_REGION, fme->name, p)))
                 return;
-        unit_found(s, u, p);
+        unit_found(s, u, p, fme->pci_address);
         if (!no_name && (!u->resource[0] || !fpga_name_id_all_f(fme->interface_id)))
-                set_resource(s, u, resource);
+                set_resource(s, u, resource, NULL);
         for (size_t i = 0; i < d->n_ports; i++) {
                 char prefix[FPGA_SYSNAME_MAX + 4];
 
@@ -337,6 +476,22 @@ static void scan_region(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list
 }
 
 /* ---- AMD ---- */
+
+/* A `program` entry for the card (its user or management PF) names the xclbin's logic UUID it must carry. */
+static void check_xclbin(fpga_state *s, unit *u, const fpga_xrt *x) {
+        const char *want = fpga_config_declared(&s->cfg, x->user, NULL);
+        char text[FPGA_REASON_MAX];
+
+        if (!want && x->mgmt[0])
+                want = fpga_config_declared(&s->cfg, x->mgmt, NULL);
+        if (!want || strcmp(want, x->logic_uuid) == 0)
+                return;
+        if (x->logic_uuid[0])
+                snprintf(text, sizeof(text), "xclbin logic UUID %s, not the declared %s", x->logic_uuid, want);
+        else
+                snprintf(text, sizeof(text), "no xclbin logic UUID readable, the declared is %s", want);
+        fpga_health_add(u->health.reason, text);
+}
 
 static void scan_xrt(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *l, const fpga_xrt *x) {
         const kdp_pci_device *p = kdp_pci_list_find(l, x->user);
@@ -369,13 +524,14 @@ static void scan_xrt(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list *l
         }
         if (!u && !(u = add_unit(s, UNIT_XRT, x->user, p)))
                 return;
-        unit_found(s, u, p);
+        unit_found(s, u, p, NULL);
         if (named)
-                set_resource(s, u, resource);
+                set_resource(s, u, resource, NULL);
         unit_node(u, x->render_node);
         if (s->cfg.xilinx_mgmt_node)
                 unit_node(u, x->mgmt_node);
         fpga_health_xrt(s->ctx, x, s->cfg.xilinx_mgmt_node, &u->health);
+        check_xclbin(s, u, x);
 }
 
 /* ---- health over time ---- */
@@ -484,6 +640,7 @@ static int fpga_scan(void *state, kdp_device_tree *tree) {
         const kdp_pci_list *l;
         int r;
 
+        reap_programs(s);
         if (s->relists > 0) {
                 s->relists--;
                 s->pci.dirty = true;
@@ -510,7 +667,7 @@ static int fpga_scan(void *state, kdp_device_tree *tree) {
         fpga_discover_done(&d);
 
         for (size_t i = 0; i < s->n_resources; i++)
-                (void) kdp_device_tree_add_resource(tree, s->resources[i]);
+                (void) kdp_device_tree_add_resource(tree, s->resources[i].name);
         for (size_t i = 0; i < s->n_units; i++) {
                 unit *u = &s->units[i];
 
@@ -521,9 +678,18 @@ static int fpga_scan(void *state, kdp_device_tree *tree) {
                 /* a refused device is noted by the tree, under the unit's PCI address */
                 (void) emit_unit(s, tree, u);
         }
+        if (fpga_reprogram_running(&s->runner) > 0 && (!next || next > PROGRAM_RESCAN_MS))
+                next = PROGRAM_RESCAN_MS;
         if (next)
                 (void) kdp_backend_rescan_after(s->ctx, (uint32_t) (next > UINT32_MAX ? UINT32_MAX : next));
         return 0;
+}
+
+/* kdpd's SIGHUP with this backend's config unchanged: declared cards are looked at again (a retry). */
+static void fpga_reload(void *state) {
+        fpga_state *s = state;
+
+        s->program_round++;
 }
 
 static void fpga_device_event(void *state, const kdp_device_event *ev) {
@@ -608,48 +774,104 @@ static int fpga_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_re
 
 /* ---- PreStartContainer ---- */
 
+static int pause_unlocked(void *userdata) {
+        (void) userdata;
+        (void) usleep(PROGRAM_POLL_US);
+        return 0;
+}
+
 /*
- * af mode: every port must still carry the AFU its resource promises (someone may have
- * reprogrammed it since it was listed). A drifted port goes to the programmer when one is set;
- * else the container start fails, logged with the port, its card and both IDs.
+ * Loads `want` into a drifted port (its afu_id read `now`) from bitstream_dir, without the lock;
+ * its card is busy meanwhile. `u` is not valid after (scans ran).
  */
-static int check_port(fpga_state *s, const unit *u) {
+static int reprogram(fpga_state *s, const unit *u, const fpga_port *now, const char *want) {
+        _cleanup_(fpga_reprogram_job_done) fpga_reprogram_job job = { 0 };
         _cleanup_free_ char *why = NULL;
-        fpga_port now = { .fme = -1 };
         int r;
 
+        r = fpga_reprogram_job_init(s->ctx, s->cfg.bitstream_dir, &u->fme, now, want, &job, &why);
+        if (r < 0)
+                return kdp_backend_log_error(s->ctx, r, "Cannot program the port before the container start",
+                                             KDP_F_STR("device", u->id), KDP_F_STR("card", u->fme.pci_address),
+                                             KDP_F_STR("want", want), KDP_F_STR("have", now->afu_id),
+                                             KDP_F_STR("reason", why ? why : ""));
+        r = fpga_reprogram_busy_add(&s->busy, job.card);
+        if (r < 0)
+                return r;
+        kdp_backend_log_info(s->ctx, "Programming the port before the container start", KDP_F_STR("device", job.port),
+                             KDP_F_STR("card", job.card), KDP_F_STR("want", job.want), KDP_F_STR("have", job.have),
+                             KDP_F_STR("bitstream", job.gbs_path));
+        r = kdp_backend_run_unlocked(s->ctx, fpga_reprogram_job_run, &job);
+        fpga_reprogram_busy_remove(&s->busy, job.card);
+        if (r < 0)
+                return kdp_backend_log_error(s->ctx, r, "Cannot program the port before the container start",
+                                             KDP_F_STR("device", job.port), KDP_F_STR("card", job.card),
+                                             KDP_F_STR("want", job.want), KDP_F_STR("have", job.have),
+                                             KDP_F_STR("reason", job.reason ? job.reason : ""));
+        kdp_backend_log_info(s->ctx, "Programmed the port before the container start", KDP_F_STR("device", job.port),
+                             KDP_F_STR("card", job.card), KDP_F_STR("afu", job.want));
+        return 0;
+}
+
+/* The port must carry `want`: read its afu_id again; a drifted one is programmed, or fails the start. */
+static int check_afu(fpga_state *s, const unit *u, const char *want) {
+        fpga_port now = { .fme = -1 };
+
+        snprintf(now.name, sizeof(now.name), "%s", u->id);
         snprintf(now.devpath, sizeof(now.devpath), "%s", u->devpath);
+        snprintf(now.pci_address, sizeof(now.pci_address), "%s", u->pci_address);
         fpga_discover_read_afu(s->ctx, &now);
         if (now.afu_err < 0)
                 return kdp_backend_log_error(s->ctx, now.afu_err, "Cannot read the port's afu_id before the container start",
                                              KDP_F_STR("device", u->id), KDP_F_STR("pciAddress", u->pci_address));
-        if (strcmp(now.afu_id, u->afu_id) == 0)
+        if (strcmp(now.afu_id, want) == 0)
                 return 0;
-        if (!s->programmer.program)
+        if (!s->cfg.bitstream_dir)
                 return kdp_backend_log_error(s->ctx, -EIO, "Port carries another AFU than its resource promises",
                                              KDP_F_STR("device", u->id), KDP_F_STR("pciAddress", u->pci_address),
-                                             KDP_F_STR("resource", u->resource), KDP_F_STR("want", u->afu_id),
+                                             KDP_F_STR("resource", u->resource), KDP_F_STR("want", want),
                                              KDP_F_STR("have", now.afu_id));
-        snprintf(now.name, sizeof(now.name), "%s", u->id);
-        snprintf(now.pci_address, sizeof(now.pci_address), "%s", u->pci_address);
-        r = s->programmer.program(s->programmer.userdata, &now, NULL, u->afu_id, &why);
-        if (r < 0)
-                return kdp_backend_log_error(s->ctx, r, "Cannot program the port before the container start",
-                                             KDP_F_STR("device", u->id), KDP_F_STR("want", u->afu_id),
-                                             KDP_F_STR("have", now.afu_id), KDP_F_STR("reason", why ? why : ""));
-        return 0;
+        return reprogram(s, u, &now, want);
+}
+
+/*
+ * af mode: every port must still carry the AFU its resource promises: the AFU of the af
+ * resource the kubelet names (the port may have moved away from it since it was listed), or
+ * for a model_resources name the port's AFU as listed. Waits (unlocked) while another
+ * programming of the port's card runs.
+ */
+static int check_port(fpga_state *s, const char *resource, const char *id) {
+        const char *af = resource_afu(s, resource);
+        bool promised = af;
+        char want[FPGA_ID_MAX];
+        uint64_t until = now_ms(s) + PROGRAM_WAIT_MS;
+        const unit *u;
+
+        if (af)
+                snprintf(want, sizeof(want), "%s", af);         /* the table may grow while unlocked */
+        for (;;) {
+                u = promised ? find_unit(s, UNIT_PORT, id) : unit_by_id(s, resource, id);
+                if (!u || u->kind != UNIT_PORT)
+                        return 0;       /* regions and Alveo cards promise no AFU */
+                if (!fpga_reprogram_busy_has(&s->busy, u->fme.pci_address))
+                        break;
+                if (now_ms(s) >= until)
+                        return kdp_backend_log_error(s->ctx, -EBUSY, "Port's card still being programmed at the "
+                                                                     "container start",
+                                                     KDP_F_STR("device", u->id), KDP_F_STR("card", u->fme.pci_address));
+                (void) kdp_backend_run_unlocked(s->ctx, pause_unlocked, NULL);
+        }
+        if (!promised)
+                snprintf(want, sizeof(want), "%s", u->afu_id);
+        return check_afu(s, u, want);
 }
 
 static int fpga_pre_start(void *state, const kdp_prestart_request *req) {
         fpga_state *s = state;
 
         for (size_t i = 0; i < req->n_device_ids; i++) {
-                const unit *u = unit_by_id(s, req->resource, req->device_ids[i]);
-                int r;
+                int r = check_port(s, req->resource, req->device_ids[i]);
 
-                if (!u || u->kind != UNIT_PORT)
-                        continue;       /* regions and Alveo cards promise no AFU */
-                r = check_port(s, u);
                 if (r < 0)
                         return r;
         }
@@ -667,6 +889,10 @@ static const kdp_param_spec fpga_params[] = {
                                        "(xilinx.com/fpga- for older AMD plugin names)" },
         { "xilinx_mgmt_node", "false", "also hand out an Alveo card's management node /dev/xclmgmt<N>" },
         { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
+        { "bitstream_dir", "", "where bitstreams lie, as <interface_id>/<afu_id>.gbs (Intel's /srv/intel.com/fpga "
+                               "layout); empty: no programming" },
+        { "program", "", "the AFU each card should carry: <PCI address or interface ID>=<AFU ID>,... (an "
+                         "Alveo card by address: the logic UUID of its xclbin)" },
         { "busy_hold_s", "30", "seconds a passing state (afu_id busy during PR, XRT dev_offline, rom.* gone "
                                "in a reset) keeps the last health before it counts as unhealthy" },
         { 0 },
@@ -687,6 +913,7 @@ static const kdp_backend_ops fpga_ops = {
         .pre_start = fpga_pre_start,
         .rescan_interval_ms = 2000,     /* error registers, afu_id, XRT status and hwmon send no uevent */
         .device_event = fpga_device_event,
+        .reload = fpga_reload,
 };
 
 KDP_BACKEND_REGISTER(fpga_ops);

@@ -3,8 +3,10 @@
  * The FPGA backend's internal interfaces (one section per module):
  *
  *   fpga.c      ops; the table of FPGA units seen since start; scan, health hysteresis,
- *               Allocate, PreStartContainer's afu_id check
- *   config.c    params -> fpga_config; mode, allow/deny, model_resources, Xilinx names
+ *               Allocate, PreStartContainer's afu_id check and reprogramming
+ *   reprogram.c one port's programming as a job run without the lock; the cards being programmed
+ *   config.c    params -> fpga_config; mode, allow/deny, model_resources, Xilinx names,
+ *               program and bitstream_dir
  *   name.c      resource names: Intel's af-/region- encoding, AMD's <VBNV>-<timestamp>
  *   discover.c  sysfs -> fpga_discovery: Intel DFL and OPAE containers (FMEs, ports, the PR
  *               region's interface ID), Alveo user and management PFs (XRT); never opens a node
@@ -14,19 +16,19 @@
  * on the gRPC thread, pre_start on a worker thread. discover.c and health.c only read sysfs
  * (and stat /dev); they hold no state between calls.
  *
- * Programming (partial reconfiguration of a DFL port through its FME) plugs in through
- * fpga_programmer below, a table of callbacks in the backend's state (fpga.c, fpga_state,
- * all NULL today). A programming module fills it in fpga_init and frees what it holds in
- * fpga_fini; the backend then calls `program` from pre_start for a port whose afu_id drifted
- * from what its resource promises (on the worker thread, under the backend's lock), and
- * `busy` at every scan, marking the units of a card being programmed Unhealthy with the
- * reason "programming" (the module asks for the scans it needs with kdp_backend_rescan_after()).
- * Without a programmer a drifted port fails the container start, logged with the port and
+ * Programming (partial reconfiguration of a DFL port through its FME): program.c parses GBS
+ * files and runs the PR; reprogram.c turns a port of the backend's table into a job for it and
+ * keeps the set of cards being programmed. pre_start programs a port whose afu_id drifted from
+ * what its resource promises from <bitstream_dir>/<interface_id>/<afu_id>.gbs, the job run
+ * through kdp_backend_run_unlocked() (Allocate, scans and other PreStarts go on meanwhile); each
+ * scan marks the units of a card being programmed Unhealthy with the reason "programming".
+ * Without bitstream_dir a drifted port fails the container start, logged with the port and
  * both AFU IDs. XRT cards carry the loaded xclbin's logic UUID (fpga_xrt.logic_uuid) for a
  * check against a declared one.
  */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +60,17 @@ typedef struct fpga_model_resource {
         char *resource;
 } fpga_model_resource;
 
+/*
+ * One `program` entry: the AFU a card should carry. `target` is a canonical PCI address
+ * ("0000:3b:00.0": that card) or a canonical interface ID (every card whose PR region has it).
+ * For an Alveo card (by address) `afu_id` is the logic UUID of the declared xclbin.
+ */
+typedef struct fpga_program_decl {
+        char target[FPGA_ID_MAX];
+        bool by_address;
+        char afu_id[FPGA_ID_MAX];
+} fpga_program_decl;
+
 typedef struct fpga_config {
         const kdp_backend_ctx *ctx;     /* its params live as long as the ctx */
         fpga_mode mode;
@@ -68,6 +81,9 @@ typedef struct fpga_config {
         bool xilinx_mgmt_node;          /* also hand out /dev/xclmgmt<N> */
         bool cdi;
         uint64_t busy_hold_ms;          /* how long a transient state (EBUSY, dev_offline) keeps health */
+        const char *bitstream_dir;      /* <dir>/<interface_id>/<afu_id>.gbs; NULL: no programming */
+        fpga_program_decl *programs;
+        size_t n_programs;
 } fpga_config;
 
 /* Parses every param (fpga.c declares them); -EINVAL (logged with key, value and origin) for a bad one. */
@@ -80,6 +96,12 @@ const char *fpga_config_mode_to_string(fpga_mode m);
 const char *fpga_config_filtered(const fpga_config *c, const kdp_pci_device *p);
 /* The model_resources entry of the function's vendor:device, else NULL. */
 const char *fpga_config_model_resource(const fpga_config *c, const kdp_pci_device *p);
+/*
+ * The AFU (or, for an Alveo card, the logic UUID) `program` declares for the card at
+ * `pci_address` with PR region `interface_id` (may be NULL): its address entry first, else
+ * its interface ID's; NULL when none.
+ */
+const char *fpga_config_declared(const fpga_config *c, const char *pci_address, const char *interface_id);
 
 /* ---- name.c ---- */
 
@@ -122,6 +144,7 @@ typedef struct fpga_fme {
         fpga_layout layout;
         char interface_id[FPGA_ID_MAX];         /* canonical; "" when unreadable */
         int interface_err;                      /* 0, or the -errno of reading it */
+        char interface_file[FPGA_DEVPATH_MAX + 128];    /* below devices/: the file it was read from */
 } fpga_fme;
 
 /* One port: the PR region's user side, with its AFU. */
@@ -211,18 +234,65 @@ void fpga_health_xrt(const kdp_backend_ctx *ctx, const fpga_xrt *x, bool want_mg
 /* Appends "; "-joined text to a reason buffer. */
 void fpga_health_add(char reason[FPGA_REASON_MAX], const char *text);
 
-/* ---- programming (program.c plugs in here) ---- */
+/* ---- reprogram.c ---- */
 
 /*
- * What programs a port: `program` loads the bitstream of `want_afu_id` into `port` (through its
- * FME's node, DFL_FPGA_FME_PORT_PR) and returns 0 once the port reads `want_afu_id`, or a
- * -errno with *ret_reason (free()) saying why; pre_start passes fme NULL and the port's name,
- * PCI address and sysfs directory (the FME follows from them). `busy` tells whether the card
- * of a PCI function is being programmed now.
+ * One programming of a port from bitstream_dir, in two halves: fpga_reprogram_job_init() under
+ * the backend's lock copies all it needs out of the backend's state; fpga_reprogram_job_run()
+ * (a kdp_backend_unlocked_fn) then programs through program.c without the lock, touching only
+ * the job. The job owns its strings.
  */
-typedef struct fpga_programmer {
-        void *userdata;
-        int (*program)(void *userdata, const fpga_port *port, const fpga_fme *fme, const char *want_afu_id,
-                       char **ret_reason);
-        bool (*busy)(void *userdata, const char *pci_address);
-} fpga_programmer;
+typedef struct fpga_reprogram_job {
+        char card[KDP_PCI_ADDRESS_MAX];         /* the FME's PCI function: what is busy meanwhile */
+        char port[FPGA_SYSNAME_MAX];
+        char want[FPGA_ID_MAX], have[FPGA_ID_MAX];
+        char *fme_node, *compat_path, *afu_path, *gbs_path;
+        uint32_t port_id;
+        char *reason;                           /* why fpga_reprogram_job_run() failed (free()) */
+} fpga_reprogram_job;
+
+/*
+ * A job loading `want` into `port` (its afu_id read `port->afu_id`) through `fme`, from
+ * <bitstream_dir>/<interface_id>/<want>.gbs. -EOPNOTSUPP for a card programming cannot reach
+ * (OPAE driver, no FME node), -ENOENT when the bitstream file is missing, or the -errno of
+ * reading the port's id; *ret_reason (free()) names the card, the port and both AFU IDs.
+ */
+int fpga_reprogram_job_init(const kdp_backend_ctx *ctx, const char *bitstream_dir, const fpga_fme *fme,
+                            const fpga_port *port, const char *want, fpga_reprogram_job *ret, char **ret_reason);
+/* fpga_program_run() for the job (blocks for the programming); its error in job->reason. */
+int fpga_reprogram_job_run(void *job);
+void fpga_reprogram_job_done(fpga_reprogram_job *j);
+
+/* The cards being programmed now, by PCI address: one programming per card at a time. */
+typedef struct fpga_reprogram_busy {
+        char (*cards)[KDP_PCI_ADDRESS_MAX];
+        size_t n;
+} fpga_reprogram_busy;
+
+bool fpga_reprogram_busy_has(const fpga_reprogram_busy *b, const char *card);
+/* -EBUSY when the card is in already, else 0 or -ENOMEM. */
+int fpga_reprogram_busy_add(fpga_reprogram_busy *b, const char *card);
+void fpga_reprogram_busy_remove(fpga_reprogram_busy *b, const char *card);
+void fpga_reprogram_busy_done(fpga_reprogram_busy *b);
+
+/*
+ * Programming at start and at reload runs each job on a thread of its own, so that no hook
+ * waits for it; the scans reap the finished ones (on the loop thread, under the backend's lock).
+ * The runner's lock guards only its list.
+ */
+typedef struct fpga_reprogram_thread fpga_reprogram_thread;
+typedef struct fpga_reprogram_runner {
+        pthread_mutex_t lock;
+        fpga_reprogram_thread *threads;
+        size_t n_running;                       /* not reaped yet */
+} fpga_reprogram_runner;
+
+int fpga_reprogram_runner_init(fpga_reprogram_runner *r);
+/* Runs fpga_reprogram_job_run() on a new thread; takes *job (left zeroed) on success. */
+int fpga_reprogram_start(fpga_reprogram_runner *r, fpga_reprogram_job *job);
+/* One finished job into *ret_job (the caller's to fpga_reprogram_job_done()) and its result: 1; 0 when none finished. */
+int fpga_reprogram_reap(fpga_reprogram_runner *r, fpga_reprogram_job *ret_job, int *ret_result);
+/* Jobs started and not reaped. */
+size_t fpga_reprogram_running(fpga_reprogram_runner *r);
+/* Waits for every thread (a programming in progress ends first), then frees everything. */
+void fpga_reprogram_runner_done(fpga_reprogram_runner *r);

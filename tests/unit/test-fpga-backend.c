@@ -18,6 +18,7 @@
 #include "backend-ctx.h"
 #include "config.h"
 #include "device-tree.h"
+#include "fpga.h"
 #include "kdp-test.h"
 #include "kdp-test-sysfs.h"
 #include "kdp-test-backend.h"
@@ -200,6 +201,30 @@ START_TEST(test_fpga_xrt_cards_by_shell) {
         kdp_test_backend_scan(&b, root);
         expect_devices(&b, U250, "0000:3b:00.1 Healthy numa=0 /dev/dri/renderD128:rwm\n"
                                  "0000:d8:00.1 Healthy numa=1 /dev/dri/renderD129:rwm\n");
+        kdp_test_backend_done(&b);
+}
+END_TEST
+
+/* `program` by address for an Alveo card: the loaded xclbin's logic UUID must be the declared one. */
+START_TEST(test_fpga_xrt_declared_xclbin) {
+        _cleanup_(kdp_test_rm_rfp) char *root = two_u250();
+        kdp_test_backend b;
+
+        open_ok(&b, root, (const char *const[]){ "fpga.program=3b:00.1=3C3FBE4B-0BC4-A4D7-E1E3-D7C1F2A9E1DC, "
+                                                 "0000:d8:00.0=" KDP_TEST_FPGA_NLB0, NULL });
+        kdp_test_backend_scan(&b, root);
+        expect_devices(&b, U250, "0000:3b:00.1 Healthy numa=0 /dev/dri/renderD128:rwm\n"
+                                 "0000:d8:00.1 Unhealthy (xclbin logic UUID 3c3fbe4b0bc4a4d7e1e3d7c1f2a9e1dc, not "
+                                 "the declared " KDP_TEST_FPGA_NLB0 ") numa=1 /dev/dri/renderD129:rwm\n");
+        /* another xclbin loaded on card 0 (by XRT's tools), card 1's unreadable */
+        kdp_test_fpga_attr(root, "pci0000:3a/0000:3a:00.0/0000:3b:00.1", "logic_uuids",
+                           "3c3fbe4b0bc4a4d7e1e3d7c1f2a9e1dc\n" KDP_TEST_FPGA_NLB3);
+        kdp_test_tree_remove(root, "sys/devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1/logic_uuids");
+        kdp_test_backend_scan(&b, root);
+        expect_devices(&b, U250, "0000:3b:00.1 Unhealthy (xclbin logic UUID " KDP_TEST_FPGA_NLB3 ", not the declared "
+                                 "3c3fbe4b0bc4a4d7e1e3d7c1f2a9e1dc) numa=0 /dev/dri/renderD128:rwm\n"
+                                 "0000:d8:00.1 Unhealthy (no xclbin logic UUID readable, the declared is "
+                                 KDP_TEST_FPGA_NLB0 ") numa=1 /dev/dri/renderD129:rwm\n");
         kdp_test_backend_done(&b);
 }
 END_TEST
@@ -428,6 +453,9 @@ START_TEST(test_fpga_rejects_bad_config) {
                 "fpga.mode=afu", "fpga.allow=8086", "fpga.deny=0000:3b", "fpga.model_resources=10ee:5005",
                 "fpga.model_resources=10ee=amd.com/x", "fpga.model_resources=10ee:5005=nodomain",
                 "fpga.xilinx_prefix=amd.com", "fpga.busy_hold_s=-1", "fpga.cdi=maybe",
+                "fpga.bitstream_dir=srv/fpga", "fpga.program=0000:3b:00.0", "fpga.program==" KDP_TEST_FPGA_NLB0,
+                "fpga.program=0000:3b:00.0=nlb0", "fpga.program=3b:00=" KDP_TEST_FPGA_NLB0,
+                "fpga.program=" KDP_TEST_FPGA_D5005_IFID "=" KDP_TEST_FPGA_NLB0,
         };
 
         for (size_t i = 0; i < KDP_ELEMENTSOF(bad); i++) {
@@ -437,6 +465,81 @@ START_TEST(test_fpga_rejects_bad_config) {
                               -EINVAL, "%s", bad[i]);
                 kdp_test_backend_done(&b);
         }
+}
+END_TEST
+
+/* Each bad `program` or `bitstream_dir` is logged with the key, the value, where it was set and why. */
+START_TEST(test_fpga_program_config_errors_name_key_value_origin) {
+        _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("fpga");
+        static const struct {
+                const char *set[3];
+                const char *line;
+        } cases[] = {
+                { { "fpga.bitstream_dir=srv/fpga" },
+                  "\"Rejected config value\" backend=\"fpga\" key=\"fpga.bitstream_dir\" value=\"srv/fpga\" "
+                  "origin=\"-o fpga.bitstream_dir=srv/fpga\" reason=\"not an absolute path\" err=\"Invalid argument\"" },
+                { { "fpga.program=0000:3b:00.0" },
+                  "\"Rejected config value\" backend=\"fpga\" key=\"fpga.program\" value=\"0000:3b:00.0\" "
+                  "origin=\"-o fpga.program=0000:3b:00.0\" reason=\"expected <PCI address or interface ID>=<AFU ID>\" "
+                  "err=\"Invalid argument\"" },
+                { { "fpga.bitstream_dir=/srv/fpga", "fpga.program=3b:00.0=" KDP_TEST_FPGA_NLB0 ", card=" KDP_TEST_FPGA_NLB3 },
+                  "\"Rejected config value\" backend=\"fpga\" key=\"fpga.program\" value=\"card=" KDP_TEST_FPGA_NLB3 "\" "
+                  "origin=\"-o fpga.program=3b:00.0=" KDP_TEST_FPGA_NLB0 ", card=" KDP_TEST_FPGA_NLB3 "\" "
+                  "reason=\"the card is neither a PCI address nor an interface ID (32 to 64 hex digits)\" "
+                  "err=\"Invalid argument\"" },
+                { { "fpga.program=0000:3b:00.0=nlb0" },
+                  "\"Rejected config value\" backend=\"fpga\" key=\"fpga.program\" value=\"0000:3b:00.0=nlb0\" "
+                  "origin=\"-o fpga.program=0000:3b:00.0=nlb0\" reason=\"the AFU ID is not 32 to 64 hex digits\" "
+                  "err=\"Invalid argument\"" },
+                { { "fpga.program=" KDP_TEST_FPGA_D5005_IFID "=" KDP_TEST_FPGA_NLB0 },
+                  "\"Rejected config value\" backend=\"fpga\" key=\"fpga.program\" "
+                  "value=\"" KDP_TEST_FPGA_D5005_IFID "=" KDP_TEST_FPGA_NLB0 "\" "
+                  "origin=\"-o fpga.program=" KDP_TEST_FPGA_D5005_IFID "=" KDP_TEST_FPGA_NLB0 "\" "
+                  "reason=\"programming by interface ID needs fpga.bitstream_dir\" err=\"Invalid argument\"" },
+                { { "fpga.program=3b:00.0=" KDP_TEST_FPGA_NLB0 ",0000:3B:00.0=" KDP_TEST_FPGA_NLB3 },
+                  "\"Rejected config value\" backend=\"fpga\" key=\"fpga.program\" "
+                  "value=\"0000:3B:00.0=" KDP_TEST_FPGA_NLB3 "\" "
+                  "origin=\"-o fpga.program=3b:00.0=" KDP_TEST_FPGA_NLB0 ",0000:3B:00.0=" KDP_TEST_FPGA_NLB3 "\" "
+                  "reason=\"the card is declared twice\" err=\"Invalid argument\"" },
+        };
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *log = NULL;
+                kdp_test_backend b;
+                kdp_test_capture c;
+                const char *p;
+
+                kdp_test_capture_begin(&c);
+                ck_assert_int_eq(kdp_test_backend_open(&b, FPGA_SO, "fpga", root, cases[i].set), -EINVAL);
+                log = kdp_test_capture_end(&c);
+                p = log;
+                kdp_test_expect_line(&p, 'E', "config.c", cases[i].line);
+                ck_assert_str_eq(p, "");
+                kdp_test_backend_done(&b);
+        }
+}
+END_TEST
+
+/* `program` by address beats by interface ID; IDs and addresses are canonical. */
+START_TEST(test_fpga_program_config_declares_by_address_then_interface) {
+        _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("fpga");
+        kdp_test_backend b;
+        fpga_config c;
+
+        open_ok(&b, root, (const char *const[]){
+                "fpga.bitstream_dir=/srv/fpga",
+                "fpga.program=BFAC4D85-1EE8-56FE-8C95-865CE1BBAA2D=" KDP_TEST_FPGA_NLB0 ", d8:00.0=F7DF405C-BD7A-CF72-"
+                "22F1-44B0B93ACD18",
+                NULL });
+        ck_assert_int_eq(fpga_config_parse(b.ctx, &c), 0);
+        ck_assert_str_eq(c.bitstream_dir, "/srv/fpga");
+        ck_assert_uint_eq(c.n_programs, 2);
+        ck_assert_str_eq(fpga_config_declared(&c, "0000:d8:00.0", KDP_TEST_FPGA_D5005_IFID), KDP_TEST_FPGA_NLB3);
+        ck_assert_str_eq(fpga_config_declared(&c, "0000:3b:00.0", KDP_TEST_FPGA_D5005_IFID), KDP_TEST_FPGA_NLB0);
+        ck_assert_ptr_null(fpga_config_declared(&c, "0000:3b:00.0", "69528db6eb31577a8c3668f9faa081f6"));
+        ck_assert_ptr_null(fpga_config_declared(&c, "0000:3b:00.0", NULL));
+        fpga_config_done(&c);
+        kdp_test_backend_done(&b);
 }
 END_TEST
 
@@ -544,6 +647,9 @@ static Suite *fpga_backend_suite(void) {
         suite_add_tcase(s, tc);
         tc = tcase_create("config-and-rpcs");
         tcase_add_test(tc, test_fpga_rejects_bad_config);
+        tcase_add_test(tc, test_fpga_xrt_declared_xclbin);
+        tcase_add_test(tc, test_fpga_program_config_errors_name_key_value_origin);
+        tcase_add_test(tc, test_fpga_program_config_declares_by_address_then_interface);
         tcase_add_test(tc, test_fpga_allocate_answers);
         tcase_add_test(tc, test_fpga_pre_start_checks_the_afu);
         suite_add_tcase(s, tc);

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# PreStartContainer programming on the simulated 2× PAC D5005 node (tests/fixtures/nodes/fpga-d5005,
+# whose FME nodes sim-node emulates): a port reprogrammed behind kdp's back stays under its resource
+# and is programmed back from bitstream_dir before the container starts; without the bitstream it
+# is Unhealthy and the start fails, naming the card and both AFU IDs; a slow programming of one card shows its port
+# Unhealthy "programming" while Allocate and PreStart of the other card answer. Then `program`:
+# a declared card programmed at start, again at a reload after a drift (slowly: "programming"
+# meanwhile), and a failing programming leaving the port Unhealthy until the next reload.
+. "$(dirname "$0")/lib.sh"
+
+NODE="$KDP_SOURCE_DIR/tests/fixtures/nodes/fpga-d5005.umockdev"
+. "$(dirname "$0")/fpga-lib.sh"
+AF=fpga.intel.com/af-bfa.d84.v6xNhR7oVv6MlYZc4buqLdhCTcSko8QT-J5DNoP5BAs
+AF3=fpga.intel.com/af-bfa.f7d.v6xNhR7oVv6MlYZc4buqLfffQFy9es9yIvFEsLk6zRg
+IFID=bfac4d851ee856fe8c95865ce1bbaa2d
+NLB0=d8424dc4a4a3c413f89e433683f9040b
+NLB3=f7df405cbd7acf7222f144b0b93acd18
+BITS="$T/bitstreams"
+write_gbs "$BITS" $IFID $NLB0
+
+run_node prog -o fpga.bitstream_dir="$BITS"
+ERR="$T/kdpd-prog.err"
+wait_line "$KUBELET_OUT" "^devices resource=$AF "
+grep -q 'sim-node: .*preload\|not built' "$ERR" && { echo "skip: no simulated node"; exit 77; }
+wait_devices $AF "^devices resource=$AF capacity=2 allocatable=2 healthy=dfl-port.0,dfl-port.1 unhealthy= numa=dfl-port.0:0;dfl-port.1:1$"
+S=$(socket_of $AF)
+
+# drifted: with bitstream_dir the port stays under AF, and PreStart programs NLB0 back
+echo "drift platform/dfl-port.1 $NLB3" >&9
+echo "echo drifted-1" >&9
+wait_line "$T/kdpd-prog.out" '^drifted-1$'
+assert_eq "$("$KDPCTL" prestart --socket "$S" dfl-port.1 2>&1)" "prestart ok" "PreStart of a drifted port"
+wait_line "$ERR" "\"Programming the port before the container start\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB0\" have=\"$NLB3\" bitstream=\"$BITS/$IFID/$NLB0.gbs\"$"
+wait_line "$ERR" "\"Programmed the port before the container start\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" afu=\"$NLB0\"$"
+assert_eq "$(grep -c '^registered ' "$KUBELET_OUT")" 1 "no other resource registered"
+assert_eq "$(grep -c 'FPGA moved to another resource' "$ERR")" 0 "the port never moved"
+pass "a drifted port stays under its resource and is programmed back in PreStart"
+
+# no bitstream for the promised AFU: Unhealthy with why, and the start fails naming the card and both IDs
+rm "$BITS/$IFID/$NLB0.gbs"
+echo "drift platform/dfl-port.1 $NLB3" >&9
+wait_line "$ERR" "\"Device became unhealthy\" resource=\"$AF\" device=\"dfl-port.1\" reason=\"carries AFU $NLB3; no bitstream $BITS/$IFID/$NLB0.gbs\"$"
+wait_devices $AF "^devices resource=$AF capacity=2 allocatable=1 healthy=dfl-port.0 unhealthy=dfl-port.1 "
+assert_eq "$("$KDPCTL" prestart --socket "$S" dfl-port.1 2>&1)" "error: code=NOT_FOUND message=PreStartContainer failed: No such file or directory" \
+        "PreStart of a drifted port without its bitstream"
+wait_line "$ERR" "\"Cannot program the port before the container start\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB0\" have=\"$NLB3\" reason=\"card 0000:d8:00.0 port dfl-port.1 carries AFU $NLB3, not AFU $NLB0, and there is no bitstream $BITS/$IFID/$NLB0.gbs\" err=\"No such file or directory\"$"
+pass "without its bitstream a drifted port is Unhealthy and fails the start, naming the card and both AFU IDs"
+
+# slow: card 1 programs until told to finish; card 0 answers meanwhile
+write_gbs "$BITS" $IFID $NLB0
+echo "fpga-pr dfl-fme.1 slow 3600000" >&9
+"${DIE_WITH_US[@]}" "$KDPCTL" prestart --socket "$S" --timeout 0 dfl-port.1 >"$T/slow.out" 2>&1 &
+SLOW_PID=$!
+PIDS+=($SLOW_PID)
+wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$AF\" device=\"dfl-port.1\" reason=\"programming\""
+assert_eq "$("$KDPCTL" allocate --socket "$S" dfl-port.0 | tr '\n' '|')" \
+        "env KDP_FPGA_PCI_ADDRESSES=0000:3b:00.0|device /dev/dfl-port.0 /dev/dfl-port.0 rw|" "Allocate of card 0 meanwhile"
+assert_eq "$("$KDPCTL" prestart --socket "$S" dfl-port.0 2>&1)" "prestart ok" "PreStart of card 0 meanwhile"
+[ -s "$T/slow.out" ] && fail "PreStart of card 1 answered before its programming ended: $(cat "$T/slow.out")"
+echo "fpga-pr dfl-fme.1 good 0" >&9
+wait_line "$T/slow.out" '^prestart ok$'
+wait_devices $AF "^devices resource=$AF capacity=2 allocatable=2 healthy=dfl-port.0,dfl-port.1 unhealthy= "
+pass "a slow programming holds only its card: Allocate and PreStart of the other answer, the port is Unhealthy \"programming\" meanwhile"
+stop_kdpd
+stop_kubelet
+
+# ---- program: card 1 declared to carry NLB3, programmed at start and at each reload ----
+write_gbs "$BITS" $IFID $NLB3
+run_node decl -o fpga.bitstream_dir="$BITS" -o fpga.program=0000:d8:00.0=$NLB3
+ERR="$T/kdpd-decl.err"
+PROGRAMMED="\"Programmed the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" afu=\"$NLB3\"$"
+wait_line "$ERR" "\"Programming the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" bitstream=\"$BITS/$IFID/$NLB3.gbs\"$"
+wait_line "$ERR" "$PROGRAMMED"
+wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=1 healthy=dfl-port.1 unhealthy= numa=dfl-port.1:1$"
+wait_devices $AF "^devices resource=$AF capacity=1 allocatable=1 healthy=dfl-port.0 unhealthy= numa=dfl-port.0:0$"
+pass "a declared card is programmed at start and its port appears under its new AFU's resource"
+
+# drifted, then a reload: programmed again, slowly; the port is Unhealthy "programming" meanwhile
+S=$(socket_of $AF)
+echo "drift platform/dfl-port.1 $NLB0" >&9
+echo "fpga-pr dfl-fme.1 slow 3600000" >&9
+echo "echo drifted-2" >&9
+wait_line "$T/kdpd-decl.out" '^drifted-2$'
+kill -HUP "$KDPD_PID"
+wait_line "$ERR" "\"Device became unhealthy\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming\"$"
+assert_eq "$("$KDPCTL" allocate --socket "$S" dfl-port.0 | tr '\n' '|')" \
+        "env KDP_FPGA_PCI_ADDRESSES=0000:3b:00.0|device /dev/dfl-port.0 /dev/dfl-port.0 rw|" "Allocate of card 0 meanwhile"
+assert_eq "$(count_lines "$ERR" "$PROGRAMMED")" 1 "still programming"
+echo "fpga-pr dfl-fme.1 good 0" >&9
+wait_count "$ERR" "$PROGRAMMED" 2
+wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=1 healthy=dfl-port.1 unhealthy= "
+pass "at reload a drifted declared card is programmed again, Unhealthy \"programming\" meanwhile"
+
+# a failing programming leaves the port Unhealthy with the reason, until a reload retries
+echo "drift platform/dfl-port.1 $NLB0" >&9
+echo "fpga-pr dfl-fme.1 fail" >&9
+echo "echo drifted-3" >&9
+wait_line "$T/kdpd-decl.out" '^drifted-3$'
+kill -HUP "$KDPD_PID"
+wait_line "$ERR" "\"Cannot program the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" reason=\"programming card 0000:d8:00.0 port 0 with AFU $NLB3 \(interface $IFID\) from $BITS/$IFID/$NLB3.gbs through /dev/dfl-fme.1 failed: Input/output error\" err=\"Input/output error\"$"
+wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming the declared AFU $NLB3 failed: Input/output error\"$"
+wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=0 healthy= unhealthy=dfl-port.1 "
+echo "fpga-pr dfl-fme.1 good" >&9
+echo "echo good-3" >&9
+wait_line "$T/kdpd-decl.out" '^good-3$'
+kill -HUP "$KDPD_PID"
+wait_count "$ERR" "$PROGRAMMED" 3
+wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=1 healthy=dfl-port.1 unhealthy= "
+pass "a failed programming leaves the port Unhealthy with the reason; the next reload retries"
+stop_kdpd
+pass "kdpd stopped cleanly"
