@@ -19,6 +19,15 @@ NLB3=f7df405cbd7acf7222f144b0b93acd18
 BITS="$T/bitstreams"
 write_gbs "$BITS" $IFID $NLB0
 
+# drift_reload OUT PR_MODE TAG: card 1's port drifts to NLB0, its FME answers PR_MODE, then a reload
+drift_reload() {
+        echo "drift platform/dfl-port.1 $NLB0" >&9
+        echo "fpga-pr dfl-fme.1 $2" >&9
+        echo "echo $3" >&9
+        wait_line "$1" "^$3\$"
+        kill -HUP "$KDPD_PID"
+}
+
 run_node prog -o fpga.bitstream_dir="$BITS"
 ERR="$T/kdpd-prog.err"
 wait_line "$KUBELET_OUT" "^devices resource=$AF "
@@ -78,11 +87,7 @@ pass "a declared card is programmed at start and its port appears under its new 
 
 # drifted, then a reload: programmed again, slowly; the port is Unhealthy "programming" meanwhile
 S=$(socket_of $AF)
-echo "drift platform/dfl-port.1 $NLB0" >&9
-echo "fpga-pr dfl-fme.1 slow 3600000" >&9
-echo "echo drifted-2" >&9
-wait_line "$T/kdpd-decl.out" '^drifted-2$'
-kill -HUP "$KDPD_PID"
+drift_reload "$T/kdpd-decl.out" "slow 3600000" drifted-2
 wait_line "$ERR" "\"Device became unhealthy\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming\"$"
 assert_eq "$("$KDPCTL" allocate --socket "$S" dfl-port.0 | tr '\n' '|')" \
         "env KDP_FPGA_PCI_ADDRESSES=0000:3b:00.0|device /dev/dfl-port.0 /dev/dfl-port.0 rw|" "Allocate of card 0 meanwhile"
@@ -93,11 +98,7 @@ wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=1 healthy=dfl-p
 pass "at reload a drifted declared card is programmed again, Unhealthy \"programming\" meanwhile"
 
 # a failing programming leaves the port Unhealthy with the reason, until a reload retries
-echo "drift platform/dfl-port.1 $NLB0" >&9
-echo "fpga-pr dfl-fme.1 fail" >&9
-echo "echo drifted-3" >&9
-wait_line "$T/kdpd-decl.out" '^drifted-3$'
-kill -HUP "$KDPD_PID"
+drift_reload "$T/kdpd-decl.out" "fail" drifted-3
 wait_line "$ERR" "\"Cannot program the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" reason=\"programming card 0000:d8:00.0 port 0 with AFU $NLB3 \(interface $IFID\) from $BITS/$IFID/$NLB3.gbs through /dev/dfl-fme.1 failed: Input/output error\" err=\"Input/output error\"$"
 wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming the declared AFU $NLB3 failed: Input/output error\"$"
 wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=0 healthy= unhealthy=dfl-port.1 "
@@ -124,11 +125,7 @@ assert_eq "$(grep -c '^registered ' "$KUBELET_OUT")" 1 "region: one resource, wh
 pass "region: a declared card is programmed at start and stays under its region resource"
 
 S=$(socket_of $REGION)
-echo "drift platform/dfl-port.1 $NLB0" >&9
-echo "fpga-pr dfl-fme.1 slow 3600000" >&9
-echo "echo drifted-r" >&9
-wait_line "$T/kdpd-region.out" '^drifted-r$'
-kill -HUP "$KDPD_PID"
+drift_reload "$T/kdpd-region.out" "slow 3600000" drifted-r
 wait_line "$ERR" "\"Device became unhealthy\" resource=\"$REGION\" device=\"dfl-fme.1\" reason=\"programming\"$"
 wait_devices $REGION "^devices resource=$REGION capacity=2 allocatable=1 healthy=dfl-fme.0 unhealthy=dfl-fme.1 "
 assert_eq "$("$KDPCTL" allocate --socket "$S" dfl-fme.0 | tr '\n' '|')" \
@@ -139,11 +136,7 @@ wait_count "$ERR" "$PROGRAMMED" 2
 wait_devices $REGION "^devices resource=$REGION capacity=2 allocatable=2 healthy=dfl-fme.0,dfl-fme.1 unhealthy= "
 pass "region: at reload a drifted declared card is programmed again, its FME Unhealthy \"programming\" meanwhile"
 
-echo "drift platform/dfl-port.1 $NLB0" >&9
-echo "fpga-pr dfl-fme.1 fail" >&9
-echo "echo drifted-rf" >&9
-wait_line "$T/kdpd-region.out" '^drifted-rf$'
-kill -HUP "$KDPD_PID"
+drift_reload "$T/kdpd-region.out" "fail" drifted-rf
 wait_line "$ERR" "\"Cannot program the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" reason=\"programming card 0000:d8:00.0 port 0 with AFU $NLB3 \(interface $IFID\) from $BITS/$IFID/$NLB3.gbs through /dev/dfl-fme.1 failed: Input/output error\" err=\"Input/output error\"$"
 wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$REGION\" device=\"dfl-fme.1\" reason=\"dfl-port.1: programming the declared AFU $NLB3 failed: Input/output error\"$"
 wait_devices $REGION "^devices resource=$REGION capacity=2 allocatable=1 healthy=dfl-fme.0 unhealthy=dfl-fme.1 "
