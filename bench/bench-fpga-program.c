@@ -12,27 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench-stats.h"
 #include "program.h"
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-/* nearest-rank percentile of a sorted array */
-static uint64_t pct(const uint64_t *v, size_t n, unsigned p) {
-        size_t i = (n * p + 99) / 100;
-
-        return v[i ? i - 1 : 0];
-}
 
 int main(int argc, char **argv) {
         fpga_program_card card;
@@ -51,7 +32,7 @@ int main(int argc, char **argv) {
                                     .afu_id_path = argv[4], .port_id = 0 };
         for (unsigned i = 0; i <= reps; i++) {
                 char *why = NULL;
-                uint64_t t0 = now_ns();
+                uint64_t t0 = bench_stats_now_ns();
                 int r = fpga_program_run(&card, argv[5 + i % 2], NULL, &why);
 
                 if (r < 0) {
@@ -61,11 +42,11 @@ int main(int argc, char **argv) {
                         return 1;
                 }
                 if (i > 0)
-                        t[i - 1] = now_ns() - t0;
+                        t[i - 1] = bench_stats_now_ns() - t0;
         }
-        qsort(t, reps, sizeof(*t), cmp_u64);
-        printf("program_p50_us=%.1f\n", pct(t, reps, 50) / 1e3);
-        printf("program_p99_us=%.1f\n", pct(t, reps, 99) / 1e3);
+        qsort(t, reps, sizeof(*t), bench_stats_cmp_u64);
+        printf("program_p50_us=%.1f\n", bench_stats_pct(t, reps, 50) / 1e3);
+        printf("program_p99_us=%.1f\n", bench_stats_pct(t, reps, 99) / 1e3);
         printf("program_max_us=%.1f\n", t[reps - 1] / 1e3);
         free(t);
         return 0;

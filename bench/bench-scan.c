@@ -20,30 +20,11 @@
 
 #include <grpc/grpc.h>
 
+#include "bench-stats.h"
 #include "registry.h"
 #include "snapshot.h"
 
 static const char *const dirs[] = { KDP_BUILD_DIR "/plugins", NULL };
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-/* nearest-rank percentile of a sorted array */
-static uint64_t pct(const uint64_t *v, size_t n, unsigned p) {
-        size_t i = (n * p + 99) / 100;
-
-        return v[i ? i - 1 : 0];
-}
 
 /* `reps` scans of `backend` with the options; `n` devices per resource expected (0: any). */
 static int run(const char *backend, char *const *opts, const char *prefix, unsigned n, unsigned reps) {
@@ -66,7 +47,7 @@ static int run(const char *backend, char *const *opts, const char *prefix, unsig
         /* one warm-up round, not counted */
         for (unsigned i = 0; i <= reps; i++) {
                 kdp_device_tree *tree = NULL;
-                uint64_t t0 = now_ns();
+                uint64_t t0 = bench_stats_now_ns();
 
                 r = kdp_registry_scan(b, NULL, &tree);
                 if (r < 0) {
@@ -90,14 +71,14 @@ static int run(const char *backend, char *const *opts, const char *prefix, unsig
                         kdp_snapshot_unref(s);
                 }
                 if (i > 0)
-                        t[i - 1] = now_ns() - t0;
+                        t[i - 1] = bench_stats_now_ns() - t0;
                 kdp_device_tree_free(tree);
         }
-        qsort(t, reps, sizeof(*t), cmp_u64);
+        qsort(t, reps, sizeof(*t), bench_stats_cmp_u64);
         if (!n)
                 printf("%s_devices=%zu\n", prefix, devices);
-        printf("%s_p50_us=%.1f\n", prefix, pct(t, reps, 50) / 1e3);
-        printf("%s_p99_us=%.1f\n", prefix, pct(t, reps, 99) / 1e3);
+        printf("%s_p50_us=%.1f\n", prefix, bench_stats_pct(t, reps, 50) / 1e3);
+        printf("%s_p99_us=%.1f\n", prefix, bench_stats_pct(t, reps, 99) / 1e3);
         printf("%s_max_us=%.1f\n", prefix, t[reps - 1] / 1e3);
         r = 0;
 out:
