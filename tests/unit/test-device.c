@@ -29,7 +29,7 @@ static void mkdir_p(const char *root, const char *rel) {
 
 /* A sysfs fixture: one PCI device behind a root port, as /sys has it. */
 static char *make_sysfs(void) {
-        _cleanup_free_ char *link = NULL;
+        _cleanup_free_ char *link = NULL, *target = NULL;
         char *root = strdup("/tmp/kdp-test-device-XXXXXX");
 
         ck_assert_ptr_nonnull(root);
@@ -41,6 +41,14 @@ static char *make_sysfs(void) {
         free(link);
         ck_assert_int_ge(asprintf(&link, "%s/bus/pci/devices/0000:3c:00.0", root), 0);
         ck_assert_int_eq(symlink("../../../devices/pci0000:3a/0000:3a:00.0/gone", link), 0);
+        free(link);
+        /* links of other shapes than sysfs's own, resolved as realpath() does */
+        ck_assert_int_ge(asprintf(&link, "%s/bus/pci/devices/0000:3d:00.0", root), 0);
+        ck_assert_int_eq(symlink("../../../devices/pci0000:3a/0000:3a:00.0/../0000:3a:00.0/0000:3b:00.0", link), 0);
+        free(link);
+        ck_assert_int_ge(asprintf(&link, "%s/bus/pci/devices/0000:3e:00.0", root), 0);
+        ck_assert_int_ge(asprintf(&target, "%s/devices/pci0000:3a/0000:3a:00.0", root), 0);
+        ck_assert_int_eq(symlink(target, link), 0);
         return root;
 }
 
@@ -362,12 +370,20 @@ END_TEST
 
 START_TEST(test_device_from_info_resolves_pci_path_below_devices) {
         _cleanup_(kdp_test_rm_rfp) char *sysfs = make_sysfs();
-        _cleanup_(kdp_device_done) kdp_device d = {}, e = {}, f = {}, g = {}, h = {};
+        _cleanup_(kdp_device_done) kdp_device d = {}, e = {}, f = {}, g = {}, h = {}, i = {}, j = {};
         _cleanup_free_ char *slash = NULL;
 
         ck_assert_int_eq(kdp_device_from_info(&(kdp_device_info) { .id = "w0", .pci_address = "0000:3b:00.0" },
                                               sysfs, &d), 0);
         ck_assert_str_eq(d.pci_path, "pci0000:3a/0000:3a:00.0/0000:3b:00.0");
+
+        /* a link with ".." in it, an absolute one: their real paths */
+        ck_assert_int_eq(kdp_device_from_info(&(kdp_device_info) { .id = "w4", .pci_address = "0000:3d:00.0" },
+                                              sysfs, &i), 0);
+        ck_assert_str_eq(i.pci_path, "pci0000:3a/0000:3a:00.0/0000:3b:00.0");
+        ck_assert_int_eq(kdp_device_from_info(&(kdp_device_info) { .id = "w5", .pci_address = "0000:3e:00.0" },
+                                              sysfs, &j), 0);
+        ck_assert_str_eq(j.pci_path, "pci0000:3a/0000:3a:00.0");
 
         /* a root given with a trailing slash resolves the same */
         ck_assert_int_ge(asprintf(&slash, "%s/", sysfs), 0);

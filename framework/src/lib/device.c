@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <kdp/log.h>
 
@@ -240,6 +242,34 @@ static int strdup_or_null(const char *s, char **ret) {
         return 0;
 }
 
+/*
+ * What <root>/bus/pci/devices/<address> resolves to, as realpath() would name it below the root
+ * (NULL with errno set when it does not resolve). sysfs makes that link "../../../devices/<path>":
+ * one stat() and one readlink() answer it, where realpath() reads every component of the path,
+ * ten or more system calls per device at every scan. A link of another shape goes to realpath().
+ */
+static char *pci_link_target(const char *link) {
+        static const char up[] = "../../../devices/";
+        char buf[PATH_MAX], *target;
+        struct stat st;
+        ssize_t n;
+
+        if (stat(link, &st) < 0)
+                return NULL;            /* absent or dangling */
+        n = readlink(link, buf, sizeof(buf) - 1);
+        if (n < 0 || (size_t) n >= sizeof(buf) - 1)
+                return realpath(link, NULL);
+        buf[n] = '\0';
+        if (strncmp(buf, up, strlen(up)) != 0 || strstr(buf + strlen(up), "..") || strstr(buf, "/./") ||
+            strstr(buf, "//"))
+                return realpath(link, NULL);
+        if (asprintf(&target, "/%s", buf + strlen("../../../")) < 0) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        return target;
+}
+
 static int resolve_pci_path(const char *sysfs_root, const char *pci_address, char **ret) {
         _cleanup_free_ char *link = NULL, *real = NULL;
         const char *tail = NULL;
@@ -247,7 +277,7 @@ static int resolve_pci_path(const char *sysfs_root, const char *pci_address, cha
         if (asprintf(&link, "%s/bus/pci/devices/%s", sysfs_root, pci_address) < 0)
                 return -ENOMEM;
 
-        real = realpath(link, NULL);
+        real = pci_link_target(link);
         if (!real) {
                 if (errno == ENOMEM)
                         return -ENOMEM;
