@@ -71,6 +71,32 @@ echo "fpga-pr dfl-fme.1 good 0" >&9
 wait_line "$T/slow.out" '^prestart ok$'
 wait_devices $AF "^devices resource=$AF capacity=2 allocatable=2 healthy=dfl-port.0,dfl-port.1 unhealthy= "
 pass "a slow programming holds only its card: Allocate and PreStart of the other answer, the port is Unhealthy \"programming\" meanwhile"
+
+# a PreStart whose deadline passes while it waits in the queue (behind a programming of the same
+# port) never runs the hook: its caller gets DEADLINE_EXCEEDED, kdpd logs it once, and after the
+# first programming fails, only a later PreStart programs the card again
+PROGRAMMING="\"Programming the port before the container start\" backend=\"fpga\" device=\"dfl-port.1\""
+before=$(count_lines "$ERR" "$PROGRAMMING")
+echo "drift platform/dfl-port.1 $NLB3" >&9
+echo "fpga-pr dfl-fme.1 slow 3600000" >&9
+echo "echo drifted-q" >&9
+wait_line "$T/kdpd-prog.out" '^drifted-q$'
+"${DIE_WITH_US[@]}" "$KDPCTL" prestart --socket "$S" --timeout 0 dfl-port.1 >"$T/first.out" 2>&1 &
+PIDS+=($!)
+wait_count "$ERR" "$PROGRAMMING" $((before + 1))
+assert_eq "$("$KDPCTL" prestart --socket "$S" --timeout $((2 * SLOW)) dfl-port.1 2>&1)" \
+        "error: code=DEADLINE_EXCEEDED message=Deadline Exceeded" "PreStart whose deadline passed in the queue"
+DROPPED="\"Dropped PreStartContainer cancelled or past its deadline while queued\" resource=\"$AF\" device=\"dfl-port.1\" devices=1$"
+wait_line "$ERR" "$DROPPED"
+echo "fpga-pr dfl-fme.1 fail 0" >&9
+wait_line "$T/first.out" '^error: code=INTERNAL message=PreStartContainer failed: Input/output error$'
+echo "fpga-pr dfl-fme.1 good" >&9
+echo "echo good-q" >&9
+wait_line "$T/kdpd-prog.out" '^good-q$'
+assert_eq "$("$KDPCTL" prestart --socket "$S" dfl-port.1 2>&1)" "prestart ok" "PreStart after the failed programming"
+assert_eq "$(count_lines "$ERR" "$PROGRAMMING")" $((before + 2)) "programmings: the first and the last PreStart's"
+assert_eq "$(count_lines "$ERR" "Dropped PreStartContainer")" 1 "dropped lines"
+pass "a PreStart whose deadline passed while queued is answered DEADLINE_EXCEEDED and never programs"
 stop_kdpd
 stop_kubelet
 

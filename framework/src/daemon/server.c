@@ -10,10 +10,15 @@
  *   ListAndWatch  batch [recv close] → reply_tag when the peer goes away;
  *                 sends [initial md +] message → send_tag; freed when closed
  *                 and no send is in flight
- *   PreStart      queued for the worker pool; a worker takes the first job
- *                 sharing no device ID with a running one of the same backend,
- *                 runs the hook (its slow part without the backend's lock,
- *                 kdp_backend_run_unlocked) and starts the unary reply batch
+ *   PreStart      batch [recv close] (close_tag) and queued for the worker
+ *                 pool; a worker takes the first job sharing no device ID
+ *                 with a running one of the same backend, runs the hook (its
+ *                 slow part without the backend's lock, kdp_backend_run_unlocked)
+ *                 and starts the reply batch [initial md, message, status].
+ *                 A queued job whose call is cancelled (close_tag) or whose
+ *                 deadline passed (seen when a worker looks) never runs the
+ *                 hook: it is answered DEADLINE_EXCEEDED. Freed when both
+ *                 close_tag and reply_tag are done
  *
  * Threads:
  *
@@ -98,6 +103,10 @@ struct kdp_call {
         ProtobufCMessage *request;
         kdp_call *next_job;
         bool deferred;                  /* logged once as waiting for an earlier job of its IDs */
+        bool queued;                    /* in rt's job list */
+        bool close_armed;               /* close_tag's batch started: the reply batch has no recv close */
+        unsigned n_pending;             /* of close_tag and reply_tag, while close_armed */
+        kdp_tag close_tag;
 };
 
 struct kdp_server {
@@ -270,8 +279,25 @@ static int arm_request(kdp_server *s, method m) {
         return 0;
 }
 
+/* Under no lock: one of a PreStart job's two batches ended; the call is freed after both. */
+static void job_batch_done(kdp_call *c) {
+        kdp_server_runtime *rt = c->server->rt;
+        bool last;
+
+        pthread_mutex_lock(&rt->lock);
+        last = --c->n_pending == 0;
+        pthread_mutex_unlock(&rt->lock);
+        if (last)
+                call_free(c);
+}
+
 static void on_reply_done(kdp_tag *tag, bool ok) {
-        call_free(KDP_CONTAINER_OF(tag, kdp_call, reply_tag));
+        kdp_call *c = KDP_CONTAINER_OF(tag, kdp_call, reply_tag);
+
+        if (c->close_armed)
+                job_batch_done(c);
+        else
+                call_free(c);
 }
 
 /* Answers a unary call: `reply` (may be NULL) is sent when status is OK. */
@@ -292,16 +318,18 @@ static void reply_unary(kdp_call *c, grpc_status_code status, const char *detail
         op->data.send_status_from_server.status = status;
         op->data.send_status_from_server.status_details = details ? &slice : NULL;
         op++;
-        op->op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-        op->data.recv_close_on_server.cancelled = &c->cancelled;
-        op++;
+        if (!c->close_armed) {
+                op->op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+                op->data.recv_close_on_server.cancelled = &c->cancelled;
+                op++;
+        }
         c->reply_tag.on_done = on_reply_done;
         e = grpc_call_start_batch(c->call, ops, (size_t) (op - ops), &c->reply_tag, NULL);
         grpc_slice_unref(slice);
         if (e != GRPC_CALL_OK) {
                 kdp_log_warning("Failed to answer call", KDP_F_STR("resource", c->server->resource),
                                 KDP_F_STR("grpcError", grpc_call_error_to_string(e)));
-                call_free(c);
+                on_reply_done(&c->reply_tag, false);
         }
 }
 
@@ -682,7 +710,19 @@ static void grow_pool(kdp_server_runtime *rt) {
         rt->n_workers++;
 }
 
+static void on_job_closed(kdp_tag *tag, bool ok);
+
+/*
+ * Queues a PreStart job and starts its [recv close] batch, which completes when
+ * the call ends: at once if the caller cancels it or its deadline passes, else
+ * after the reply. Without that batch (it failed to start) the reply batch
+ * receives the close, as for the other unary calls.
+ */
 static void queue_job(kdp_server_runtime *rt, kdp_call *c) {
+        grpc_op op = { .op = GRPC_OP_RECV_CLOSE_ON_SERVER };
+
+        op.data.recv_close_on_server.cancelled = &c->cancelled;
+        c->close_tag.on_done = on_job_closed;
         pthread_mutex_lock(&rt->lock);
         if (rt->jobs_tail)
                 rt->jobs_tail->next_job = c;
@@ -690,9 +730,63 @@ static void queue_job(kdp_server_runtime *rt, kdp_call *c) {
                 rt->jobs_head = c;
         rt->jobs_tail = c;
         rt->n_jobs++;
+        c->queued = true;
+        /* under the lock: the close may complete on another thread before this returns */
+        c->n_pending = 2;
+        c->close_armed = grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL) == GRPC_CALL_OK;
         grow_pool(rt);
         pthread_cond_broadcast(&rt->cond);
         pthread_mutex_unlock(&rt->lock);
+}
+
+/* Under rt->lock: takes queued job `c` out of the queue. */
+static void unqueue_job(kdp_server_runtime *rt, kdp_call *c, kdp_call *prev) {
+        if (prev)
+                prev->next_job = c->next_job;
+        else
+                rt->jobs_head = c->next_job;
+        if (rt->jobs_tail == c)
+                rt->jobs_tail = prev;
+        c->next_job = NULL;
+        c->queued = false;
+        rt->n_jobs--;
+}
+
+/* A job that will not run: its caller gave up (deadline passed or cancelled) while it was queued. */
+static void drop_job(kdp_call *c) {
+        const V1beta1__PreStartContainerRequest *req = (const V1beta1__PreStartContainerRequest *) c->request;
+
+        kdp_log_warning("Dropped PreStartContainer cancelled or past its deadline while queued",
+                        KDP_F_STR("resource", c->server->resource),
+                        KDP_F_STR("device", req->n_devices_ids > 0 ? req->devices_ids[0] : ""),
+                        KDP_F_INT("devices", req->n_devices_ids));
+        reply_unary(c, GRPC_STATUS_DEADLINE_EXCEEDED, "PreStartContainer dropped: cancelled or past its "
+                                                      "deadline before it ran");
+}
+
+/* CQ thread: the call of a PreStart job ended; still queued, the job is dropped. */
+static void on_job_closed(kdp_tag *tag, bool ok) {
+        kdp_call *c = KDP_CONTAINER_OF(tag, kdp_call, close_tag);
+        kdp_server_runtime *rt = c->server->rt;
+        bool drop = false;
+
+        pthread_mutex_lock(&rt->lock);
+        if (c->queued && c->cancelled) {
+                kdp_call *prev = NULL;
+
+                for (kdp_call *q = rt->jobs_head; q != c; q = q->next_job)
+                        prev = q;
+                unqueue_job(rt, c, prev);
+                drop = true;
+        }
+        pthread_mutex_unlock(&rt->lock);
+        if (drop)
+                drop_job(c);
+        job_batch_done(c);
+}
+
+static bool job_expired(const kdp_call *c) {
+        return gpr_time_cmp(gpr_now(c->deadline.clock_type), c->deadline) >= 0;
 }
 
 static const V1beta1__PreStartContainerRequest *job_request(const kdp_call *c) {
@@ -720,10 +814,20 @@ static const kdp_call *job_blocker(const kdp_server_runtime *rt, const kdp_call 
         return NULL;
 }
 
-/* Under rt->lock: unlinks and returns the oldest job that can run now, into running slot `slot`. */
-static kdp_call *take_job(kdp_server_runtime *rt, unsigned slot) {
+/*
+ * Under rt->lock: unlinks and returns the oldest job whose deadline passed (*ret_expired
+ * set), else the oldest that can run now, into running slot `slot`.
+ */
+static kdp_call *take_job(kdp_server_runtime *rt, unsigned slot, bool *ret_expired) {
         kdp_call *prev = NULL;
 
+        for (kdp_call *c = rt->jobs_head; c; prev = c, c = c->next_job)
+                if (job_expired(c)) {
+                        unqueue_job(rt, c, prev);
+                        *ret_expired = true;
+                        return c;
+                }
+        prev = NULL;
         for (kdp_call *c = rt->jobs_head; c; prev = c, c = c->next_job) {
                 if (job_blocker(rt, c)) {
                         if (!c->deferred) {
@@ -734,15 +838,9 @@ static kdp_call *take_job(kdp_server_runtime *rt, unsigned slot) {
                         }
                         continue;
                 }
-                if (prev)
-                        prev->next_job = c->next_job;
-                else
-                        rt->jobs_head = c->next_job;
-                if (rt->jobs_tail == c)
-                        rt->jobs_tail = prev;
-                c->next_job = NULL;
-                rt->n_jobs--;
+                unqueue_job(rt, c, prev);
                 rt->running[slot] = c;
+                *ret_expired = false;
                 return c;
         }
         return NULL;
@@ -815,11 +913,12 @@ static void *worker_main(void *userdata) {
         for (;;) {
                 kdp_call *c;
                 unsigned slot;
+                bool expired = false;
 
                 pthread_mutex_lock(&rt->lock);
                 for (;;) {
                         slot = free_slot(rt);
-                        c = take_job(rt, slot);
+                        c = take_job(rt, slot, &expired);
                         if (c || (rt->worker_quit && !rt->jobs_head))
                                 break;
                         rt->n_idle++;
@@ -829,7 +928,10 @@ static void *worker_main(void *userdata) {
                 pthread_mutex_unlock(&rt->lock);
                 if (!c)
                         return NULL;
-                run_pre_start(rt, slot, c);
+                if (expired)
+                        drop_job(c);
+                else
+                        run_pre_start(rt, slot, c);
         }
 }
 
