@@ -126,7 +126,7 @@ pass "at reload a drifted declared card is programmed again, Unhealthy \"program
 # a failing programming leaves the port Unhealthy with the reason, until a reload retries
 drift_reload "$T/kdpd-decl.out" "fail" drifted-3
 wait_line "$ERR" "\"Cannot program the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" reason=\"programming card 0000:d8:00.0 port 0 with AFU $NLB3 \(interface $IFID\) from $BITS/$IFID/$NLB3.gbs through /dev/dfl-fme.1 failed: Input/output error\" err=\"Input/output error\"$"
-wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming the declared AFU $NLB3 failed: Input/output error\"$"
+wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming the declared AFU $NLB3 failed: Input/output error; card: last partial reconfiguration failed: reconfig incompatible image\"$"
 wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=0 healthy= unhealthy=dfl-port.1 "
 echo "fpga-pr dfl-fme.1 good" >&9
 echo "echo good-3" >&9
@@ -164,7 +164,7 @@ pass "region: at reload a drifted declared card is programmed again, its FME Unh
 
 drift_reload "$T/kdpd-region.out" "fail" drifted-rf
 wait_line "$ERR" "\"Cannot program the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" reason=\"programming card 0000:d8:00.0 port 0 with AFU $NLB3 \(interface $IFID\) from $BITS/$IFID/$NLB3.gbs through /dev/dfl-fme.1 failed: Input/output error\" err=\"Input/output error\"$"
-wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$REGION\" device=\"dfl-fme.1\" reason=\"dfl-port.1: programming the declared AFU $NLB3 failed: Input/output error\"$"
+wait_line "$ERR" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$REGION\" device=\"dfl-fme.1\" reason=\"dfl-port.1: programming the declared AFU $NLB3 failed: Input/output error; last partial reconfiguration failed: reconfig incompatible image\"$"
 wait_devices $REGION "^devices resource=$REGION capacity=2 allocatable=1 healthy=dfl-fme.0 unhealthy=dfl-fme.1 "
 echo "fpga-pr dfl-fme.1 good" >&9
 echo "echo good-r" >&9

@@ -241,6 +241,9 @@ typedef struct simdev {
         char *node;                     /* the record's N: name ("dri/renderD128"), NULL if none */
         char *node_target;              /* what umockdev linked <testbed>/dev/<node> to at the first add */
         char *physfn;                   /* a VF: its PF's address (L: physfn=../<bdf>), else NULL */
+        /* what the FPGA itself holds, kept across unbind/bind and unplug/replug as the card keeps it */
+        char *hw_afu_id;                /* a port's afu_id ("<hex>\n") since a PR or drift, else NULL */
+        char *hw_status;                /* an fpga_manager's status since a PR ("" or "<error>\n"), else NULL */
         bool present;
 } simdev;
 
@@ -524,6 +527,8 @@ static simdev *simdev_free(simdev *d) {
         free(d->driver);
         free(d->node);
         free(d->node_target);
+        free(d->hw_afu_id);
+        free(d->hw_status);
         free(d->physfn);
         free(d);
         return NULL;
@@ -737,7 +742,15 @@ static int sim_send(sim_node *s, simdev *d, const char *action) {
         return 0;
 }
 
+/* path -> target, replacing what is there; makes the parent too (umockdev drops an emptied /dev/dri). */
 static int sim_symlink(const char *target, const char *path) {
+        _cleanup_free_ char *dir = strdup_or_die(path);
+        int r;
+
+        *strrchr(dir, '/') = '\0';
+        r = mkdir_p(dir);
+        if (r < 0)
+                return r;
         (void) unlink(path);
         if (symlink(target, path) < 0)
                 return -errno;
@@ -994,8 +1007,34 @@ static void sim_note_node(sim_node *s, simdev *d, const char *record) {
  * same N: name is added again; a re-added device therefore gets its record without the N: line
  * and its old node back, as the kernel gives a re-bound device the same node.
  */
+/* The record with its "A: NAME=" line's value replaced by `value` (newlines as "\\n"); a copy if it has none. */
+static char *record_with_attr(const char *record, const char *name, const char *value) {
+        size_t nlen = strlen(name), vlen = strlen(value);
+        char *out = calloc(1, strlen(record) + 2 * vlen + 2), *o = out;
+
+        if (!out)
+                return NULL;
+        for (const char *p = record; *p;) {
+                size_t len = strcspn(p, "\n");
+
+                if (strncmp(p, "A: ", 3) == 0 && len > 3 + nlen && strncmp(p + 3, name, nlen) == 0 &&
+                    p[3 + nlen] == '=') {
+                        o += sprintf(o, "A: %s=", name);
+                        for (const char *v = value; *v; v++)
+                                o += *v == '\n' ? sprintf(o, "\\n") : sprintf(o, "%c", *v);
+                } else {
+                        memcpy(o, p, len);
+                        o += len;
+                }
+                p += len;
+                if (*p == '\n')
+                        *o++ = *p++;
+        }
+        return out;
+}
+
 static int sim_add_record(sim_node *s, simdev *d, const char *record) {
-        _cleanup_free_ char *stripped = NULL, *path = NULL;
+        _cleanup_free_ char *stripped = NULL, *path = NULL, *afu = NULL, *status = NULL;
         GError *error = NULL;
         int r;
 
@@ -1004,6 +1043,18 @@ static int sim_add_record(sim_node *s, simdev *d, const char *record) {
                 return r;
         if (s->verbose)
                 sim_log("add %s", d->devpath);
+        if (d->hw_afu_id) {
+                afu = record_with_attr(record, "afu_id", d->hw_afu_id);
+                if (!afu)
+                        return -ENOMEM;
+                record = afu;
+        }
+        if (d->hw_status) {
+                status = record_with_attr(record, "status", d->hw_status);
+                if (!status)
+                        return -ENOMEM;
+                record = status;
+        }
         if (d->node_target) {
                 stripped = record_without_node(record);
                 if (!stripped || asprintf(&path, "%s/dev/%s", s->root, d->node) < 0)
@@ -1017,9 +1068,9 @@ static int sim_add_record(sim_node *s, simdev *d, const char *record) {
         }
         d->present = true;
         if (path) {
-                (void) unlink(path);
-                if (symlink(d->node_target, path) < 0)
-                        return -errno;
+                r = sim_symlink(d->node_target, path);
+                if (r < 0)
+                        return r;
         }
         return sim_materialize(s, d);
 }
@@ -2338,6 +2389,46 @@ static simdev *sim_fme_port(sim_node *s, const char *node, uint32_t port_id) {
         return NULL;
 }
 
+/* The fpga_manager class device below the FME node's platform device; NULL if none. */
+static simdev *sim_fme_manager(sim_node *s, const char *node) {
+        const simdev *fme = NULL;
+        size_t len;
+
+        for (size_t i = 0; i < s->n_devs && !fme; i++)
+                if (s->devs[i]->present && s->devs[i]->node && strcmp(s->devs[i]->node, node) == 0)
+                        fme = s->devs[i];
+        if (!fme)
+                return NULL;
+        len = strlen(fme->devpath);
+        for (size_t i = 0; i < s->n_devs; i++) {
+                simdev *d = s->devs[i];
+
+                if (d->present && strcmp(d->subsystem, "fpga_manager") == 0 &&
+                    strncmp(d->devpath, fme->devpath, len) == 0 && d->devpath[len] == '/')
+                        return d;
+        }
+        return NULL;
+}
+
+/* Sets a sysfs attribute that the FPGA holds: it stays when the device is removed and added again. */
+static void sim_set_hw(sim_node *s, simdev *d, const char *attr, char **kept, const char *value) {
+        free(*kept);
+        *kept = strdup_or_die(value);
+        umockdev_testbed_set_attribute(s->tb, d->syspath, attr, value);
+}
+
+/*
+ * The manager's status after a PR, as dfl-fme-mgr shows its PR error register: a failed PR
+ * leaves "reconfig incompatible image" (the image the emulated hardware rejects), the next
+ * PR clears it (fme_mgr_write_init() clears the error bits) and a good one leaves it empty.
+ */
+static void sim_fpga_status(sim_node *s, const char *node, bool failed) {
+        simdev *mgr = sim_fme_manager(s, node);
+
+        if (mgr)
+                sim_set_hw(s, mgr, "status", &mgr->hw_status, failed ? "reconfig incompatible image\n" : "");
+}
+
 /* Main loop: answers the PR calls that are due; returns the time the next one is, or -1. */
 static int64_t sim_fpga_run(sim_node *s) {
         int64_t next = -1, now = now_ms();
@@ -2366,6 +2457,7 @@ static int64_t sim_fpga_run(sim_node *s) {
                         if (s->verbose)
                                 sim_log("%s: PR of port %u failed (%s)", pr->node, pr->port_id,
                                         pr->afu_id ? "fail mode" : "no afu_id in the image");
+                        sim_fpga_status(s, pr->node, true);
                         umockdev_ioctl_client_complete(pr->client, -1, EIO);
                 } else {
                         simdev *port = sim_fme_port(s, pr->node, pr->port_id);
@@ -2374,7 +2466,8 @@ static int64_t sim_fpga_run(sim_node *s) {
                         if (!port || asprintf(&text, "%s\n", pr->afu_id) < 0)
                                 umockdev_ioctl_client_complete(pr->client, -1, EINVAL);
                         else {
-                                umockdev_testbed_set_attribute(s->tb, port->syspath, "afu_id", text);
+                                sim_fpga_status(s, pr->node, false);
+                                sim_set_hw(s, port, "afu_id", &port->hw_afu_id, text);
                                 if (s->verbose)
                                         sim_log("%s: PR of port %u done: %s afu_id %s", pr->node, pr->port_id,
                                                 port->devpath, pr->afu_id);
@@ -2489,7 +2582,7 @@ static int sim_drift(sim_node *s, simdev *d, const char *afu_id) {
                 return -ENOMEM;
         for (char *c = text; *c; c++)
                 *c = (char) tolower((unsigned char) *c);
-        umockdev_testbed_set_attribute(s->tb, d->syspath, "afu_id", text);
+        sim_set_hw(s, d, "afu_id", &d->hw_afu_id, text);
         return 0;
 }
 

@@ -262,6 +262,106 @@ file /dev/dfl-port.1 missing
 mark vf-off
 EOT
 
+# What the card holds outlives an unbind/bind or unplug/replug of its PCI function: the AFU a PR
+# loaded (the emulated hardware's afu_id) and the fpga_manager's status of the last PR ("reconfig
+# incompatible image" after a failed one, empty after a good one). The child runs each line of
+# the request FIFO, then prints "done N"; the control FIFO drives sim-node.
+# live FIXTURE: starts sim-node on FIXTURE with that child
+live() {
+        rm -f "$tmp/ctl" "$tmp/req" "$tmp/simout" "$tmp/simerr"
+        mkfifo "$tmp/ctl" "$tmp/req"
+        exec 3<>"$tmp/ctl" 4<>"$tmp/req"
+        "${DIE_WITH_US[@]}" "$simnode" "$nodes/$1.umockdev" --control "$tmp/ctl" -- \
+                bash -c 'n=0; echo ready; while read -r line; do eval "$line"; n=$((n + 1)); echo "done $n"; done' \
+                < "$tmp/req" > "$tmp/simout" 2> "$tmp/simerr" 3>&- 4>&- &
+        sim_pid=$!
+        wait_text "$tmp/simout" '^ready$'
+        asked=0
+}
+# ask COMMAND: runs COMMAND in the child, its output in $tmp/step
+ask() {
+        local before
+        before=$(wc -l <"$tmp/simout")
+        printf '%s\n' "$1" >&4
+        asked=$((asked + 1))
+        wait_text "$tmp/simout" "^done $asked\$"
+        tail -n +$((before + 1)) "$tmp/simout" | grep -v "^done $asked\$" >"$tmp/step"
+}
+# control MARK LINE...: the LINEs to sim-node, then waits for "echo MARK"
+control() {
+        local mark=$1
+        shift
+        printf '%s\n' "$@" "echo $mark" >&3
+        wait_text "$tmp/simout" "^$mark\$"
+}
+# stop_live: the child ends, sim-node exits 0 with nothing on stderr
+stop_live() {
+        local rc
+        exec 4>&-
+        wait "$sim_pid"
+        rc=$?
+        sim_pid=
+        exec 3>&-
+        [ $rc = 0 ] && [ ! -s "$tmp/simerr" ] && ok "$1: sim-node exits 0, nothing on stderr" ||
+                fail "$1: rc=$rc $(cat "$tmp/simerr")"
+}
+
+NLB3=f7df405cbd7acf7222f144b0b93acd18
+printf 'SIM-BITSTREAM afu_id=%s\nbits' "$NLB3" >"$tmp/nlb3.bin"
+ports='for p in /sys/bus/platform/devices/dfl-port.*; do echo "${p##*/} $(cat $p/afu_id) $(basename $(readlink $p/driver))"; done; for m in /sys/class/fpga_manager/*; do echo "${m##*/} status=[$(cat $m/status)]"; done; ls /sys/bus/platform/devices | paste -sd" "; ls /dev | grep dfl | paste -sd" "'
+live fpga-d5005
+ask "$check fpga /dev/dfl-fme.1 0 $tmp/nlb3.bin | grep ^pr"
+expect "fpga-d5005: a good PR of card 1" "$tmp/step" <<<"pr ok"
+control rebound-1 "unbind 0000:d8:00.0" "bind 0000:d8:00.0 dfl-pci"
+ask "$ports"
+expect "fpga-d5005: unbind/bind of card 1 restores its platform devices and nodes, with the AFU its PR loaded" "$tmp/step" <<EOF2
+dfl-port.0 d8424dc4a4a3c413f89e433683f9040b dfl-port
+dfl-port.1 $NLB3 dfl-port
+fpga0 status=[]
+fpga1 status=[]
+dfl-fme-bridge.0.auto dfl-fme-bridge.1.auto dfl-fme-mgr.0 dfl-fme-mgr.1 dfl-fme-region.0 dfl-fme-region.1 dfl-fme.0 dfl-fme.1 dfl-port.0 dfl-port.1
+dfl-fme.0 dfl-fme.1 dfl-port.0 dfl-port.1
+EOF2
+control fail-1 "fpga-pr dfl-fme.1 fail"
+ask "$check fpga /dev/dfl-fme.1 0 $tmp/nlb3.bin | grep ^pr; cat /sys/class/fpga_manager/fpga1/status"
+expect "fpga-d5005: a failed PR leaves the manager's status as the kernel does" "$tmp/step" <<EOF2
+pr errno=EIO
+reconfig incompatible image
+EOF2
+control rebound-2 "unbind 0000:d8:00.0" "bind 0000:d8:00.0 dfl-pci" "unplug 0000:3b:00.0" "replug 0000:3b:00.0"
+ask "$ports"
+expect "fpga-d5005: the failed PR's status and the loaded AFU outlive unbind/bind; unplug/replug of card 0 restores it" "$tmp/step" <<EOF2
+dfl-port.0 d8424dc4a4a3c413f89e433683f9040b dfl-port
+dfl-port.1 $NLB3 dfl-port
+fpga0 status=[]
+fpga1 status=[reconfig incompatible image]
+dfl-fme-bridge.0.auto dfl-fme-bridge.1.auto dfl-fme-mgr.0 dfl-fme-mgr.1 dfl-fme-region.0 dfl-fme-region.1 dfl-fme.0 dfl-fme.1 dfl-port.0 dfl-port.1
+dfl-fme.0 dfl-fme.1 dfl-port.0 dfl-port.1
+EOF2
+control good-1 "fpga-pr dfl-fme.1 good 0"
+ask "$check fpga /dev/dfl-fme.1 0 $tmp/nlb3.bin | grep ^pr; cat /sys/class/fpga_manager/fpga1/status | wc -c"
+expect "fpga-d5005: the next good PR clears the status" "$tmp/step" <<EOF2
+pr ok
+0
+EOF2
+stop_live fpga-d5005-rebind
+
+# the last /dev/dri node leaving takes /dev/dri with it (the BMC's by-path link removed first);
+# a replug brings both back
+live fpga-u250
+control unplugged "rm dev/dri/by-path/pci-0000:02:00.0-card" "rm dev/dri/by-path" \
+        "unplug 0000:02:00.0" "unplug 0000:3b:00.1" "unplug 0000:d8:00.1"
+ask "ls /dev/dri 2>&1 | sed 's/.*: //'"
+expect "fpga-u250: no DRM node left, no /dev/dri" "$tmp/step" <<<"No such file or directory"
+control replugged "replug 0000:d8:00.1" "replug 0000:3b:00.1" "replug 0000:02:00.0"
+ask "ls /dev/dri | paste -sd' '; stat -L -c %t:%T /dev/dri/renderD128 /dev/dri/renderD129"
+expect "fpga-u250: replug brings back /dev/dri and its nodes" "$tmp/step" <<EOF2
+by-path card0 card1 card2 renderD128 renderD129
+e2:80
+e2:81
+EOF2
+stop_live fpga-u250-replug
+
 if [ $failures -gt 0 ]; then
         echo "$failures check(s) failed"
         exit 1
