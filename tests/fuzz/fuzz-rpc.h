@@ -49,7 +49,7 @@ static inline void fuzz_rpc_init(void) {
 /* Answers data[0..size) as a request of `method` ("Allocate"); checks what every answer must hold. */
 static inline void fuzz_rpc_answer(const char *method, const uint8_t *data, size_t size) {
         grpc_byte_buffer *reply = NULL;
-        char path[128], details[160];
+        char path[128], details[256];
         grpc_status_code status;
 
         snprintf(path, sizeof(path), "/v1beta1.DevicePlugin/%s", method);
