@@ -6,6 +6,10 @@
  * list, locality index, packed ListAndWatchResponse). With the example backend
  * at example.devices=8 and 4096; prints rescan_n<N>_p50_us, _p99_us, _max_us.
  * Run by bench/hardware.sh.
+ *
+ * bench-scan REPS BACKEND PREFIX [KEY=VALUE...]: the same for BACKEND with those
+ * options, on the machine it runs on (bench/fpga.sh runs it under sim-node);
+ * prints PREFIX_devices (all resources) and PREFIX_p50_us, _p99_us, _max_us.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -16,51 +20,34 @@
 
 #include <grpc/grpc.h>
 
+#include "bench-stats.h"
 #include "registry.h"
 #include "snapshot.h"
 
 static const char *const dirs[] = { KDP_BUILD_DIR "/plugins", NULL };
 
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-/* nearest-rank percentile of a sorted array */
-static uint64_t pct(const uint64_t *v, size_t n, unsigned p) {
-        size_t i = (n * p + 99) / 100;
-
-        return v[i ? i - 1 : 0];
-}
-
-static int run(unsigned n, unsigned reps) {
+/* `reps` scans of `backend` with the options; `n` devices per resource expected (0: any). */
+static int run(const char *backend, char *const *opts, const char *prefix, unsigned n, unsigned reps) {
         const char *roots[_KDP_PATH_KIND_MAX] = { 0 };
         kdp_config *c = NULL;
         kdp_backend *b = NULL;
         uint64_t *t = calloc(reps, sizeof(*t)), gen = 0;
-        char opt[64];
+        size_t devices = 0;
         int r;
 
         if (!t)
                 return -ENOMEM;
-        snprintf(opt, sizeof(opt), "example.devices=%u", n);
-        if ((r = kdp_config_load(NULL, &c)) < 0 || (r = kdp_config_add_override(c, opt)) < 0 ||
-            (r = kdp_registry_load("example", dirs, &b)) < 0 || (r = kdp_registry_start(b, c, roots)) < 0) {
-                fprintf(stderr, "bench-scan: cannot start the example backend: %s\n", strerror(-r));
+        r = kdp_config_load(NULL, &c);
+        for (size_t i = 0; r >= 0 && opts[i]; i++)
+                r = kdp_config_add_override(c, opts[i]);
+        if (r < 0 || (r = kdp_registry_load(backend, dirs, &b)) < 0 || (r = kdp_registry_start(b, c, roots)) < 0) {
+                fprintf(stderr, "bench-scan: cannot start the %s backend: %s\n", backend, strerror(-r));
                 goto out;
         }
         /* one warm-up round, not counted */
         for (unsigned i = 0; i <= reps; i++) {
                 kdp_device_tree *tree = NULL;
-                uint64_t t0 = now_ns();
+                uint64_t t0 = bench_stats_now_ns();
 
                 r = kdp_registry_scan(b, NULL, &tree);
                 if (r < 0) {
@@ -70,7 +57,9 @@ static int run(unsigned n, unsigned reps) {
                 for (size_t k = 0; k < tree->n_resources; k++) {
                         kdp_snapshot *s = NULL;
 
-                        if (i == 0 && tree->resources[k].n_devices != n)
+                        if (i == 0)
+                                devices += tree->resources[k].n_devices;
+                        if (i == 0 && n && tree->resources[k].n_devices != n)
                                 fprintf(stderr, "bench-scan: %zu devices, expected %u\n",
                                         tree->resources[k].n_devices, n);
                         r = kdp_snapshot_new(&tree->resources[k], ++gen, &s);
@@ -82,13 +71,15 @@ static int run(unsigned n, unsigned reps) {
                         kdp_snapshot_unref(s);
                 }
                 if (i > 0)
-                        t[i - 1] = now_ns() - t0;
+                        t[i - 1] = bench_stats_now_ns() - t0;
                 kdp_device_tree_free(tree);
         }
-        qsort(t, reps, sizeof(*t), cmp_u64);
-        printf("rescan_n%u_p50_us=%.1f\n", n, pct(t, reps, 50) / 1e3);
-        printf("rescan_n%u_p99_us=%.1f\n", n, pct(t, reps, 99) / 1e3);
-        printf("rescan_n%u_max_us=%.1f\n", n, t[reps - 1] / 1e3);
+        qsort(t, reps, sizeof(*t), bench_stats_cmp_u64);
+        if (!n)
+                printf("%s_devices=%zu\n", prefix, devices);
+        printf("%s_p50_us=%.1f\n", prefix, bench_stats_pct(t, reps, 50) / 1e3);
+        printf("%s_p99_us=%.1f\n", prefix, bench_stats_pct(t, reps, 99) / 1e3);
+        printf("%s_max_us=%.1f\n", prefix, t[reps - 1] / 1e3);
         r = 0;
 out:
         if (b)
@@ -108,8 +99,16 @@ int main(int argc, char **argv) {
         grpc_init();
         printf("rescan_reps=%u\n", reps);
         fflush(stdout);
-        if (run(8, reps) < 0 || run(4096, reps) < 0)
-                r = 1;
+        if (argc > 3) {
+                if (run(argv[2], argv + 4, argv[3], 0, reps) < 0)
+                        r = 1;
+        } else {
+                char o8[] = "example.devices=8", o4096[] = "example.devices=4096";
+                char *opts8[] = { o8, NULL }, *opts4096[] = { o4096, NULL };
+
+                if (run("example", opts8, "rescan_n8", 8, reps) < 0 || run("example", opts4096, "rescan_n4096", 4096, reps) < 0)
+                        r = 1;
+        }
         grpc_shutdown();
         return r;
 }

@@ -6,7 +6,7 @@
  *
  *   kdp-bench --socket PATH [--concurrency C] [--calls N] [--warmup W]
  *             [--law-samples K] [--devices-per-call D] [--channels shared|per-thread]
- *             [--method allocate|preferred] [--size S]
+ *             [--method allocate|preferred|prestart] [--size S]
  *
  * What it does, in order:
  *  1. Opens one channel, as the kubelet does: it multiplexes every RPC to a
@@ -25,7 +25,8 @@
  *     one ContainerPreferredAllocationRequest per call, every advertised ID
  *     available, none required, allocation_size S; an answer counts when it
  *     holds S IDs. A plugin that does not implement the call fails every one
- *     (its GetDevicePluginOptions are not asked).
+ *     (its GetDevicePluginOptions are not asked). With --method prestart they
+ *     are PreStartContainer calls, D IDs each, rotating as Allocate's.
  *
  * Output is one name=value line per figure (times in µs). Exit status 0 when
  * every call succeeded, 1 otherwise.
@@ -52,6 +53,7 @@
 #define METHOD_LIST_AND_WATCH "/v1beta1.DevicePlugin/ListAndWatch"
 #define METHOD_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
 #define METHOD_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
+#define METHOD_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
 #define CALL_TIMEOUT_MS 10000
 #define MAX_DEVICES_PER_CALL 1024
 
@@ -64,6 +66,7 @@ typedef struct options {
         size_t devices_per_call;
         bool per_thread_channels;
         bool preferred;                 /* GetPreferredAllocation instead of Allocate */
+        bool prestart;                  /* PreStartContainer instead of Allocate */
         size_t size;                    /* its allocation_size */
 } options;
 
@@ -358,8 +361,38 @@ static bool preferred_once(worker *w, grpc_completion_queue *cq) {
         return ok;
 }
 
+/* One PreStartContainer for devices_per_call IDs starting at rotation slot `k`; any answer is success. */
+static bool prestart_once(worker *w, grpc_completion_queue *cq, size_t k) {
+        const size_t d = w->opts->devices_per_call;
+        V1beta1__PreStartContainerRequest req = V1BETA1__PRE_START_CONTAINER_REQUEST__INIT;
+        V1beta1__PreStartContainerResponse *resp;
+        grpc_byte_buffer *request, *response;
+        char *ids[MAX_DEVICES_PER_CALL];
+        bool ok;
+
+        for (size_t i = 0; i < d; i++)
+                ids[i] = w->devs->ids[(k * d + i) % w->devs->n];
+        req.n_devices_ids = d;
+        req.devices_ids = ids;
+        request = byte_buffer_from(&req.base);
+        response = unary_call(w->channel, cq, METHOD_PRESTART, request, false);
+        grpc_byte_buffer_destroy(request);
+        resp = (V1beta1__PreStartContainerResponse *) unpack(&v1beta1__pre_start_container_response__descriptor,
+                                                             response, NULL);
+        ok = resp != NULL;
+        if (response && !ok)
+                fprintf(stderr, "kdp-bench: PreStartContainer: unexpected response\n");
+        if (resp)
+                protobuf_c_message_free_unpacked(&resp->base, NULL);
+        if (response)
+                grpc_byte_buffer_destroy(response);
+        return ok;
+}
+
 /* One timed or warm-up call of the chosen method; `k` is its rotation slot. */
 static bool call_once(worker *w, grpc_completion_queue *cq, size_t k) {
+        if (w->opts->prestart)
+                return prestart_once(w, cq, k);
         return w->opts->preferred ? preferred_once(w, cq) : allocate_once(w, cq, k);
 }
 
@@ -412,9 +445,10 @@ static void usage(FILE *f) {
                 "  --channels shared|per-thread\n"
                 "                           one connection for all threads, as the kubelet\n"
                 "                           (default), or one per thread\n"
-                "  --method allocate|preferred\n"
-                "                           time Allocate (default) or GetPreferredAllocation;\n"
-                "                           the figures are named allocate_* or preferred_*\n"
+                "  --method allocate|preferred|prestart\n"
+                "                           time Allocate (default), GetPreferredAllocation or\n"
+                "                           PreStartContainer; the figures are named allocate_*,\n"
+                "                           preferred_* or prestart_*\n"
                 "  --size S                 GetPreferredAllocation's allocation_size, out of\n"
                 "                           every advertised ID (default 1)\n");
 }
@@ -485,11 +519,9 @@ static int parse_options(int argc, char **argv, options *o) {
                                 return -EINVAL;
                         break;
                 case 'm':
-                        if (strcmp(optarg, "allocate") == 0)
-                                o->preferred = false;
-                        else if (strcmp(optarg, "preferred") == 0)
-                                o->preferred = true;
-                        else
+                        o->preferred = strcmp(optarg, "preferred") == 0;
+                        o->prestart = strcmp(optarg, "prestart") == 0;
+                        if (!o->preferred && !o->prestart && strcmp(optarg, "allocate") != 0)
                                 return -EINVAL;
                         break;
                 case 'S':
@@ -553,7 +585,7 @@ static bool bench_list_and_watch(const options *o, grpc_channel *ch, device_ids 
 static size_t bench_calls(const options *o, grpc_channel *shared, const device_ids *devs) {
         worker *workers = calloc(o->concurrency, sizeof(worker));
         double *latency = calloc(o->calls, sizeof(double));
-        const char *m = o->preferred ? "preferred" : "allocate";
+        const char *m = o->prestart ? "prestart" : o->preferred ? "preferred" : "allocate";
         pthread_barrier_t start;
         size_t errors = 0, next = 0;
         double t0, elapsed;
@@ -590,7 +622,7 @@ static size_t bench_calls(const options *o, grpc_channel *shared, const device_i
                 printf("preferred_size=%zu\n", o->size);
                 printf("preferred_available=%zu\n", devs->n);
         } else {
-                printf("allocate_devices_per_call=%zu\n", o->devices_per_call);
+                printf("%s_devices_per_call=%zu\n", m, o->devices_per_call);
         }
         printf("%s_calls=%zu\n", m, o->calls);
         printf("%s_errors=%zu\n", m, errors);

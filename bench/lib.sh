@@ -7,7 +7,8 @@
 #   work     a scratch dir, /tmp/kdp-bench-<script>.XXXXXX (cleanup removes it)
 #   pcalls   KDP_BENCH_PREFERRED_CALLS (2000), idle_s KDP_BENCH_IDLE_S (10)
 # installs the EXIT, INT and TERM traps (cleanup stops what it started) and prints nothing.
-# The script sets, before `session ... sim`, `fixture`: the node's record file.
+# The script sets, before `session ... sim`, `fixture`: the node's record file, and may set
+# `sim_control`: a FIFO sim-node reads commands from (--control).
 # session_wait_s (30; the script may set it first) bounds the wait for kdpd's first ListAndWatch
 # message: a large node takes umockdev long to load.
 
@@ -122,7 +123,8 @@ session() {
         done
         set -- "$build/kdpd" --kubelet-dir "$dir/device-plugins" --cdi-dir "$dir/cdi" --state-dir "$dir/state" "$@"
         if [ "$mode" = sim ]; then
-                "$src/tests/sim-node/sim-node" "$fixture" -- "$@" > "$dir/kdpd.out" 2> "$dir/kdpd.err" &
+                "$src/tests/sim-node/sim-node" "$fixture" ${sim_control:+--control "$sim_control"} -- "$@" \
+                        > "$dir/kdpd.out" 2> "$dir/kdpd.err" &
                 sim_pid=$!
         else
                 "$@" > "$dir/kdpd.out" 2> "$dir/kdpd.err" &
@@ -168,7 +170,7 @@ run_bench() {
                 tail -n 5 "$b.err" >&2
         fi
         m=allocate
-        case " $* " in *" preferred "*) m=preferred ;; esac
+        case " $* " in *" preferred "*) m=preferred ;; *" prestart "*) m=prestart ;; esac
         echo "${p}_p50_us=$(bench_field "$b" "${m}_p50_us")"
         echo "${p}_p99_us=$(bench_field "$b" "${m}_p99_us")"
 }

@@ -72,11 +72,13 @@ proc_descendants() {
                 pid=${line%% *}
                 ppid=${line##*) }
                 ppid=${ppid#* }
-                kids[${ppid%% *}]+=" $pid"
+                ppid=${ppid%% *}
+                [ -n "$ppid" ] && kids[$ppid]+=" $pid"
         done
         while [ ${#queue[@]} -gt 0 ]; do
                 pid=${queue[0]}
                 queue=("${queue[@]:1}")
+                [ -n "$pid" ] || continue       # a caller's PID variable that was never set
                 for f in ${kids[$pid]:-}; do
                         out+=("$f")
                         queue+=("$f")

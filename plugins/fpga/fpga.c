@@ -6,10 +6,11 @@
  *   init          params -> state
  *   scan          PCI list -> fpga_discover() -> units (what is served: a port in af mode, an
  *                 FME with its ports in region modes, an Alveo card) -> devices; health read
- *                 anew each time (the periodic rescan polls what sends no event); af mode:
- *                 a port of a card `program` declares that does not carry its AFU is
- *                 programmed on a thread of its own once per round (start, each reload),
- *                 Unhealthy "programming" meanwhile, the result reaped by a later scan; an
+ *                 anew each time (the periodic rescan polls what sends no event); a port
+ *                 of a card `program` declares that does not carry its AFU is programmed
+ *                 on a thread of its own once per round (start, each reload; in region
+ *                 modes the card's ports one after the other), its unit Unhealthy
+ *                 "programming" meanwhile, the result reaped by a later scan; an
  *                 Alveo card's logic UUID checked against its declared one
  *   reload        the next round of `program`: declared cards are looked at again
  *   device_event  pci add/remove/bind/unbind: read the PCI list again at the next scan
@@ -347,13 +348,50 @@ static void program_declared(fpga_state *s, unit *u, const fpga_fme *fme, const 
         fpga_health_add(u->health.reason, "programming");
 }
 
+/*
+ * Region modes: the ports of a declared card, one after the other (one programming per card):
+ * the first that does not carry the declared AFU is programmed; when it is done (reap_programs()
+ * looks at the unit again) the next one is. The round ends when every port carries it or one failed.
+ */
+static void program_region(fpga_state *s, unit *u, const fpga_discovery *d, size_t k) {
+        const fpga_fme *fme = &d->fmes[k];
+        const char *want = fpga_config_declared(&s->cfg, fme->pci_address, fme->interface_id);
+
+        if (!want || u->program_round == s->program_round || fpga_reprogram_busy_has(&s->busy, fme->pci_address))
+                return;
+        for (size_t i = 0; i < d->n_ports; i++) {
+                const fpga_port *port = &d->ports[i];
+
+                if (port->fme != (int) k)
+                        continue;
+                if (port->afu_err < 0)
+                        return;         /* afu_id busy: later */
+                if (strcmp(port->afu_id, want) != 0) {
+                        program_declared(s, u, fme, port);
+                        return;
+                }
+        }
+        u->program_round = s->program_round;
+        u->program_failed[0] = '\0';
+}
+
+/* The unit a programming at start or reload was for: the port (af) or its card (region modes). */
+static unit *job_unit(fpga_state *s, const fpga_reprogram_job *job) {
+        unit *u = find_unit(s, UNIT_PORT, job->port);
+
+        for (size_t i = 0; !u && i < s->n_units; i++)
+                if (s->units[i].kind == UNIT_REGION && strcmp(s->units[i].pci_address, job->card) == 0)
+                        u = &s->units[i];
+        return u;
+}
+
 /* The programmings at start or reload that ended: the card is free again; a failure stays the port's reason. */
 static void reap_programs(fpga_state *s) {
         fpga_reprogram_job job;
         int result;
 
         while (fpga_reprogram_reap(&s->runner, &job, &result) > 0) {
-                unit *u = find_unit(s, UNIT_PORT, job.port);
+                unit *u = job_unit(s, &job);
 
                 fpga_reprogram_busy_remove(&s->busy, job.card);
                 if (result < 0) {
@@ -363,10 +401,15 @@ static void reap_programs(fpga_state *s) {
                                               KDP_F_STR("reason", job.reason ? job.reason : ""));
                         if (u)
                                 snprintf(u->program_failed, sizeof(u->program_failed),
-                                         "programming the declared AFU %s failed: %s", job.want, strerror(-result));
-                } else
+                                         "%s%sprogramming the declared AFU %s failed: %s",
+                                         u->kind == UNIT_REGION ? job.port : "", u->kind == UNIT_REGION ? ": " : "",
+                                         job.want, strerror(-result));
+                } else {
+                        if (u && u->kind == UNIT_REGION)
+                                u->program_round = 0;   /* the card's next port, at the next scan */
                         kdp_backend_log_info(s->ctx, "Programmed the declared AFU", KDP_F_STR("device", job.port),
                                              KDP_F_STR("card", job.card), KDP_F_STR("afu", job.want));
+                }
                 fpga_reprogram_job_done(&job);
         }
 }
@@ -455,6 +498,9 @@ static void scan_region(fpga_state *s, kdp_device_tree *tree, const kdp_pci_list
         unit_found(s, u, p, fme->pci_address);
         if (!no_name && (!u->resource[0] || !fpga_name_id_all_f(fme->interface_id)))
                 set_resource(s, u, resource, NULL);
+        program_region(s, u, d, k);
+        if (u->program_failed[0])
+                fpga_health_add(u->health.reason, u->program_failed);
         for (size_t i = 0; i < d->n_ports; i++) {
                 char prefix[FPGA_SYSNAME_MAX + 4];
 

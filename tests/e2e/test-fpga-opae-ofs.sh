@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The FPGA backend on two more Intel nodes: an Arria 10 PAC on the out-of-tree OPAE driver
-# (tests/fixtures/nodes/fpga-opae: Intel's own worked example of an af name), and an N3000 beside
+# (tests/fixtures/nodes/fpga-opae: Intel's own worked example of an af name; a declared AFU it
+# cannot be programmed with leaves the port Unhealthy, saying why), and an N3000 beside
 # its XXV710 NICs with an N6001 whose port runs on its SR-IOV VF (fpga-ofs): the VF's port takes
 # its interface ID from the PF's FME, the NICs are not looked at, region mode hands out the VF's
 # port under the PF's FME, and the port stays listed, unhealthy, when the VF is disabled.
@@ -20,6 +21,20 @@ wait_devices $DCP "^devices resource=$DCP capacity=1 allocatable=1 healthy=intel
 assert_eq "$("$KDPCTL" allocate --socket "$(socket_of $DCP)" intel-fpga-port.0 | tr '\n' '|')" \
         "env KDP_FPGA_PCI_ADDRESSES=0000:06:00.0|device /dev/intel-fpga-port.0 /dev/intel-fpga-port.0 rw|" "allocate the OPAE port"
 pass "OPAE driver: the port under Intel's worked-example name, its node"
+stop_kdpd
+stop_kubelet
+
+# the OPAE driver has no dfl-fme node to program through: a declared AFU leaves the port Unhealthy, saying so
+DCP_IFID=69528db6eb31577a8c3668f9faa081f6
+NLB0=d8424dc4a4a3c413f89e433683f9040b
+NLB3=f7df405cbd7acf7222f144b0b93acd18
+write_gbs "$T/bitstreams" $DCP_IFID $NLB3
+run_node opae-program -o fpga.bitstream_dir="$T/bitstreams" -o fpga.program=0000:06:00.0=$NLB3
+NOT_DFL="card 0000:06:00.0 port intel-fpga-port.0 carries AFU $NLB0, not AFU $NLB3, and cannot be programmed: not a DFL card"
+wait_line "$T/kdpd-opae-program.err" "\"Cannot program the declared AFU\" backend=\"fpga\" device=\"intel-fpga-port.0\" card=\"0000:06:00.0\" want=\"$NLB3\" have=\"$NLB0\" reason=\"$NOT_DFL\" err=\"Operation not supported\"$"
+wait_devices $DCP "^devices resource=$DCP capacity=1 allocatable=0 healthy= unhealthy=intel-fpga-port.0 numa=intel-fpga-port.0:0$"
+wait_line "$T/kdpd-opae-program.err" "\"Device became unhealthy\" resource=\"$DCP\" device=\"intel-fpga-port.0\" reason=\"$NOT_DFL\"$"
+pass "OPAE driver: a declared AFU cannot be programmed; the port is Unhealthy with the exact reason"
 stop_kdpd
 stop_kubelet
 

@@ -2,17 +2,19 @@
 # write_fpga_node FILE: a minimal DFL node for the FPGA programming tests, three cards on one
 # PCI bus: card 0 (dfl-fme.0, port dfl-port.0 id 0) answers PR calls "good" unless told otherwise;
 # card 1 (dfl-fme.1, port dfl-port.1) is declared failing (E: SIM_FPGA_PR=fail), card 2
-# (dfl-fme.2, port dfl-port.2) slow (E: SIM_FPGA_PR=slow 1500). All carry the
+# (dfl-fme.2, port dfl-port.2) slow (E: SIM_FPGA_PR=slow 1500), card 3 (dfl-fme.3, port
+# dfl-port.3) holds every call until a "fpga-pr dfl-fme.3 good 0" (slow 3600000). All carry the
 # D5005 interface ID bfac4d851ee856fe8c95865ce1bbaa2d in their PR region and NLB0
 # (d8424dc4a4a3c413f89e433683f9040b) in afu_id. No driver links, no hwmon: only what programming
 # reads. The full D5005 node is tests/fixtures/nodes' business.
 write_fpga_node() {
         local card pf fme mode
         : >"$1"
-        for card in 0 1 2; do
+        for card in 0 1 2 3; do
                 mode=""
                 [ $card = 1 ] && mode="E: SIM_FPGA_PR=fail"$'\n'
                 [ $card = 2 ] && mode="E: SIM_FPGA_PR=slow 1500"$'\n'
+                [ $card = 3 ] && mode="E: SIM_FPGA_PR=slow 3600000"$'\n'
                 pf=/devices/pci0000:3b/0000:3b:0$card.0
                 fme=$pf/fpga_region/region$((card * 2))/dfl-fme.$card
                 cat >>"$1" <<REC

@@ -132,7 +132,9 @@
  * record's property E: SIM_FPGA_PR=MODE [MS] sets it, a property nothing else reads): then, for
  * good and slow, the port of the same container region whose `id` is port_id shows the new
  * afu_id (no such port: EINVAL), and for fail nothing changes and the call fails with EIO.
- * Calls of several cards, and of several clients, run at once; the main loop completes them.
+ * Calls of several cards run at once; the main loop completes them. A call on an FME whose
+ * earlier call still runs fails at once with EBUSY, as the kernel's exclusive open and its
+ * in-progress PR answer a second client (the earlier call goes on).
  *
  * Plain files (FIXTURE.files/). Every directory at the top of the tree (dev/, proc/, sys/) is
  * merged into the testbed root; files at the top (SOURCE.md) are notes and stay out. Regular
@@ -2260,6 +2262,18 @@ static gboolean fme_port_pr(sim_node *s, UMockdevIoctlClient *client) {
         g_object_unref(buf);
         g_object_unref(req);
         pthread_mutex_lock(&s->fpga_lock);
+        for (sim_pr *q = s->prs; q; q = q->next)
+                if (strcmp(q->node, job->node) == 0) {
+                        uint32_t running = q->port_id;
+
+                        pthread_mutex_unlock(&s->fpga_lock);
+                        if (s->verbose)
+                                sim_log("%s: PR of port %u refused: a PR of port %u still runs (EBUSY)", job->node,
+                                        job->port_id, running);
+                        umockdev_ioctl_client_complete(client, -1, EBUSY);
+                        sim_pr_free(job);
+                        return TRUE;
+                }
         fme = sim_find_fme(s, job->node);
         job->mode = fme ? fme->mode : PR_GOOD;
         job->start_ms = now_ms();

@@ -5,8 +5,9 @@
 # version, extensions, ENOTTY, EINVAL for a short argsz) and emulates partial reconfiguration:
 # the image's AFU ID shows in the port's afu_id when the call returns (good), a failing card
 # answers EIO and keeps its AFU (the fixture's SIM_FPGA_PR=fail), a slow call holds while another
-# card's call is answered and ends when told, an image without an AFU ID fails with EIO, a port
-# id the card lacks with EINVAL, and "drift" changes afu_id behind the client's back. The client
+# card's call is answered and a second call on its own card fails with EBUSY, and ends when told,
+# an image without an AFU ID fails with EIO, a port id the card lacks with EINVAL, and "drift"
+# changes afu_id behind the client's back. The client
 # is sim-check (plain open + ioctl), driven through a request FIFO; every check is on order and
 # outcome, none on time. Exit 77 = skipped.
 # shellcheck disable=SC2015,SC2016
@@ -82,6 +83,11 @@ expect "slow: another card's call is answered while card 0's holds, its afu_id u
 pr errno=EIO
 0
 $NLB3
+EOF
+ask "$check fpga /dev/dfl-fme.0 0 $tmp/nlb3.bin | grep ^pr; grep -c '^pr' $tmp/held"
+expect "busy: a second call on card 0 while its first holds fails with EBUSY; the first goes on" "$tmp/step" <<EOF
+pr errno=EBUSY
+0
 EOF
 printf 'fpga-pr dfl-fme.0 good 0\n' >&3
 wait_text "$tmp/held" '^pr '

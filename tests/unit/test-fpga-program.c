@@ -9,6 +9,7 @@
 #include <check.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -333,6 +334,7 @@ typedef struct sim_job {
         const char *gbs;
         int r;
         char *why;
+        int done;                       /* __atomic */
 } sim_job;
 
 static void *sim_program(void *userdata) {
@@ -341,7 +343,19 @@ static void *sim_program(void *userdata) {
         fpga_program_card card = sim_card(j->card, c, a, f, n);
 
         j->r = fpga_program_run(&card, j->gbs, NULL, &j->why);
+        __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
         return NULL;
+}
+
+/* A command to sim-node's control FIFO (KDP_TEST_FPGA_CTL). */
+static void sim_control(const char *line) {
+        const char *path = getenv("KDP_TEST_FPGA_CTL");
+        _cleanup_close_ int fd = -1;
+
+        ck_assert_msg(path, "KDP_TEST_FPGA_CTL is not set");
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, line, strlen(line)), (ssize_t) strlen(line));
 }
 
 static char *sim_afu(int n) {
@@ -410,6 +424,40 @@ START_TEST(test_fpga_program_run_waits_for_a_slow_card_while_another_is_programm
 }
 END_TEST
 
+/*
+ * Card 3 holds every PR call until told: of two programmings at once, the later call finds the
+ * card busy (EBUSY) and says so; the first ends when sim-node lets it.
+ */
+START_TEST(test_fpga_program_run_reports_a_busy_card) {
+        _cleanup_free_ char *gbs = write_gbs(sim_dir, D5005, NLB3), *expect = NULL, *after = NULL;
+        sim_job j[2] = { { .card = 3, .gbs = gbs }, { .card = 3, .gbs = gbs } };
+        pthread_t t[2];
+        int waited_ms = 0;
+        sim_job *busy, *ok;
+
+        for (int i = 0; i < 2; i++)
+                ck_assert_int_eq(pthread_create(&t[i], NULL, sim_program, &j[i]), 0);
+        while (!__atomic_load_n(&j[0].done, __ATOMIC_ACQUIRE) && !__atomic_load_n(&j[1].done, __ATOMIC_ACQUIRE)) {
+                ck_assert_msg(waited_ms < 100000, "neither programming ended");
+                (void) usleep(10 * 1000);
+                waited_ms += 10;
+        }
+        sim_control("fpga-pr dfl-fme.3 good 0\n");
+        for (int i = 0; i < 2; i++)
+                ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+        busy = j[0].r == -EBUSY ? &j[0] : &j[1];
+        ok = busy == &j[0] ? &j[1] : &j[0];
+        ck_assert_msg(busy->r == -EBUSY, "%d: %s / %d: %s", j[0].r, j[0].why, j[1].r, j[1].why);
+        ck_assert_msg(ok->r == 0, "%d: %s", ok->r, ok->why);
+        ck_assert_int_ge(asprintf(&expect, "card 0000:3b:03.0 is busy: /dev/dfl-fme.3 is held open or reconfiguring "
+                                           "(programming AFU " NLB3 " from %s)", gbs), 0);
+        ck_assert_str_eq(busy->why, expect);
+        free(busy->why);
+        after = sim_afu(3);
+        ck_assert_str_eq(after, NLB3);
+}
+END_TEST
+
 static Suite *fpga_program_suite(void) {
         Suite *s = suite_create("fpga-program");
         TCase *tc;
@@ -436,6 +484,7 @@ static Suite *fpga_program_suite(void) {
                 tcase_add_test(tc, test_fpga_program_run_programs_a_good_card_and_reads_the_afu_back);
                 tcase_add_test(tc, test_fpga_program_run_reports_eio_of_a_failing_card);
                 tcase_add_test(tc, test_fpga_program_run_waits_for_a_slow_card_while_another_is_programmed);
+                tcase_add_test(tc, test_fpga_program_run_reports_a_busy_card);
                 suite_add_tcase(s, tc);
         }
         return s;

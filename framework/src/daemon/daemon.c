@@ -40,6 +40,7 @@
 #define TRIM_AFTER_MS 2000
 #define SERVE_BACKOFF_FIRST_MS 5
 #define SERVE_BACKOFF_MAX_MS 5000
+#define SERVE_WARN_AFTER_VANISHED 16     /* failures in a row, as REGISTER_WARN_AFTER */
 #define LISTENER_CHECK_MS 10000
 #define LISTENER_DEAD_AFTER 2           /* checks unanswered in a row */
 #define UNIX_PATH_MAX_LEN 107
@@ -370,10 +371,24 @@ static uint64_t serve_backoff_ms(unsigned attempts) {
 }
 
 /*
+ * Whether a failure to serve at this attempt warns. A socket that vanished as it
+ * was made (ENOENT: a restarting kubelet's start-up cleaning removes every file
+ * of the directory, ours just bound among them) is part of a restart: it warns
+ * only at the 16th attempt in a row (~30 s), as Register's retries within a
+ * restart. Any other failure (the name taken by something not ours, the
+ * directory unwritable) warns when its streak starts. Both warn every 60th try after.
+ */
+static bool serve_failure_warns(int r, unsigned attempts) {
+        unsigned first = r == -ENOENT ? SERVE_WARN_AFTER_VANISHED : 1;
+
+        return attempts == first || (attempts > first && (attempts - first) % 60 == 0);
+}
+
+/*
  * Serves on the next socket name; a failure (the name taken by something not
  * ours, the directory unwritable or gone) is retried on the name after it
- * with the back-off of Register, forever. Logged as a warning when a streak
- * of failures starts and every 60th try of it, at --v 2 between.
+ * with the back-off of Register, forever. Logged as a warning as
+ * serve_failure_warns() says, at --v 2 between.
  */
 static int serve_try(kdp_resource *res) {
         _cleanup_free_ char *path = NULL;
@@ -389,7 +404,7 @@ static int serve_try(kdp_resource *res) {
         }
         stop_serving(res);
         res->serve_attempts++;
-        if (res->serve_attempts == 1 || res->serve_attempts % 60 == 0)
+        if (serve_failure_warns(r, res->serve_attempts))
                 kdp_log_warning_errno(r, "Failed to serve resource; retrying on the next socket name",
                                       KDP_F_STR("resource", res->name), KDP_F_STR("socket", path),
                                       KDP_F_INT("attempts", res->serve_attempts));

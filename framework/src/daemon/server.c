@@ -1196,8 +1196,11 @@ static int add_port(kdp_server *s) {
         ok = grpc_server_add_http2_port(s->server, addr, creds);
         (void) umask(old_mask);
         grpc_server_credentials_release(creds);
-        if (!ok)
-                return -EADDRINUSE;     /* taken since bind_check(): a race with another process */
+        return ok ? 0 : -EADDRINUSE;    /* taken since bind_check(): a race with another process */
+}
+
+/* The socket's group and mode (--socket-group), once the server is started. */
+static int set_socket_access(kdp_server *s) {
         if ((s->rt->socket_gid != (gid_t) -1 && chown(s->socket_path, (uid_t) -1, s->rt->socket_gid) < 0) ||
             chmod(s->socket_path, s->rt->socket_gid != (gid_t) -1 ? 0660 : 0600) < 0) {
                 int r = -errno;
@@ -1234,8 +1237,12 @@ static int server_listen(kdp_server *s) {
         r = add_port(s);
         if (r < 0)
                 return r;
+        /* A server with a listener may only be destroyed after its shutdown, so it is started first. */
         grpc_server_start(s->server);
         s->started = true;
+        r = set_socket_access(s);       /* a kubelet starting now may have removed the socket: ENOENT */
+        if (r < 0)
+                return r;
         for (int m = 0; m < _M_MAX; m++) {
                 r = arm_request(s, (method) m);
                 if (r < 0)

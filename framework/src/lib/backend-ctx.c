@@ -144,6 +144,18 @@ const char *kdp_backend_param_origin(const kdp_backend_ctx *ctx, const char *nam
         return p ? p->origin : NULL;
 }
 
+/* The declared param `name` that has a value: -EINVAL when undeclared, -ENOENT when unset. */
+static int param_with_value(const kdp_backend_ctx *ctx, const char *name, const kdp_backend_ctx_param **ret) {
+        const kdp_backend_ctx_param *p = ctx_find_param(ctx, name);
+
+        if (!p)
+                return -EINVAL;
+        if (!p->value)
+                return -ENOENT;
+        *ret = p;
+        return 0;
+}
+
 /* "<backend>.<param>" (free()), or NULL when out of memory. */
 static char *param_key(const kdp_backend_ctx *ctx, const char *name) {
         char *s;
@@ -160,14 +172,13 @@ int kdp_backend_param_int(const kdp_backend_ctx *ctx, const char *name, int64_t 
         const char *s;
         bool ok = true;
         int64_t v = 0;
+        int r;
 
         if (!ctx || !name || !ret || min > max)
                 return -EINVAL;
-        p = ctx_find_param(ctx, name);
-        if (!p)
-                return -EINVAL;
-        if (!p->value)
-                return -ENOENT;
+        r = param_with_value(ctx, name, &p);
+        if (r < 0)
+                return r;
 
         /* decimal, optional sign, the whole string; accumulated negatively so INT64_MIN parses */
         s = p->value;
@@ -207,14 +218,13 @@ int kdp_backend_param_bool(const kdp_backend_ctx *ctx, const char *name, bool *r
         static const char *const no[] = { "false", "no", "off", "0" };
         _cleanup_free_ char *key = NULL;
         const kdp_backend_ctx_param *p;
+        int r;
 
         if (!ctx || !name || !ret)
                 return -EINVAL;
-        p = ctx_find_param(ctx, name);
-        if (!p)
-                return -EINVAL;
-        if (!p->value)
-                return -ENOENT;
+        r = param_with_value(ctx, name, &p);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < KDP_ELEMENTSOF(yes); i++) {
                 if (strcasecmp(p->value, yes[i]) == 0) {
@@ -236,14 +246,13 @@ int kdp_backend_param_bool(const kdp_backend_ctx *ctx, const char *name, bool *r
 int kdp_backend_param_resource(const kdp_backend_ctx *ctx, const char *name, const char **ret) {
         _cleanup_free_ char *key = NULL;
         const kdp_backend_ctx_param *p;
+        int r;
 
         if (!ctx || !name || !ret)
                 return -EINVAL;
-        p = ctx_find_param(ctx, name);
-        if (!p)
-                return -EINVAL;
-        if (!p->value)
-                return -ENOENT;
+        r = param_with_value(ctx, name, &p);
+        if (r < 0)
+                return r;
         if (kdp_device_resource_name_is_valid(p->value)) {
                 *ret = p->value;
                 return 0;
