@@ -266,7 +266,8 @@ static int dump_start(sriov_link *l, dump_kind kind) {
                 nlh->nlmsg_type = RTM_GETROUTE;
                 rtm->rtm_family = AF_UNSPEC;
         }
-        if (mnl_socket_sendto(l->nl, nlh, nlh->nlmsg_len) < 0)
+        /* a table without a socket (sriov_link_new_unopened()) awaits the answer from what it is fed */
+        if (l->nl && mnl_socket_sendto(l->nl, nlh, nlh->nlmsg_len) < 0)
                 return -errno;
         l->dump = kind;
         l->dump_interrupted = false;
@@ -578,6 +579,34 @@ static void mark_interrupted(sriov_link *l, size_t n) {
                 }
 }
 
+/*
+ * The bytes of the datagram of n bytes in l->buf up to its first message whose length does not
+ * fit. libmnl's walk (mnl_nlmsg_ok(), mnl_nlmsg_next()) takes an nlmsg_len of 2^31 or more as
+ * fitting (a signed comparison) and then steps by MNL_ALIGN() of it, 0 for one near 2^32: forever.
+ */
+static size_t framed_size(const sriov_link *l, size_t n) {
+        size_t off = 0;
+
+        while (n - off >= sizeof(struct nlmsghdr)) {
+                const struct nlmsghdr *nlh = (const struct nlmsghdr *) (l->buf + off);
+
+                if (nlh->nlmsg_len < sizeof(*nlh) || nlh->nlmsg_len > n - off)
+                        break;
+                off += MNL_ALIGN(nlh->nlmsg_len);
+                if (off >= n)
+                        return n;       /* the last message, its padding cut */
+        }
+        return off;
+}
+
+/* Applies the datagram of n bytes in l->buf; what follows a message of a length that does not fit is dropped. */
+static void apply(sriov_link *l, size_t n) {
+        n = framed_size(l, n);
+        mark_interrupted(l, n);
+        /* seq and port 0: events and dump answers alike; on_message tells them apart */
+        (void) mnl_cb_run2(l->buf, n, 0, 0, on_message, l, control_cbs, NLMSG_MIN_TYPE);
+}
+
 /* Reads and applies everything waiting; 0 at EAGAIN, -errno when the socket failed. */
 static int drain(sriov_link *l) {
         for (;;) {
@@ -600,9 +629,7 @@ static int drain(sriov_link *l) {
                 }
                 if (n == 0)
                         return -ECONNRESET;
-                mark_interrupted(l, (size_t) n);
-                /* seq and port 0: events and dump answers alike; on_message tells them apart */
-                (void) mnl_cb_run2(l->buf, (size_t) n, 0, 0, on_message, l, control_cbs, NLMSG_MIN_TYPE);
+                apply(l, (size_t) n);
                 if (l->error < 0)
                         return l->error;
         }
@@ -728,11 +755,10 @@ int sriov_link_set_served(sriov_link *l, const char *const *ifnames, size_t n) {
 
 /* ---- the module's interface ---- */
 
-int sriov_link_new(kdp_backend_ctx *ctx, kdp_backend_fd_fn on_fd, sriov_link **ret) {
+/* A link table without a socket. */
+static int link_alloc(kdp_backend_ctx *ctx, kdp_backend_fd_fn on_fd, sriov_link **ret) {
         _cleanup_(sriov_link_freep) sriov_link *l = NULL;
-        int r;
 
-        assert(ctx && on_fd && ret);
         l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
@@ -740,6 +766,35 @@ int sriov_link_new(kdp_backend_ctx *ctx, kdp_backend_fd_fn on_fd, sriov_link **r
         l->buf = malloc(RECV_BUFFER_SIZE);
         if (!l->buf)
                 return -ENOMEM;
+        *ret = KDP_TAKE_PTR(l);
+        return 0;
+}
+
+int sriov_link_new_unopened(kdp_backend_ctx *ctx, sriov_link **ret) {
+        assert(ctx && ret);
+        return link_alloc(ctx, NULL, ret);
+}
+
+int sriov_link_feed(sriov_link *l, const void *data, size_t size) {
+        assert(l && !l->nl && (data || size == 0));
+        if (size > RECV_BUFFER_SIZE)
+                return -EMSGSIZE;
+        memcpy(l->buf, data, size);
+        l->error = 0;
+        apply(l, size);
+        if (l->error < 0)
+                return l->error;
+        return served_changed(l) ? 1 : 0;
+}
+
+int sriov_link_new(kdp_backend_ctx *ctx, kdp_backend_fd_fn on_fd, sriov_link **ret) {
+        _cleanup_(sriov_link_freep) sriov_link *l = NULL;
+        int r;
+
+        assert(ctx && on_fd && ret);
+        r = link_alloc(ctx, on_fd, &l);
+        if (r < 0)
+                return r;
         r = socket_open(l);
         if (r == -ENOMEM)
                 return r;

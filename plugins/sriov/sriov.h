@@ -289,6 +289,16 @@ int sriov_link_new(kdp_backend_ctx *ctx, kdp_backend_fd_fn on_fd, sriov_link **r
 sriov_link *sriov_link_free(sriov_link *l);
 
 /*
+ * A table without a socket, fed only by sriov_link_feed(): one datagram (at most 32 KiB) applied
+ * as if read from the socket; returns as sriov_link_dispatch(), or the -errno of a failed dump
+ * (the table is then as it was left). A dump it wants is not asked for but awaited: messages of
+ * port 0 with the dump's sequence number (1, 2, ... from the first) answer it. The fuzz targets
+ * read messages through it.
+ */
+int sriov_link_new_unopened(kdp_backend_ctx *ctx, sriov_link **ret);
+int sriov_link_feed(sriov_link *l, const void *data, size_t size);
+
+/*
  * Reads every message waiting on the socket and applies it. Returns 1 when the state or the
  * default route of a served ifname (sriov_link_set_served()) changed since the last time it was
  * reported (the fd callback's "scan please"), 0 otherwise; never fails (a socket error is

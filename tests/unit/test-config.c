@@ -409,6 +409,17 @@ START_TEST(test_config_load_reports_every_problem_of_the_file) {
 }
 END_TEST
 
+/* Found by fuzz/config-yaml: libfyaml 0.7 loops forever on a byte that is not UTF-8 in a directive. */
+START_TEST(test_config_load_refuses_a_directive_that_is_not_utf8) {
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n%\xec");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=2 column=2 reason=\"a byte that is not UTF-8\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
 START_TEST(test_config_load_fails_on_missing_file_or_directory) {
         _cleanup_free_ char *log1 = load_fails("/nonexistent/kdp.yaml", -ENOENT), *log2 = load_fails("/tmp", -EISDIR);
         const char *p;
@@ -849,6 +860,7 @@ static Suite *config_suite(void) {
         tcase_add_test(tc, test_config_load_rejects_nul_byte_in_value);
         tcase_add_test(tc, test_config_load_rejects_more_than_one_document);
         tcase_add_test(tc, test_config_load_reports_every_problem_of_the_file);
+        tcase_add_test(tc, test_config_load_refuses_a_directive_that_is_not_utf8);
         tcase_add_test(tc, test_config_load_fails_on_missing_file_or_directory);
         tcase_add_test(tc, test_config_load_fails_on_unreadable_file_with_eacces);
         tcase_add_loop_test(tc, test_config_load_rejects_bytes_the_parser_would_not_read, 0,

@@ -32,6 +32,7 @@
  *                  pre_start: backend lock ─ run_unlocked: no lock ─ lock
  *                  └► reply batch ─► CQ thread frees the call
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -389,25 +390,34 @@ static void reply_message(kdp_call *c, int r, grpc_byte_buffer *bb) {
         reply_unary(c, GRPC_STATUS_OK, NULL);
 }
 
-static void reply_empty(kdp_call *c) {
-        grpc_byte_buffer *bb = NULL;
-        int r = kdp_proto_conv_pack_empty(&bb);
+static int answer_empty(char *err, size_t err_size, grpc_byte_buffer **ret) {
+        int r = kdp_proto_conv_pack_empty(ret);
 
-        reply_message(c, r, bb);
+        if (r < 0)
+                snprintf(err, err_size, "failed to encode the response");
+        return r;
 }
 
 /* ---- the methods ---- */
 
-static void handle_options(kdp_call *c) {
-        grpc_byte_buffer *bb = NULL;
-        bool pre_start = c->server->backend->pre_start != NULL;
-        int r = kdp_proto_conv_pack_options(pre_start, true, &bb);
+/*
+ * Each answer_*() answers one decoded request of a server of `resource`: 0 and the reply in *ret,
+ * or a -errno with the message for the peer in err. handle_unary() and kdp_server_answer() call them.
+ */
 
-        if (r >= 0)
-                kdp_log_v(2, "Answered device plugin options", KDP_F_STR("resource", c->server->resource),
-                          KDP_F_STR("preStartRequired", pre_start ? "true" : "false"),
-                          KDP_F_STR("getPreferredAllocationAvailable", "true"));
-        reply_message(c, r, bb);
+static int answer_options(const char *resource, const kdp_backend *backend, char *err, size_t err_size,
+                          grpc_byte_buffer **ret) {
+        bool pre_start = backend->pre_start != NULL;
+        int r = kdp_proto_conv_pack_options(pre_start, true, ret);
+
+        if (r < 0) {
+                snprintf(err, err_size, "failed to encode the response");
+                return r;
+        }
+        kdp_log_v(2, "Answered device plugin options", KDP_F_STR("resource", resource),
+                  KDP_F_STR("preStartRequired", pre_start ? "true" : "false"),
+                  KDP_F_STR("getPreferredAllocationAvailable", "true"));
+        return 0;
 }
 
 /* "a,b,c" for a log line (free()); NULL when out of memory. */
@@ -428,8 +438,8 @@ static char *ids_text(const char *const *ids, size_t n) {
 }
 
 /* Checks every ID of a request; on failure writes a message for the peer into err. */
-static int check_ids(kdp_call *c, const kdp_snapshot *snap, char *const *ids, size_t n, bool warn_unhealthy,
-                     char *err, size_t err_size) {
+static int check_ids(const char *resource, const kdp_snapshot *snap, char *const *ids, size_t n,
+                     bool warn_unhealthy, char *err, size_t err_size) {
         if (n > KDP_SERVER_MAX_IDS) {
                 snprintf(err, err_size, "too many device IDs in one request: %zu (limit %d)", n, KDP_SERVER_MAX_IDS);
                 return -E2BIG;
@@ -448,28 +458,28 @@ static int check_ids(kdp_call *c, const kdp_snapshot *snap, char *const *ids, si
                 }
                 idx = kdp_snapshot_find(snap, ids[i]);
                 if (idx < 0) {
-                        snprintf(err, err_size, "unknown device \"%s\" of resource %s", ids[i], c->server->resource);
+                        snprintf(err, err_size, "unknown device \"%s\" of resource %s", ids[i], resource);
                         return -EINVAL;
                 }
                 if (warn_unhealthy && snap->list.devices[idx].health != KDP_HEALTHY)
-                        kdp_log_warning("Allocated unhealthy device", KDP_F_STR("resource", c->server->resource),
+                        kdp_log_warning("Allocated unhealthy device", KDP_F_STR("resource", resource),
                                         KDP_F_STR("device", ids[i]),
                                         KDP_F_STR("reason", snap->list.devices[idx].health_reason));
         }
         return 0;
 }
 
-static int allocate_container(kdp_call *c, const kdp_snapshot *snap, const V1beta1__ContainerAllocateRequest *cr,
-                              kdp_alloc_response *resp) {
+static int allocate_container(const char *resource, kdp_backend *backend, const kdp_snapshot *snap,
+                              const V1beta1__ContainerAllocateRequest *cr, kdp_alloc_response *resp) {
         kdp_alloc_request req = {
-                .resource = c->server->resource,
+                .resource = resource,
                 .device_ids = (const char *const *) cr->devices_ids,
                 .n_device_ids = cr->n_devices_ids,
         };
         int r;
 
         kdp_alloc_response_init(resp, &snap->list);
-        r = kdp_registry_allocate(c->server->backend, &req, resp);
+        r = kdp_registry_allocate(backend, &req, resp);
         if (r != -EOPNOTSUPP)
                 return r;
         for (size_t i = 0; i < cr->n_devices_ids; i++) {
@@ -480,47 +490,39 @@ static int allocate_container(kdp_call *c, const kdp_snapshot *snap, const V1bet
         return 0;
 }
 
-static void handle_allocate(kdp_call *c, const V1beta1__AllocateRequest *req) {
-        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = server_snapshot(c->server);
+static int answer_allocate(const char *resource, kdp_backend *backend, const kdp_snapshot *snap,
+                           const V1beta1__AllocateRequest *req, char *err, size_t err_size, grpc_byte_buffer **ret) {
         _cleanup_free_ kdp_alloc_response *resps = NULL;
-        grpc_byte_buffer *bb = NULL;
-        char err[160];
         size_t n = req->n_container_requests, done = 0;
         int r = 0;
 
         if (n == 0 || n > KDP_SERVER_MAX_CONTAINERS) {
-                snprintf(err, sizeof(err), "an AllocateRequest needs 1 to %d container requests, got %zu",
+                snprintf(err, err_size, "an AllocateRequest needs 1 to %d container requests, got %zu",
                          KDP_SERVER_MAX_CONTAINERS, n);
-                reply_error(c, -EINVAL, err);
-                return;
+                return -EINVAL;
         }
         for (size_t i = 0; i < n && r >= 0; i++)
-                r = check_ids(c, snap, req->container_requests[i]->devices_ids,
-                              req->container_requests[i]->n_devices_ids, true, err, sizeof(err));
-        if (r < 0) {
-                reply_error(c, r, err);
-                return;
-        }
+                r = check_ids(resource, snap, req->container_requests[i]->devices_ids,
+                              req->container_requests[i]->n_devices_ids, true, err, err_size);
+        if (r < 0)
+                return r;
         resps = calloc(n, sizeof(*resps));
         if (!resps) {
-                reply_error(c, -ENOMEM, "out of memory");
-                return;
+                snprintf(err, err_size, "out of memory");
+                return -ENOMEM;
         }
         for (; done < n && r >= 0; done++)
-                r = allocate_container(c, snap, req->container_requests[done], &resps[done]);
+                r = allocate_container(resource, backend, snap, req->container_requests[done], &resps[done]);
         if (r >= 0)
-                r = kdp_proto_conv_pack_allocate(resps, n, &bb);
+                r = kdp_proto_conv_pack_allocate(resps, n, ret);
         for (size_t i = 0; i < done; i++)
                 kdp_alloc_response_done(&resps[i]);
         if (r < 0) {
-                snprintf(err, sizeof(err), "allocation failed: %s", strerror(-r));
-                reply_error(c, r, err);
-                return;
+                snprintf(err, err_size, "allocation failed: %s", strerror(-r));
+                return r;
         }
-        kdp_log_v(2, "Allocated devices", KDP_F_STR("resource", c->server->resource), KDP_F_INT("containers", n));
-        if (c->server->ev.allocated)
-                c->server->ev.allocated(c->server->userdata);
-        reply_message(c, 0, bb);
+        kdp_log_v(2, "Allocated devices", KDP_F_STR("resource", resource), KDP_F_INT("containers", n));
+        return 0;
 }
 
 /* IDs of `ids` known to the snapshot, as indices; unknown ones are dropped (the kubelet does the same). */
@@ -599,7 +601,7 @@ static bool pref_answer_valid(const kdp_pref_response *resp, const kdp_pref_requ
         return true;
 }
 
-static int prefer_container(kdp_call *c, const kdp_snapshot *snap,
+static int prefer_container(const char *resource, kdp_backend *backend, const kdp_snapshot *snap,
                             const V1beta1__ContainerPreferredAllocationRequest *cr, kdp_pref_request *req,
                             kdp_pref_response *resp) {
         size_t na = cr->n_available_deviceids, nm = cr->n_must_include_deviceids;
@@ -613,7 +615,7 @@ static int prefer_container(kdp_call *c, const kdp_snapshot *snap,
         if (!avail || !must)
                 return -ENOMEM;
         *req = (kdp_pref_request){
-                .resource = c->server->resource,
+                .resource = resource,
                 .available = (const char *const *) cr->available_deviceids,
                 .n_available = na,
                 .must_include = (const char *const *) cr->must_include_deviceids,
@@ -630,12 +632,12 @@ static int prefer_container(kdp_call *c, const kdp_snapshot *snap,
         if (!picked)
                 return -ENOMEM;
         n_picked = kdp_preferred_pick(snap->pref, avail, n_avail, must, n_must, pick_size, picked);
-        r = kdp_registry_preferred(c->server->backend, req, resp);
+        r = kdp_registry_preferred(backend, req, resp);
         if (r >= 0 && pref_answer_valid(resp, req, n_picked))
                 return 0;
         if (r >= 0 || r != -EOPNOTSUPP)
                 kdp_log_warning("Replaced backend preferred allocation by the default",
-                                KDP_F_STR("resource", c->server->resource), KDP_F_INT("err", r));
+                                KDP_F_STR("resource", resource), KDP_F_INT("err", r));
         kdp_pref_response_done(resp);
         kdp_pref_response_init(resp, req);
         resp->ids = calloc(n_picked + 1, sizeof(char *));
@@ -647,50 +649,99 @@ static int prefer_container(kdp_call *c, const kdp_snapshot *snap,
         return 0;
 }
 
-static void handle_preferred(kdp_call *c, const V1beta1__PreferredAllocationRequest *req) {
-        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = server_snapshot(c->server);
+static int answer_preferred(const char *resource, kdp_backend *backend, const kdp_snapshot *snap,
+                            const V1beta1__PreferredAllocationRequest *req, char *err, size_t err_size,
+                            grpc_byte_buffer **ret) {
         _cleanup_free_ kdp_pref_response *resps = NULL;
         _cleanup_free_ kdp_pref_request *reqs = NULL;
         size_t n = req->n_container_requests, done = 0;
-        grpc_byte_buffer *bb = NULL;
         int r = 0;
 
         if (n > KDP_SERVER_MAX_CONTAINERS) {
-                reply_error(c, -EINVAL, "too many container requests");
-                return;
+                snprintf(err, err_size, "too many container requests");
+                return -EINVAL;
         }
         for (size_t i = 0; i < n; i++) {
-                char err[256];
-
-                r = check_preferred(req->container_requests[i], err, sizeof(err));
-                if (r == -ENOMEM) {
-                        reply_error(c, r, "out of memory");
-                        return;
-                }
-                if (r < 0) {
-                        reply_error(c, r, err);
-                        return;
-                }
+                r = check_preferred(req->container_requests[i], err, err_size);
+                if (r == -ENOMEM)
+                        snprintf(err, err_size, "out of memory");
+                if (r < 0)
+                        return r;
         }
         resps = calloc(n + 1, sizeof(*resps));
         reqs = calloc(n + 1, sizeof(*reqs));
         if (!resps || !reqs) {
-                reply_error(c, -ENOMEM, "out of memory");
-                return;
+                snprintf(err, err_size, "out of memory");
+                return -ENOMEM;
         }
         for (; done < n && r >= 0; done++)
-                r = prefer_container(c, snap, req->container_requests[done], &reqs[done], &resps[done]);
+                r = prefer_container(resource, backend, snap, req->container_requests[done], &reqs[done],
+                                     &resps[done]);
         if (r >= 0)
-                r = kdp_proto_conv_pack_preferred(resps, n, &bb);
+                r = kdp_proto_conv_pack_preferred(resps, n, ret);
         for (size_t i = 0; r >= 0 && i < n && kdp_log_get_verbosity() >= 2; i++) {
                 _cleanup_free_ char *ids = ids_text((const char *const *) resps[i].ids, resps[i].n_ids);
 
-                kdp_log_v(2, "Chose preferred devices", KDP_F_STR("resource", c->server->resource),
+                kdp_log_v(2, "Chose preferred devices", KDP_F_STR("resource", resource),
                           KDP_F_INT("container", i), KDP_F_INT("size", reqs[i].size), KDP_F_STR("devices", ids));
         }
         for (size_t i = 0; i < done; i++)
                 kdp_pref_response_done(&resps[i]);
-        reply_message(c, r, bb);
+        if (r < 0)
+                snprintf(err, err_size, "failed to encode the response");
+        return r;
+}
+
+/*
+ * A PreStartContainer's check: a -errno (err set) for IDs the server cannot take, 1 when the
+ * backend's hook is to run (kdp_registry_pre_start()), else 0 and the empty answer in *ret.
+ */
+static int answer_pre_start(const char *resource, const kdp_backend *backend, const kdp_snapshot *snap,
+                            const V1beta1__PreStartContainerRequest *req, char *err, size_t err_size,
+                            grpc_byte_buffer **ret) {
+        int r = check_ids(resource, snap, req->devices_ids, req->n_devices_ids, false, err, err_size);
+
+        if (r < 0)
+                return r;
+        if (backend->pre_start)
+                return 1;
+        kdp_log_v(2, "Prepared devices for a container", KDP_F_STR("resource", resource),
+                  KDP_F_INT("devices", req->n_devices_ids), KDP_F_STR("backendHook", "none"));
+        return answer_empty(err, err_size, ret);
+}
+
+/* What the hook's result `r` answers: 0 and the empty answer in *ret, or r with err set. */
+static int answer_pre_started(const char *resource, const V1beta1__PreStartContainerRequest *req, int r,
+                              char *err, size_t err_size, grpc_byte_buffer **ret) {
+        if (r < 0) {
+                kdp_log_warning_errno(r, "Failed to prepare devices for a container", KDP_F_STR("resource", resource));
+                snprintf(err, err_size, "PreStartContainer failed: %s", strerror(-r));
+                return r;
+        }
+        kdp_log_v(2, "Prepared devices for a container", KDP_F_STR("resource", resource),
+                  KDP_F_INT("devices", req->n_devices_ids), KDP_F_STR("backendHook", "done"));
+        return answer_empty(err, err_size, ret);
+}
+
+/* One decoded request `m` of method `m`: as answer_*(); 1 for a PreStart whose hook is to run. */
+static int answer_unary(const char *resource, kdp_backend *backend, const kdp_snapshot *snap, method mt,
+                        const ProtobufCMessage *m, char *err, size_t err_size, grpc_byte_buffer **ret) {
+        switch (mt) {
+        case M_OPTIONS:
+                return answer_options(resource, backend, err, err_size, ret);
+        case M_ALLOCATE:
+                return answer_allocate(resource, backend, snap, (const V1beta1__AllocateRequest *) m, err, err_size,
+                                       ret);
+        case M_PREFERRED:
+                return answer_preferred(resource, backend, snap, (const V1beta1__PreferredAllocationRequest *) m,
+                                        err, err_size, ret);
+        case M_PRE_START:
+                return answer_pre_start(resource, backend, snap, (const V1beta1__PreStartContainerRequest *) m, err,
+                                        err_size, ret);
+        default:
+                snprintf(err, err_size, "unknown method");
+                return -EOPNOTSUPP;
+        }
 }
 
 static void *worker_main(void *userdata);
@@ -846,29 +897,6 @@ static kdp_call *take_job(kdp_server_runtime *rt, unsigned slot, bool *ret_expir
         return NULL;
 }
 
-static void handle_pre_start(kdp_call *c, ProtobufCMessage *m) {
-        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = server_snapshot(c->server);
-        V1beta1__PreStartContainerRequest *req = (V1beta1__PreStartContainerRequest *) m;
-        char err[160];
-        int r;
-
-        r = check_ids(c, snap, req->devices_ids, req->n_devices_ids, false, err, sizeof(err));
-        if (r < 0) {
-                protobuf_c_message_free_unpacked(m, NULL);
-                reply_error(c, r, err);
-                return;
-        }
-        if (!c->server->backend->pre_start) {
-                kdp_log_v(2, "Prepared devices for a container", KDP_F_STR("resource", c->server->resource),
-                          KDP_F_INT("devices", req->n_devices_ids), KDP_F_STR("backendHook", "none"));
-                protobuf_c_message_free_unpacked(m, NULL);
-                reply_empty(c);
-                return;
-        }
-        c->request = m;                 /* the worker answers */
-        queue_job(c->server->rt, c);
-}
-
 static void run_pre_start(kdp_server_runtime *rt, unsigned slot, kdp_call *c) {
         const V1beta1__PreStartContainerRequest *req = job_request(c);
         kdp_prestart_request pr = {
@@ -876,6 +904,7 @@ static void run_pre_start(kdp_server_runtime *rt, unsigned slot, kdp_call *c) {
                 .device_ids = (const char *const *) req->devices_ids,
                 .n_device_ids = req->n_devices_ids,
         };
+        grpc_byte_buffer *bb = NULL;
         char err[160];
         int r;
 
@@ -885,16 +914,11 @@ static void run_pre_start(kdp_server_runtime *rt, unsigned slot, kdp_call *c) {
         rt->running[slot] = NULL;
         pthread_cond_broadcast(&rt->cond);
         pthread_mutex_unlock(&rt->lock);
-        if (r < 0) {
-                kdp_log_warning_errno(r, "Failed to prepare devices for a container",
-                                      KDP_F_STR("resource", c->server->resource));
-                snprintf(err, sizeof(err), "PreStartContainer failed: %s", strerror(-r));
+        r = answer_pre_started(c->server->resource, req, r, err, sizeof(err), &bb);
+        if (r < 0)
                 reply_error(c, r, err);
-                return;
-        }
-        kdp_log_v(2, "Prepared devices for a container", KDP_F_STR("resource", c->server->resource),
-                  KDP_F_INT("devices", req->n_devices_ids), KDP_F_STR("backendHook", "done"));
-        reply_empty(c);
+        else
+                reply_message(c, 0, bb);
 }
 
 /* Under rt->lock: a free running slot; there is one per worker, so one is free for a worker without a job. */
@@ -948,39 +972,86 @@ static const ProtobufCMessageDescriptor *request_descriptor(method m) {
         }
 }
 
+/* Decodes a request of method `mt`: as kdp_proto_conv_unpack_checked(), with err set on failure (-EINVAL for -EILSEQ). */
+static int unpack_request(grpc_byte_buffer *bb, method mt, ProtobufCMessage **ret, char *err, size_t err_size) {
+        int n = snprintf(err, err_size, "malformed request message: ");
+        int r = kdp_proto_conv_unpack_checked(bb, request_descriptor(mt), ret, err + n, err_size - (size_t) n);
+
+        if (r == -EILSEQ)
+                return -EINVAL;
+        if (r < 0)
+                snprintf(err, err_size, "malformed request message");
+        return r;
+}
+
 static void handle_unary(kdp_call *c) {
-        char err[160] = "malformed request message: ";
+        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = NULL;
         ProtobufCMessage *m = NULL;
+        grpc_byte_buffer *bb = NULL;
+        char err[256];
         int r;
 
-        r = kdp_proto_conv_unpack_checked(c->payload, request_descriptor(c->m), &m, err + strlen(err),
-                                          sizeof(err) - strlen(err));
-        if (r == -EILSEQ) {
-                reply_error(c, -EINVAL, err);
-                return;
-        }
+        r = unpack_request(c->payload, c->m, &m, err, sizeof(err));
         if (r < 0) {
-                reply_error(c, r, "malformed request message");
+                reply_error(c, r, err);
                 return;
         }
-        switch (c->m) {
-        case M_OPTIONS:
-                handle_options(c);
-                break;
-        case M_ALLOCATE:
-                handle_allocate(c, (V1beta1__AllocateRequest *) m);
-                break;
-        case M_PREFERRED:
-                handle_preferred(c, (V1beta1__PreferredAllocationRequest *) m);
-                break;
-        case M_PRE_START:
-                handle_pre_start(c, m);
-                return;                 /* owns m now */
-        default:
-                reply_error(c, -EOPNOTSUPP, "unknown method");
-                break;
+        snap = server_snapshot(c->server);
+        r = answer_unary(c->server->resource, c->server->backend, snap, c->m, m, err, sizeof(err), &bb);
+        if (r == 1) {
+                c->request = m;         /* the worker runs the hook and answers */
+                queue_job(c->server->rt, c);
+                return;
         }
         protobuf_c_message_free_unpacked(m, NULL);
+        if (r < 0) {
+                reply_error(c, r, err);
+                return;
+        }
+        if (c->m == M_ALLOCATE && c->server->ev.allocated)
+                c->server->ev.allocated(c->server->userdata);
+        reply_message(c, 0, bb);
+}
+
+grpc_status_code kdp_server_answer(const char *resource, kdp_backend *backend, kdp_snapshot *snap,
+                                   const char *method_path, const uint8_t *data, size_t size, char *details,
+                                   size_t details_size, grpc_byte_buffer **ret_reply) {
+        grpc_byte_buffer *payload;
+        ProtobufCMessage *m = NULL;
+        grpc_byte_buffer *bb = NULL;
+        method mt = M_UNKNOWN;
+        int r;
+
+        assert(resource && backend && snap && method_path && (data || size == 0) && details && ret_reply);
+        for (method i = 0; i < _M_REGISTERED; i++)
+                if (i != M_LIST_AND_WATCH && strcmp(method_path, method_names[i]) == 0)
+                        mt = i;
+        snprintf(details, details_size, "%s", "");
+        payload = kdp_proto_conv_buffer(data, size);
+        if (!payload) {
+                snprintf(details, details_size, "out of memory");
+                return kdp_server_status_from_errno(-ENOMEM);
+        }
+        r = unpack_request(payload, mt, &m, details, details_size);
+        grpc_byte_buffer_destroy(payload);
+        if (r < 0)
+                return kdp_server_status_from_errno(r);
+        r = answer_unary(resource, backend, snap, mt, m, details, details_size, &bb);
+        if (r == 1) {
+                const V1beta1__PreStartContainerRequest *req = (const V1beta1__PreStartContainerRequest *) m;
+                kdp_prestart_request pr = {
+                        .resource = resource,
+                        .device_ids = (const char *const *) req->devices_ids,
+                        .n_device_ids = req->n_devices_ids,
+                };
+
+                r = answer_pre_started(resource, req, kdp_registry_pre_start(backend, &pr), details, details_size,
+                                       &bb);
+        }
+        protobuf_c_message_free_unpacked(m, NULL);
+        if (r >= 0)
+                *ret_reply = bb;
+        return kdp_server_status_from_errno(r < 0 ? r : 0);
 }
 
 /* ---- ListAndWatch streams (all under the server lock) ---- */

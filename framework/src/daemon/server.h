@@ -21,6 +21,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <grpc/grpc.h>
@@ -86,6 +88,17 @@ unsigned kdp_server_n_streams(kdp_server *s);
  * running 500 ms later are cancelled by kdp_server_runtime_cancel_overdue().
  */
 void kdp_server_stop(kdp_server *s);
+
+/*
+ * The answer to one unary call, without a transport: `data` is the request message of `method_path`
+ * ("/v1beta1.DevicePlugin/Allocate"), decoded and handled by the functions a server of `resource`
+ * answers its calls with, from snapshot `snap` and with `backend`'s hooks; a PreStartContainer's
+ * hook runs in the calling thread. Returns the status; with OK *ret_reply is the reply message
+ * (the caller's), else `details` the message for the peer. kdp's fuzz targets drive it.
+ */
+grpc_status_code kdp_server_answer(const char *resource, kdp_backend *backend, kdp_snapshot *snap,
+                                   const char *method_path, const uint8_t *data, size_t size, char *details,
+                                   size_t details_size, grpc_byte_buffer **ret_reply);
 
 /* The one errno → gRPC status mapping (STYLE §3). */
 grpc_status_code kdp_server_status_from_errno(int r);
