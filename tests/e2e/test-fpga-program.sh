@@ -102,7 +102,7 @@ stop_kubelet
 
 # ---- program: card 1 declared to carry NLB3, programmed at start and at each reload ----
 write_gbs "$BITS" $IFID $NLB3
-run_node decl -o fpga.bitstream_dir="$BITS" -o fpga.program=0000:d8:00.0=$NLB3
+run_node decl --stop-timeout-ms 3000 -o fpga.bitstream_dir="$BITS" -o fpga.program=0000:d8:00.0=$NLB3
 ERR="$T/kdpd-decl.err"
 PROGRAMMED="\"Programmed the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" afu=\"$NLB3\"$"
 wait_line "$ERR" "\"Programming the declared AFU\" backend=\"fpga\" device=\"dfl-port.1\" card=\"0000:d8:00.0\" want=\"$NLB3\" have=\"$NLB0\" bitstream=\"$BITS/$IFID/$NLB3.gbs\"$"
@@ -135,7 +135,21 @@ kill -HUP "$KDPD_PID"
 wait_count "$ERR" "$PROGRAMMED" 3
 wait_devices $AF3 "^devices resource=$AF3 capacity=1 allocatable=1 healthy=dfl-port.1 unhealthy= "
 pass "a failed programming leaves the port Unhealthy with the reason; the next reload retries"
-stop_kdpd
+
+# a programming stuck in the kernel at SIGTERM: the stop gives up on it after --stop-timeout-ms
+# (run_node decl set 3000), says so and exits with 1; the sockets went before that step
+drift_reload "$T/kdpd-decl.out" "slow 3600000" drifted-4
+wait_count "$ERR" "\"Device became unhealthy\" resource=\"$AF3\" device=\"dfl-port.1\" reason=\"programming\"$" 3
+kill -TERM "$KDPD_PID"
+wait_gone 30 "$KDPD_PID"
+proc_alive "$KDPD_PID" && fail "kdpd did not exit within $((30 * SLOW))s of SIGTERM with a programming stuck"
+wait "$KDPD_PID"
+assert_eq "$?" 1 "kdpd exit code after an abandoned stop"
+assert_eq "$(grep -c 'Abandoned the stop' "$ERR")" 1 "one line says the stop was abandoned"
+wait_line "$ERR" "\"Abandoned the stop: a step outlasted the stop timeout\" step=\"backend stop\" backend=\"fpga\" timeoutMs=3000 err=\"Connection timed out\"$"
+assert_eq "$(find "$DIR" -name 'kdp-*.sock' | wc -l)" 0 "plugin sockets removed before the stuck step"
+rm -f "$VALGRIND_LOG".*         # a process ended on purpose with a thread in the kernel leaves its memory
+pass "a programming stuck at SIGTERM: the stop is abandoned after the stop timeout, exit status 1"
 stop_kubelet
 
 # ---- program in region mode: the declared card's ports are programmed; its FME is the unit ----

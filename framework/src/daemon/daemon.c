@@ -34,6 +34,7 @@
 #include "registry.h"
 #include "server.h"
 #include "snapshot.h"
+#include "stop-watch.h"
 #include "udev-monitor.h"
 
 #define SOCKET_PREFIX "kdp-"
@@ -42,6 +43,7 @@
 #define SERVE_BACKOFF_MAX_MS 5000
 #define SERVE_WARN_AFTER_VANISHED 16     /* failures in a row, as REGISTER_WARN_AFTER */
 #define LISTENER_CHECK_MS 10000
+#define STOP_TIMEOUT_MS 20000           /* below the kubelet's 30 s grace period of a pod */
 #define LISTENER_DEAD_AFTER 2           /* checks unanswered in a row */
 #define UNIX_PATH_MAX_LEN 107
 
@@ -94,6 +96,7 @@ struct kdp_resource {
 
 struct kdp_daemon {
         kdp_loop *loop;
+        uint64_t stop_timeout_ms;       /* a step of the stop longer than this ends kdpd (stop-watch.h) */
         kdp_server_runtime *rt;
         kdp_kubelet_client *kubelet;
         kdp_config *config;
@@ -1241,6 +1244,7 @@ static void raise_fd_limit(void) {
 }
 
 static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
+        d->stop_timeout_ms = o->stop_timeout_ms ? o->stop_timeout_ms : STOP_TIMEOUT_MS;
         d->kubelet_dir = strdup(o->kubelet_dir ? o->kubelet_dir : "/var/lib/kubelet/device-plugins");
         d->state_dir = strdup(o->state_dir ? o->state_dir : KDP_NOT_SERVED_DEFAULT_DIR);
         d->config_path = o->config_path ? strdup(o->config_path) : NULL;
@@ -1328,8 +1332,12 @@ int kdp_daemon_run(kdp_daemon *d) {
 }
 
 kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
+        _cleanup_(kdp_stop_watch_freep) kdp_stop_watch *watch = NULL;
+
         if (!d)
                 return NULL;
+        if (kdp_stop_watch_new(d->stop_timeout_ms ? d->stop_timeout_ms : STOP_TIMEOUT_MS, &watch) < 0)
+                kdp_log_warning("Stopping without a stop timeout: no thread for its watchdog");
         while (d->resources) {
                 kdp_resource *res = d->resources;
 
@@ -1338,9 +1346,11 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
         }
         d->kubelet = kdp_kubelet_client_free(d->kubelet);
         d->pod_resources = kdp_pod_resources_free(d->pod_resources);
+        kdp_stop_watch_step(watch, "calls in progress", NULL);
         d->rt = kdp_server_runtime_free(d->rt);        /* waits until every server is gone */
         d->udev = kdp_udev_monitor_free(d->udev);
         for (size_t i = 0; i < d->n_slots; i++) {
+                kdp_stop_watch_step(watch, "backend stop", d->slots[i].b->name);
                 stop_backend(&d->slots[i]);
                 if (d->slots[i].listed)
                         (void) kdp_not_served_remove(d->state_dir, d->slots[i].b->name);

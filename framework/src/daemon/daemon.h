@@ -66,6 +66,7 @@ typedef struct kdp_daemon_options {
         bool socket_group_set;                  /* plugin sockets 0660 and of socket_gid, else 0600 */
         gid_t socket_gid;
         uint64_t listener_check_ms;             /* how often each listener is checked; 0: every 10 s */
+        uint64_t stop_timeout_ms;               /* a step of kdp_daemon_free() longer ends kdpd; 0: 20 s */
 } kdp_daemon_options;
 
 /* Everything up to the first registrations; errors are logged. */

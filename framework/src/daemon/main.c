@@ -64,6 +64,10 @@ static void usage(FILE *f) {
               "      --listener-check-ms MS\n"
               "                            how often each plugin socket is checked to still accept\n"
               "                            connections; one that stopped is served anew (default 10000)\n"
+              "      --stop-timeout-ms MS  at SIGTERM, a step of the stop that takes longer (a device\n"
+              "                            programming stuck in the kernel) is abandoned: kdpd logs it\n"
+              "                            and exits with status 1 (default 20000, below the kubelet's\n"
+              "                            30 s grace period)\n"
               "  -v, --v N                 log verbosity, as klog (default 0)\n"
               "  -h, --help                this help, plus the params of the backends given before it\n",
               f);
@@ -90,36 +94,15 @@ static int parse_verbosity(const char *s) {
         return 0;
 }
 
-static int parse_hold(const char *s, uint64_t *ret) {
+/* A number of milliseconds from min to max for option `name`. */
+static int parse_ms(const char *name, const char *s, unsigned long long min, unsigned long long max, uint64_t *ret) {
         char *end;
-        unsigned long long v = strtoull(s, &end, 10);
+        unsigned long long v;
 
-        if (*s == '\0' || *s == '-' || *end != '\0' || v > 3600000) {
-                fprintf(stderr, "kdpd: --health-hold-ms takes milliseconds from 0 to 3600000, not '%s'\n", s);
-                return -EINVAL;
-        }
-        *ret = v;
-        return 0;
-}
-
-static int parse_period(const char *s, uint64_t *ret) {
-        char *end;
-        unsigned long long v = strtoull(s, &end, 10);
-
-        if (*s == '\0' || *s == '-' || *end != '\0' || v < 100 || v > 86400000) {
-                fprintf(stderr, "kdpd: --pod-resources-period-ms takes milliseconds from 100 to 86400000, not '%s'\n", s);
-                return -EINVAL;
-        }
-        *ret = v;
-        return 0;
-}
-
-static int parse_listener_check(const char *s, uint64_t *ret) {
-        char *end;
-        unsigned long long v = strtoull(s, &end, 10);
-
-        if (*s == '\0' || *s == '-' || *end != '\0' || v < 100 || v > 3600000) {
-                fprintf(stderr, "kdpd: --listener-check-ms takes milliseconds from 100 to 3600000, not '%s'\n", s);
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (*s == '\0' || *s == '-' || *end != '\0' || errno || v < min || v > max) {
+                fprintf(stderr, "kdpd: --%s takes milliseconds from %llu to %llu, not '%s'\n", name, min, max, s);
                 return -EINVAL;
         }
         *ret = v;
@@ -161,7 +144,7 @@ static int parse_udev_source(const char *s, const char **ret) {
 
 static int parse_args(int argc, char **argv, args *a) {
         enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV, OPT_STATE,
-               OPT_PODRES, OPT_PODRES_PERIOD, OPT_SOCKET_GROUP, OPT_LISTENER_CHECK };
+               OPT_PODRES, OPT_PODRES_PERIOD, OPT_SOCKET_GROUP, OPT_LISTENER_CHECK, OPT_STOP_TIMEOUT };
         static const struct option options[] = {
                 { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
                 { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
@@ -174,6 +157,7 @@ static int parse_args(int argc, char **argv, args *a) {
                 { "pod-resources-period-ms", required_argument, NULL, OPT_PODRES_PERIOD },
                 { "socket-group", required_argument, NULL, OPT_SOCKET_GROUP },
                 { "listener-check-ms", required_argument, NULL, OPT_LISTENER_CHECK },
+                { "stop-timeout-ms", required_argument, NULL, OPT_STOP_TIMEOUT },
                 { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -189,13 +173,18 @@ static int parse_args(int argc, char **argv, args *a) {
                 case OPT_DEV: a->opts.roots[KDP_PATH_DEV] = optarg; break;
                 case OPT_PROC: a->opts.roots[KDP_PATH_PROC] = optarg; break;
                 case OPT_CDI: a->opts.roots[KDP_PATH_CDI] = optarg; break;
-                case OPT_HOLD: r = parse_hold(optarg, &a->opts.health_hold_ms); break;
+                case OPT_HOLD: r = parse_ms("health-hold-ms", optarg, 0, 3600000, &a->opts.health_hold_ms); break;
                 case OPT_UDEV: r = parse_udev_source(optarg, &a->opts.udev_source); break;
                 case OPT_STATE: a->opts.state_dir = optarg; break;
                 case OPT_PODRES: a->opts.pod_resources_socket = optarg; break;
-                case OPT_PODRES_PERIOD: r = parse_period(optarg, &a->opts.pod_resources_period_ms); break;
+                case OPT_PODRES_PERIOD:
+                        r = parse_ms("pod-resources-period-ms", optarg, 100, 86400000, &a->opts.pod_resources_period_ms);
+                        break;
                 case OPT_SOCKET_GROUP: r = parse_group(optarg, &a->opts); break;
-                case OPT_LISTENER_CHECK: r = parse_listener_check(optarg, &a->opts.listener_check_ms); break;
+                case OPT_LISTENER_CHECK:
+                        r = parse_ms("listener-check-ms", optarg, 100, 3600000, &a->opts.listener_check_ms);
+                        break;
+                case OPT_STOP_TIMEOUT: r = parse_ms("stop-timeout-ms", optarg, 100, 3600000, &a->opts.stop_timeout_ms); break;
                 case 'v': r = parse_verbosity(optarg); break;
                 case 'h': a->help = true; break;
                 default: usage(stderr); return -EINVAL;
