@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""h2-abuse.py SOCKET MODE N [--hold FILE] [--conns C] [--device ID]
+"""h2-abuse.py SOCKET MODE N [--hold FILE] [--conns C] [--device ID] [--wait-close S]
 
 A hostile HTTP/2 peer on a DevicePlugin unix socket, written frame by frame
 (hyperframe + hpack) so that nothing of a well-behaved client's state machine
@@ -9,7 +9,8 @@ only a polite client honours do not apply to it. Modes:
 
   rst-flood N       N x [HEADERS of an Allocate, RST_STREAM CANCEL] on new
                     streams; the server's frames are read (and counted)
-  open-streams N    N Allocate HEADERS without END_STREAM, never ended
+  open-streams N    N Allocate HEADERS without END_STREAM, never ended; the
+                    server's frames are read (and counted)
   unread-answers N  N complete Allocates; the socket is never read, so the
                     answers pile up on the server's side
   ping-flood N      N PINGs; the acks are never read
@@ -66,6 +67,7 @@ class Conn:
         self.closed = False
         self.sent = 0
         self.reader = None
+        self.last_read = time.monotonic()
         self.buf = b""
         self.sock.sendall(PREFACE + SettingsFrame(0).serialize())
 
@@ -115,6 +117,7 @@ class Conn:
                     d = r.recv(1 << 20)
                 except socket.timeout:
                     continue
+                self.last_read = time.monotonic()
                 if not d:
                     self.closed = True
                     return
@@ -122,12 +125,18 @@ class Conn:
         except OSError:
             self.closed = True
 
-    def read_all(self):
+    def read_all(self, until_close_s):
         """Reads until the server closes, or stays quiet for a while."""
-        self.sock.settimeout(2)
+        end = time.monotonic() + until_close_s
+        self.sock.settimeout(2 if not until_close_s else 1)
         try:
             while True:
-                d = self.sock.recv(1 << 20)
+                try:
+                    d = self.sock.recv(1 << 20)
+                except socket.timeout:
+                    if time.monotonic() < end:
+                        continue
+                    raise
                 if not d:
                     self.closed = True
                     return
@@ -151,7 +160,7 @@ def batches(n, size=500):
 
 
 def attack(c, mode, n, device):
-    if mode == "rst-flood":
+    if mode in ("rst-flood", "open-streams"):
         c.reader = threading.Thread(target=c.read_background, daemon=True)
         c.reader.start()
     msg = allocate_message(device)
@@ -181,7 +190,7 @@ def main():
     if len(args) < 3:
         sys.exit(__doc__)
     path, mode, n = args[0], args[1], int(args[2])
-    hold, conns, device = None, 1, "widget-1"
+    hold, conns, device, wait_close = None, 1, "widget-1", 0
     rest = args[3:]
     while rest:
         opt, val, rest = rest[0], rest[1], rest[2:]
@@ -191,6 +200,8 @@ def main():
             conns = int(val)
         elif opt == "--device":
             device = val
+        elif opt == "--wait-close":
+            wait_close = float(val)
         else:
             sys.exit("unknown option " + opt)
     if mode not in ("rst-flood", "open-streams", "unread-answers", "ping-flood"):
@@ -206,10 +217,11 @@ def main():
         while not os.path.exists(hold):
             time.sleep(0.05)
     for c in cs:
-        if mode == "rst-flood":
-            c.reader.join(2)
+        if c.reader:
+            while c.reader.is_alive() and time.monotonic() - c.last_read < 2:
+                c.reader.join(0.1)
         else:
-            c.read_all()
+            c.read_all(wait_close)
         c.report()
 
 
