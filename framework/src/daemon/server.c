@@ -20,6 +20,30 @@
  *                 hook: it is answered DEADLINE_EXCEEDED. Freed when both
  *                 close_tag and reply_tag are done
  *
+ * What one local peer can make a server hold (gRPC core 1.51 bounds little
+ * of it itself; measured with tests/e2e/h2-abuse.py, bench/h2-abuse.sh):
+ *   calls         unary methods are registered without their payload, so a
+ *                 call is counted from its headers. Each server keeps its
+ *                 unary calls in arrival order (live_head, under s->lock;
+ *                 counted on the CQ thread in on_request, uncounted by
+ *                 whichever thread frees the call). Past
+ *                 KDP_SERVER_MAX_CALLS, the oldest call that waits on its
+ *                 peer (for its message, or to take its answer) is
+ *                 cancelled with RESOURCE_EXHAUSTED; a peer that reads its
+ *                 answers, as the kubelet does, holds a call for
+ *                 microseconds. ListAndWatch streams are not counted.
+ *   pings         acked, never answered with GOAWAY (max_ping_strikes 0):
+ *                 the core's GOAWAY path held ~90 MB per flooding
+ *                 connection, while without it the core stops reading a
+ *                 peer whose acks back up (its queue of induced frames)
+ *   connections   with no call for CONNECTION_IDLE_MS, closed by the core
+ *                 (the kubelet always has its ListAndWatch open)
+ *   not bounded   the core queues every call it parsed until kdpd takes
+ *                 it (one CQ thread): a burst of HEADERS + RST_STREAM
+ *                 pairs costs ~14 KB each until drained; a stream limit
+ *                 binds only peers that ack SETTINGS; a resource quota
+ *                 changed none of these on 1.51
+ *
  * Threads:
  *
  *   CQ thread ──► Options, Allocate, Preferred: answered at once
@@ -58,6 +82,7 @@
 #include "tag.h"
 
 #define CANCEL_AFTER_MS 500
+#define CONNECTION_IDLE_MS 10000
 #define REFUSALS_PER_WINDOW 5
 #define REFUSAL_WINDOW_USEC (10u * 1000000u)
 #define METHOD_PREFIX "/v1beta1.DevicePlugin/"
@@ -81,9 +106,18 @@ static const char *const method_names[_M_REGISTERED] = {
         [M_PRE_START] = METHOD_PREFIX "PreStartContainer",
 };
 
+/* Where a unary call is, for the call limit (under the server lock). */
+typedef enum call_phase {
+        P_UNTRACKED,                    /* ListAndWatch, or not yet counted */
+        P_READING,                      /* waiting for its request message: may be evicted */
+        P_RUNNING,                      /* being answered (a PreStart hook may run long) */
+        P_ANSWERED,                     /* answer handed to grpc, waiting for the peer: may be evicted */
+} call_phase;
+
 typedef struct kdp_call kdp_call;
 struct kdp_call {
         kdp_tag request_tag;
+        kdp_tag message_tag;
         kdp_tag reply_tag;
         kdp_tag send_tag;
         kdp_server *server;
@@ -108,6 +142,10 @@ struct kdp_call {
         bool close_armed;               /* close_tag's batch started: the reply batch has no recv close */
         unsigned n_pending;             /* of close_tag and reply_tag, while close_armed */
         kdp_tag close_tag;
+        /* the call limit, under the server lock */
+        call_phase phase;
+        bool evicted;
+        kdp_call *live_prev, *live_next;
 };
 
 struct kdp_server {
@@ -122,6 +160,9 @@ struct kdp_server {
         kdp_snapshot *snap;             /* under lock */
         kdp_call *streams;              /* under lock */
         unsigned n_streams;
+        kdp_call *live_head, *live_tail;        /* unary calls by arrival, under lock */
+        unsigned n_live;                /* of them not evicted, under lock */
+        uint64_t n_evicted;             /* under lock */
         bool started, stopping;
         gpr_timespec cancel_at;
         kdp_tag shutdown_tag;
@@ -235,7 +276,10 @@ static kdp_snapshot *server_snapshot(kdp_server *s) {
 
 /* ---- calls ---- */
 
+static void call_untrack(kdp_call *c);
+
 static void call_free(kdp_call *c) {
+        call_untrack(c);
         if (c->call)
                 grpc_call_unref(c->call);
         grpc_metadata_array_destroy(&c->md);
@@ -271,8 +315,7 @@ static int arm_request(kdp_server *s, method m) {
                 e = grpc_server_request_call(s->server, &c->call, &c->details, &c->md, cq, cq, &c->request_tag);
         else
                 e = grpc_server_request_registered_call(s->server, s->methods[m], &c->call, &c->deadline,
-                                                        &c->md, m == M_LIST_AND_WATCH ? NULL : &c->payload,
-                                                        cq, cq, &c->request_tag);
+                                                        &c->md, NULL, cq, cq, &c->request_tag);
         if (e != GRPC_CALL_OK) {
                 call_free(c);
                 return -EIO;
@@ -301,6 +344,8 @@ static void on_reply_done(kdp_tag *tag, bool ok) {
                 call_free(c);
 }
 
+static void call_set_phase(kdp_call *c, call_phase phase);
+
 /* Answers a unary call: `reply` (may be NULL) is sent when status is OK. */
 static void reply_unary(kdp_call *c, grpc_status_code status, const char *details) {
         grpc_slice slice = grpc_slice_from_copied_string(details ? details : "");
@@ -325,6 +370,7 @@ static void reply_unary(kdp_call *c, grpc_status_code status, const char *detail
                 op++;
         }
         c->reply_tag.on_done = on_reply_done;
+        call_set_phase(c, P_ANSWERED);
         e = grpc_call_start_batch(c->call, ops, (size_t) (op - ops), &c->reply_tag, NULL);
         grpc_slice_unref(slice);
         if (e != GRPC_CALL_OK) {
@@ -1189,6 +1235,103 @@ static void start_stream(kdp_call *c) {
         kdp_log_v(2, "Opened ListAndWatch stream", KDP_F_STR("resource", s->resource));
 }
 
+/* ---- the call limit ---- */
+
+static void call_set_phase(kdp_call *c, call_phase phase) {
+        kdp_server *s = c->server;
+
+        pthread_mutex_lock(&s->lock);
+        if (c->phase != P_UNTRACKED)
+                c->phase = phase;
+        pthread_mutex_unlock(&s->lock);
+}
+
+static void call_untrack(kdp_call *c) {
+        kdp_server *s = c->server;
+
+        pthread_mutex_lock(&s->lock);
+        if (c->phase != P_UNTRACKED) {
+                if (c->live_prev)
+                        c->live_prev->live_next = c->live_next;
+                else
+                        s->live_head = c->live_next;
+                if (c->live_next)
+                        c->live_next->live_prev = c->live_prev;
+                else
+                        s->live_tail = c->live_prev;
+                if (!c->evicted)
+                        s->n_live--;
+                c->phase = P_UNTRACKED;
+        }
+        pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Counts a new unary call. At the limit, the oldest call that waits on its
+ * peer (for its request message, or to take its answer) is cancelled with
+ * RESOURCE_EXHAUSTED to make room: a peer that reads its answers, as the
+ * kubelet does, holds a call for microseconds, so the calls that pile up are
+ * those of a peer that does not. False when every call is being answered:
+ * the new one is refused.
+ */
+static bool call_track(kdp_call *c) {
+        kdp_server *s = c->server;
+        kdp_call *victim = NULL;
+        uint64_t n_evicted = 0;
+
+        pthread_mutex_lock(&s->lock);
+        if (s->n_live >= KDP_SERVER_MAX_CALLS) {
+                for (kdp_call *v = s->live_head; v && !victim; v = v->live_next)
+                        if (!v->evicted && (v->phase == P_READING || v->phase == P_ANSWERED))
+                                victim = v;
+                if (!victim) {
+                        pthread_mutex_unlock(&s->lock);
+                        return false;
+                }
+                victim->evicted = true;
+                s->n_live--;
+                n_evicted = ++s->n_evicted;
+                /* thread-safe, completes the victim's batch through the queue; it is freed there */
+                grpc_call_cancel_with_status(victim->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                                             "cancelled: too many calls in flight on this socket", NULL);
+        }
+        c->phase = P_READING;
+        c->live_prev = s->live_tail;
+        if (s->live_tail)
+                s->live_tail->live_next = c;
+        else
+                s->live_head = c;
+        s->live_tail = c;
+        s->n_live++;
+        pthread_mutex_unlock(&s->lock);
+        /* the first eviction and every 1024th after: a peer that does not read its answers */
+        if (n_evicted % 1024 == 1)
+                kdp_log_warning("Cancelled calls whose peer did not go on", KDP_F_STR("resource", s->resource),
+                                KDP_F_INT("limit", KDP_SERVER_MAX_CALLS), KDP_F_INT("cancelled", n_evicted));
+        return true;
+}
+
+static void on_message(kdp_tag *tag, bool ok) {
+        kdp_call *c = KDP_CONTAINER_OF(tag, kdp_call, message_tag);
+
+        call_set_phase(c, P_RUNNING);
+        if (!ok) {                      /* cancelled (by the peer, or evicted): answering fails at once */
+                reply_error(c, -ECANCELED, "call cancelled before its request message");
+                return;
+        }
+        handle_unary(c);
+}
+
+/* The request message of a unary call: read here, not with the call, so that a call is counted from its headers. */
+static void read_message(kdp_call *c) {
+        grpc_op op = { .op = GRPC_OP_RECV_MESSAGE };
+
+        op.data.recv_message.recv_message = &c->payload;
+        c->message_tag.on_done = on_message;
+        if (grpc_call_start_batch(c->call, &op, 1, &c->message_tag, NULL) != GRPC_CALL_OK)
+                reply_error(c, -EIO, "failed to read the request message");
+}
+
 static void on_request(kdp_tag *tag, bool ok) {
         kdp_call *c = KDP_CONTAINER_OF(tag, kdp_call, request_tag);
         kdp_server *s = c->server;
@@ -1205,12 +1348,18 @@ static void on_request(kdp_tag *tag, bool ok) {
         pthread_mutex_unlock(&s->lock);
         if (!stopping && arm_request(s, c->m) < 0)
                 kdp_log_error(-EIO, "Failed to wait for the next call", KDP_F_STR("resource", s->resource));
+        if (c->m == M_LIST_AND_WATCH) {
+                start_stream(c);
+                return;
+        }
+        if (!call_track(c)) {
+                reply_error(c, -EAGAIN, "too many calls in flight on this socket");
+                return;
+        }
         if (c->m == M_UNKNOWN)
                 reply_error(c, -EOPNOTSUPP, "unknown method");
-        else if (c->m == M_LIST_AND_WATCH)
-                start_stream(c);
         else
-                handle_unary(c);
+                read_message(c);
 }
 
 /* ---- servers ---- */
@@ -1317,6 +1466,10 @@ static int server_listen(kdp_server *s) {
         grpc_arg args[] = {
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                   .value.integer = (int) KDP_SNAPSHOT_MAX_MESSAGE },
+                /* a PING is always acked, never a GOAWAY: see the header comment */
+                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_HTTP2_MAX_PING_STRIKES, .value.integer = 0 },
+                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                  .value.integer = CONNECTION_IDLE_MS },
         };
         grpc_channel_args cargs = { .num_args = KDP_ELEMENTSOF(args), .args = args };
         int r;
@@ -1332,7 +1485,7 @@ static int server_listen(kdp_server *s) {
         for (int m = 0; m < _M_REGISTERED; m++) {
                 s->methods[m] = grpc_server_register_method(
                         s->server, method_names[m], NULL,
-                        m == M_LIST_AND_WATCH ? GRPC_SRM_PAYLOAD_NONE : GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+                        GRPC_SRM_PAYLOAD_NONE, 0);
                 if (!s->methods[m])
                         return -EIO;
         }

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# A local peer that speaks raw HTTP/2 (h2-abuse.py, which never acks SETTINGS)
+# on a plugin socket while the stand-in kubelet is connected:
+#  - open-streams: Allocate HEADERS never followed by their message. kdpd
+#    counts each unary call from its headers and holds at most 256 per socket;
+#    each new call past them cancels the oldest one that waits on its peer, so
+#    the peer gets RST_STREAM for all but its newest 256 streams and kdpd's
+#    memory goes back down while the peer still holds them.
+#  - unread-answers: complete Allocates whose answers are never read: the
+#    same limit cancels the oldest answered calls.
+#  - ping-flood on 4 connections whose acks are never read: no GOAWAY for
+#    pings (whose path held ~90 MB per connection), the core stops reading
+#    once its acks back up, and each connection, with no call, is closed
+#    after 10 s idle.
+# After each, a real Allocate gets the same answer as before, and the
+# kubelet's connection (its ListAndWatch stream) was never touched: one
+# registration only. The memory bounds are checked outside valgrind and
+# sanitizers (their own memory would dominate); the log lines and frame
+# counts everywhere, and they fail on a kdpd without the limits too.
+. "$(dirname "$0")/lib.sh"
+
+PY=/usr/bin/python3
+"$PY" -c 'import h2' 2>/dev/null || { echo "skip: python3-h2 missing"; exit 77; }
+ABUSE=("${DIE_WITH_US[@]}" "$PY" "$KDP_SOURCE_DIR/tests/e2e/h2-abuse.py")
+MEMCHECK=1
+[ "${KDP_VALGRIND:-0}" = 1 ] || [ "${KDP_SANITIZED:-0}" = 1 ] && MEMCHECK=0
+LIMIT=256
+BOUND_KB=$((64 * 1024))
+
+# calls of an attack that log K + 1 eviction lines (at the 1st and every 1024th),
+# the last one at the last eviction: so its end is seen
+calls() {
+        echo $((LIMIT + 1024 * $1 + 1))
+}
+last_evicted() {
+        echo $((1024 * $1 + 1))
+}
+# open: a size the old code took above 300 MB; small under valgrind
+if [ "$MEMCHECK" = 1 ]; then K_OPEN=29; else K_OPEN=2; fi
+
+rss_kb() {
+        awk -v f="$1:" '$1 == f { print $2 }' "/proc/$KDPD_PID/status"
+}
+
+# wait_rss_below KB: waits until kdpd's VmRSS is below KB (when MEMCHECK)
+wait_rss_below() {
+        local end
+        [ "$MEMCHECK" = 1 ] || return 0
+        end=$(deadline_ms "$(wait_s)")
+        while [ "$(rss_kb VmRSS)" -ge "$1" ] && [ "$(now_ms)" -lt "$end" ]; do
+                sleep 0.1
+        done
+        [ "$(rss_kb VmRSS)" -lt "$1" ] || fail "kdpd's VmRSS $(rss_kb VmRSS) kB not below $1 kB"
+}
+
+start_session() {
+        start_kubelet kubelet
+        start_kdpd kdpd --backend example --v 1
+        wait_line "$T/kubelet.out" '^registered resource=example.com/widget '
+        S=$(plugin_socket widget)
+        BEFORE=$("$KDPCTL" allocate --socket "$S" widget-2) || fail "allocate before the attack"
+        grep -qx 'env WIDGET_2=widget-2' <<<"$BEFORE" || fail "allocate answer: $BEFORE"
+}
+
+# end_session NAME: the same Allocate answer, one registration, a clean stop
+end_session() {
+        local out
+        out=$("$KDPCTL" allocate --socket "$S" widget-2) || fail "$1: allocate after the attack"
+        assert_eq "$out" "$BEFORE" "$1: allocate answer after the attack"
+        assert_eq "$(count_lines "$T/kubelet.out" '^registered ')" 1 "$1: registrations"
+        stop_kdpd
+        stop_kubelet
+        rm -f "$T/release"
+}
+
+# ---- open streams
+N=$(calls $K_OPEN) LAST=$(last_evicted $K_OPEN)
+start_session
+"${ABUSE[@]}" "$S" open-streams "$N" --hold "$T/release" >"$T/open.out" 2>"$T/open.err" &
+PIDS+=($!)
+ATTACK=$!
+wait_line "$T/open.out" '^held$'
+wait_line "$T/kdpd.err" "\"Cancelled calls whose peer did not go on\" resource=\"example.com/widget\" limit=$LIMIT cancelled=$LAST\$" 60
+wait_rss_below "$BOUND_KB"
+# a real Allocate while the peer holds its streams: answered, and one more of its streams cancelled
+out=$("$KDPCTL" allocate --socket "$S" widget-2) || fail "allocate during the attack"
+assert_eq "$out" "$BEFORE" "allocate answer while $LIMIT streams are held open"
+touch "$T/release"
+wait "$ATTACK" || fail "h2-abuse open-streams"
+assert_eq "$(grep '^result' "$T/open.out")" \
+        "result conn=0 goaway=none last_stream=- rst=$((N - LIMIT + 1)) rst_codes=NO_ERROR closed=no" \
+        "open-streams: what the peer got"
+pass "open-streams $N: all but the newest $LIMIT cancelled, Allocate answered meanwhile"
+end_session open-streams
+
+# ---- answers never read
+# the cancellations (trailers and RST_STREAM each) are not read either: once
+# they fill the socket, the core stops reading this peer, at a point that
+# depends on buffer sizes; the first cancellation is certain
+N=2305
+start_session
+"${ABUSE[@]}" "$S" unread-answers "$N" --hold "$T/release" >"$T/unread.out" 2>"$T/unread.err" &
+PIDS+=($!)
+ATTACK=$!
+wait_line "$T/unread.out" '^held$'
+wait_line "$T/kdpd.err" "\"Cancelled calls whose peer did not go on\" resource=\"example.com/widget\" limit=$LIMIT cancelled=1\$"
+out=$("$KDPCTL" allocate --socket "$S" widget-2) || fail "allocate during the attack"
+assert_eq "$out" "$BEFORE" "allocate answer while $LIMIT answers are unread"
+touch "$T/release"
+wait "$ATTACK" || fail "h2-abuse unread-answers"
+grep -Eq '^result conn=0 goaway=none last_stream=- rst=[1-9][0-9]* rst_codes=NO_ERROR closed=no$' "$T/unread.out" ||
+        fail "unread-answers: $(cat "$T/unread.out")"
+pass "unread-answers $N: the oldest answered calls cancelled, Allocate answered meanwhile"
+end_session unread-answers
+
+# ---- ping flood on 4 connections, acks never read
+start_session
+"${ABUSE[@]}" "$S" ping-flood 100000 --conns 4 --wait-close "$((60 * SLOW))" \
+        >"$T/ping.out" 2>"$T/ping.err" &
+PIDS+=($!)
+ATTACK=$!
+wait "$ATTACK" || fail "h2-abuse ping-flood"
+for i in 0 1 2 3; do
+        assert_eq "$(grep "^result conn=$i " "$T/ping.out")" \
+                "result conn=$i goaway=INTERNAL_ERROR last_stream=0 rst=0 rst_codes=- closed=yes" \
+                "ping-flood: connection $i"
+done
+if [ "$MEMCHECK" = 1 ]; then
+        hwm=$(rss_kb VmHWM)
+        [ "$hwm" -lt "$BOUND_KB" ] || fail "ping-flood: kdpd's VmHWM $hwm kB, not below $BOUND_KB kB"
+fi
+pass "ping-flood on 4 connections: no GOAWAY for pings, each closed once idle"
+end_session ping-flood
