@@ -96,7 +96,7 @@ struct kdp_resource {
 
 struct kdp_daemon {
         kdp_loop *loop;
-        uint64_t stop_timeout_ms;       /* a step of the stop longer than this ends kdpd (stop-watch.h) */
+        uint64_t stop_timeout_ms;       /* a step of the stop longer than this is abandoned (stop-watch.h) */
         kdp_server_runtime *rt;
         kdp_kubelet_client *kubelet;
         kdp_config *config;
@@ -1331,13 +1331,8 @@ int kdp_daemon_run(kdp_daemon *d) {
         return kdp_loop_run(d->loop);
 }
 
-kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
-        _cleanup_(kdp_stop_watch_freep) kdp_stop_watch *watch = NULL;
-
-        if (!d)
-                return NULL;
-        if (kdp_stop_watch_new(d->stop_timeout_ms ? d->stop_timeout_ms : STOP_TIMEOUT_MS, &watch) < 0)
-                kdp_log_warning("Stopping without a stop timeout: no thread for its watchdog");
+/* Frees d, naming on `watch` (may be NULL) each step that may wait on something outside kdpd. */
+static void daemon_free_watched(kdp_daemon *d, kdp_stop_watch *watch) {
         while (d->resources) {
                 kdp_resource *res = d->resources;
 
@@ -1377,7 +1372,22 @@ kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
         for (int k = 0; k < _KDP_PATH_KIND_MAX; k++)
                 free(d->roots[k]);
         free(d);
+}
+
+kdp_daemon *kdp_daemon_free(kdp_daemon *d) {
+        if (d)
+                daemon_free_watched(d, NULL);
         return NULL;
+}
+
+static void stop_watched(void *userdata, kdp_stop_watch *watch) {
+        daemon_free_watched(userdata, watch);
+}
+
+int kdp_daemon_stop(kdp_daemon *d) {
+        if (!d)
+                return 0;
+        return kdp_stop_watch_run(d->stop_timeout_ms, stop_watched, d);
 }
 
 int kdp_daemon_print_params(const char *const *backends, const char *const *backend_dirs) {

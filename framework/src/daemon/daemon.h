@@ -66,7 +66,7 @@ typedef struct kdp_daemon_options {
         bool socket_group_set;                  /* plugin sockets 0660 and of socket_gid, else 0600 */
         gid_t socket_gid;
         uint64_t listener_check_ms;             /* how often each listener is checked; 0: every 10 s */
-        uint64_t stop_timeout_ms;               /* a step of kdp_daemon_free() longer ends kdpd; 0: 20 s */
+        uint64_t stop_timeout_ms;               /* a step of kdp_daemon_stop() longer is abandoned; 0: 20 s */
 } kdp_daemon_options;
 
 /* Everything up to the first registrations; errors are logged. */
@@ -74,6 +74,13 @@ int kdp_daemon_new(const kdp_daemon_options *opts, kdp_daemon **ret);
 /* Serves until SIGTERM or SIGINT; returns 0 on a clean stop. */
 int kdp_daemon_run(kdp_daemon *d);
 kdp_daemon *kdp_daemon_free(kdp_daemon *d);
+/*
+ * Frees d as kdpd stops, each step that waits on something outside kdpd (the
+ * calls in progress, each backend's stop) within opts->stop_timeout_ms
+ * (stop-watch.h): 0, or -ETIMEDOUT when a step was abandoned (logged) and d is
+ * left to the thread stuck in it.
+ */
+int kdp_daemon_stop(kdp_daemon *d);
 KDP_DEFINE_CLEANUP_FUNC(kdp_daemon, kdp_daemon_free)
 
 /* Prints each backend's params (for --help). */

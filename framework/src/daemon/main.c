@@ -199,13 +199,15 @@ static int parse_args(int argc, char **argv, args *a) {
 }
 
 static int run(const kdp_daemon_options *opts) {
-        _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
-        int r;
+        kdp_daemon *d = NULL;
+        int r, s;
 
         r = kdp_daemon_new(opts, &d);
         if (r < 0)
                 return r;
-        return kdp_daemon_run(d);
+        r = kdp_daemon_run(d);
+        s = kdp_daemon_stop(d);
+        return r < 0 ? r : s;
 }
 
 int main(int argc, char **argv) {
@@ -235,7 +237,8 @@ int main(int argc, char **argv) {
         grpc_init();
         kdp_log_info("Starting kdpd", KDP_F_INT("backends", a.n_backends));
         r = run(&a.opts);
-        grpc_shutdown();
+        if (r != -ETIMEDOUT)
+                grpc_shutdown();        /* an abandoned stop left gRPC objects to the thread stuck in it */
         if (r < 0) {
                 kdp_log_error(r, "Exited with an error");
                 return 1;

@@ -1,26 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The stop's watchdog (see stop-watch.h). The lock guards every field but thread and timeout_ms. */
+/* A stop with a time limit (see stop-watch.h). The lock guards every field but timeout_ms, stop and userdata. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <kdp/log.h>
 
 #include "stop-watch.h"
 
 struct kdp_stop_watch {
-        pthread_t thread;
         uint64_t timeout_ms;
+        void (*stop)(void *userdata, kdp_stop_watch *w);
+        void *userdata;
         pthread_mutex_t lock;
         pthread_cond_t cond;            /* on CLOCK_MONOTONIC: a step began, or the stop is over */
-        const char *step;               /* NULL before the first step */
+        const char *step;
         char backend[64];               /* copied: the stop frees the backend's name */
         struct timespec deadline;
-        bool over;
+        bool over, abandoned;
 };
 
 static struct timespec deadline_after(uint64_t ms) {
@@ -36,52 +36,75 @@ static struct timespec deadline_after(uint64_t ms) {
         return t;
 }
 
-static void *watch_main(void *userdata) {
+static void watch_free(kdp_stop_watch *w) {
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+}
+
+static void *stopper_main(void *userdata) {
         kdp_stop_watch *w = userdata;
+        bool abandoned;
 
+        w->stop(w->userdata, w);
         pthread_mutex_lock(&w->lock);
-        while (!w->over) {
-                const char *step = w->step;
-                struct timespec deadline = w->deadline;
-
-                if (!step) {
-                        pthread_cond_wait(&w->cond, &w->lock);
-                        continue;
-                }
-                if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) == ETIMEDOUT && !w->over &&
-                    w->step == step && w->deadline.tv_sec == deadline.tv_sec &&
-                    w->deadline.tv_nsec == deadline.tv_nsec) {
-                        kdp_log_error(-ETIMEDOUT, "Abandoned the stop: a step outlasted the stop timeout",
-                                      KDP_F_STR("step", step), KDP_F_STR("backend", w->backend),
-                                      KDP_F_INT("timeoutMs", w->timeout_ms));
-                        _exit(1);
-                }
-        }
+        w->over = true;
+        abandoned = w->abandoned;
+        pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
+        if (abandoned)
+                watch_free(w);          /* the caller is gone */
         return NULL;
 }
 
-int kdp_stop_watch_new(uint64_t timeout_ms, kdp_stop_watch **ret) {
+/* Under w->lock: waits until the stop is over (0) or its current step outlasted its deadline (-ETIMEDOUT). */
+static int wait_stop(kdp_stop_watch *w) {
+        while (!w->over) {
+                struct timespec deadline = w->deadline;
+
+                if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) == ETIMEDOUT && !w->over &&
+                    w->deadline.tv_sec == deadline.tv_sec && w->deadline.tv_nsec == deadline.tv_nsec)
+                        return -ETIMEDOUT;
+        }
+        return 0;
+}
+
+int kdp_stop_watch_run(uint64_t timeout_ms, void (*stop)(void *userdata, kdp_stop_watch *w), void *userdata) {
         kdp_stop_watch *w = calloc(1, sizeof(*w));
         pthread_condattr_t attr;
+        pthread_t thread;
         int r;
 
-        if (!w)
-                return -ENOMEM;
-        w->timeout_ms = timeout_ms;
+        if (!w) {
+                stop(userdata, NULL);   /* without its watch: unbounded */
+                return 0;
+        }
+        *w = (kdp_stop_watch){ .timeout_ms = timeout_ms, .stop = stop, .userdata = userdata, .step = "sockets and CDI specs" };
         pthread_mutex_init(&w->lock, NULL);
         pthread_condattr_init(&attr);
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
         pthread_cond_init(&w->cond, &attr);
         pthread_condattr_destroy(&attr);
-        r = -pthread_create(&w->thread, NULL, watch_main, w);
+        w->deadline = deadline_after(timeout_ms);
+        if (pthread_create(&thread, NULL, stopper_main, w) != 0) {
+                watch_free(w);
+                stop(userdata, NULL);
+                return 0;
+        }
+        pthread_mutex_lock(&w->lock);
+        r = wait_stop(w);
         if (r < 0) {
-                pthread_cond_destroy(&w->cond);
-                pthread_mutex_destroy(&w->lock);
-                free(w);
+                w->abandoned = true;
+                kdp_log_error(r, "Abandoned the stop: a step outlasted the stop timeout", KDP_F_STR("step", w->step),
+                              KDP_F_STR("backend", w->backend), KDP_F_INT("timeoutMs", w->timeout_ms));
+        }
+        pthread_mutex_unlock(&w->lock);
+        if (r < 0) {
+                (void) pthread_detach(thread);
                 return r;
         }
-        *ret = w;
+        (void) pthread_join(thread, NULL);
+        watch_free(w);
         return 0;
 }
 
@@ -94,18 +117,4 @@ void kdp_stop_watch_step(kdp_stop_watch *w, const char *step, const char *backen
         w->deadline = deadline_after(w->timeout_ms);
         pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
-}
-
-kdp_stop_watch *kdp_stop_watch_free(kdp_stop_watch *w) {
-        if (!w)
-                return NULL;
-        pthread_mutex_lock(&w->lock);
-        w->over = true;
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
-        (void) pthread_join(w->thread, NULL);
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
-        free(w);
-        return NULL;
 }

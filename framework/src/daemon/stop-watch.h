@@ -1,30 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The stop's watchdog. kdpd's stop waits on things outside it: the calls in
- * progress (a PreStartContainer programming a card) and each backend's fini
- * (threads in an ioctl). A step that outlasts the timeout is abandoned: the
- * watchdog thread logs which step, and of which backend, at error level and
- * ends the process with status 1, so a programming stuck in the kernel cannot
- * keep kdpd from exiting until the kubelet's grace period ends in SIGKILL.
+ * A stop with a time limit. kdpd's stop waits on things outside it: the
+ * calls in progress (a PreStartContainer programming a card) and each
+ * backend's fini (threads in an ioctl). The stop runs on a thread of its own,
+ * naming each step as it begins; the caller waits for it, each step at most
+ * the timeout. A step that outlasts it is abandoned: logged at error level
+ * with the step and the backend, and the caller goes on to return from
+ * main() while the stopping thread stays where it is stuck (exit ends it).
  *
- *   loop thread   kdp_stop_watch_new() as the stop begins, _step() before each
- *                 wait, _free() when the stop is over (joins the watchdog)
- *   watchdog      sleeps until the current step's deadline; a step still
- *                 current then ends kdpd (_exit(1): no cleanup may run while
- *                 the stuck step's thread still uses what it would free)
+ *   caller (main)    kdp_stop_watch_run(): starts the stopper, waits
+ *   stopper thread   stop(userdata, w), calling kdp_stop_watch_step() before
+ *                    each wait; frees what it stops
+ * Ownership: the watch is freed by whichever of the two is last; after an
+ * abandoned step that is the stopper, if it ever returns.
  */
 #pragma once
 
 #include <stdint.h>
 
-#include <kdp/cleanup.h>
-
 typedef struct kdp_stop_watch kdp_stop_watch;
 
-/* Starts the watchdog: each step may take timeout_ms. */
-int kdp_stop_watch_new(uint64_t timeout_ms, kdp_stop_watch **ret);
-/* Names the step that begins now ("calls in progress", "backend stop"); backend may be NULL. */
+/* Runs stop(userdata, w) on a thread of its own: 0 when it ended, -ETIMEDOUT when a step outlasted timeout_ms. */
+int kdp_stop_watch_run(uint64_t timeout_ms, void (*stop)(void *userdata, kdp_stop_watch *w), void *userdata);
+/* Names the step that begins now ("calls in progress", "backend stop"); backend may be NULL. NULL-safe. */
 void kdp_stop_watch_step(kdp_stop_watch *w, const char *step, const char *backend);
-/* The stop is over: ends the watchdog. NULL-safe. */
-kdp_stop_watch *kdp_stop_watch_free(kdp_stop_watch *w);
-KDP_DEFINE_CLEANUP_FUNC(kdp_stop_watch, kdp_stop_watch_free)
