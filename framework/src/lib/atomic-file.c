@@ -74,8 +74,6 @@ int kdp_atomic_file_write(const char *path, char *tmp_template, const char *cont
         r = write_all(fd, content, size);
         if (r >= 0 && fchmod(fd, mode) < 0)
                 r = -errno;
-        if (r >= 0 && fsync(fd) < 0)
-                r = -errno;
         if (r >= 0 && rename(tmp_template, path) < 0)
                 r = -errno;
         if (r < 0)
