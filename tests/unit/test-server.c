@@ -40,66 +40,72 @@ static kdp_snapshot *empty_snapshot(void) {
         return s;
 }
 
-static char *socket_in(const char *dir) {
-        char *path = NULL;
+/* What each test starts from: grpc, a temp dir with the socket's path in it, a server runtime. */
+typedef struct rig {
+        char *dir, *path;
+        kdp_server_runtime *rt;
+} rig;
 
-        ck_assert_int_ge(asprintf(&path, "%s/widget.sock", dir), 0);
-        return path;
+static void rig_start(rig *g) {
+        grpc_init();
+        g->dir = strdup("/tmp/kdp-test-server-XXXXXX");
+        ck_assert_ptr_nonnull(g->dir);
+        ck_assert_ptr_nonnull(mkdtemp(g->dir));
+        ck_assert_int_ge(asprintf(&g->path, "%s/widget.sock", g->dir), 0);
+        ck_assert_int_eq(kdp_server_runtime_new(NULL, NULL, &g->rt), 0);
 }
 
-/* Serves the empty widget list on dir/widget.sock: kdp_server_new's result. */
-static int serve(kdp_server_runtime *rt, const char *path, kdp_server **ret) {
+/* Waits for every stopped server (kdp_server_runtime_free()), then undoes rig_start(). */
+static void rig_end(rig *g) {
+        ck_assert_ptr_null(kdp_server_runtime_free(g->rt));
+        free(g->path);
+        kdp_test_rm_rfp(&g->dir);
+        grpc_shutdown();
+}
+
+/* Serves the empty widget list on the rig's socket: kdp_server_new's result. */
+static int serve(rig *g, kdp_server **ret) {
         _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = empty_snapshot();
 
-        return kdp_server_new(rt, "example.com/widget", path, NULL, snap, NULL, NULL, ret);
+        return kdp_server_new(g->rt, "example.com/widget", g->path, NULL, snap, NULL, NULL, ret);
 }
 
 START_TEST(test_server_socket_is_0600_while_serving_and_gone_after) {
-        _cleanup_(kdp_test_rm_rfp) char *dir = strdup("/tmp/kdp-test-server-XXXXXX");
-        _cleanup_free_ char *path = NULL;
-        kdp_server_runtime *rt = NULL;
         kdp_server *s = NULL;
         struct stat st;
+        rig g = {};
 
-        grpc_init();
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        path = socket_in(dir);
-        ck_assert_int_eq(kdp_server_runtime_new(NULL, NULL, &rt), 0);
-        ck_assert_int_eq(serve(rt, path, &s), 0);
-        ck_assert_int_eq(lstat(path, &st), 0);
+        rig_start(&g);
+        ck_assert_int_eq(serve(&g, &s), 0);
+        ck_assert_int_eq(lstat(g.path, &st), 0);
         ck_assert(S_ISSOCK(st.st_mode));
         ck_assert_int_eq(st.st_mode & 07777, 0600);
         kdp_server_stop(s);
-        ck_assert_ptr_null(kdp_server_runtime_free(rt));
-        ck_assert_int_eq(lstat(path, &st), -1);
+        ck_assert_ptr_null(kdp_server_runtime_free(g.rt));
+        g.rt = NULL;
+        ck_assert_int_eq(lstat(g.path, &st), -1);
         ck_assert_int_eq(errno, ENOENT);
-        grpc_shutdown();
+        rig_end(&g);
 }
 END_TEST
 
 START_TEST(test_server_socket_removed_after_bind_fails_with_enoent_and_serves_again) {
-        _cleanup_(kdp_test_rm_rfp) char *dir = strdup("/tmp/kdp-test-server-XXXXXX");
-        _cleanup_free_ char *path = NULL;
-        kdp_server_runtime *rt = NULL;
         kdp_server *s = NULL;
         struct stat st;
+        rig g = {};
 
-        grpc_init();
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        path = socket_in(dir);
-        ck_assert_int_eq(kdp_server_runtime_new(NULL, NULL, &rt), 0);
+        rig_start(&g);
         unlink_before_chmod = true;
-        ck_assert_int_eq(serve(rt, path, &s), -ENOENT);
+        ck_assert_int_eq(serve(&g, &s), -ENOENT);
         unlink_before_chmod = false;
         ck_assert_ptr_null(s);
-        ck_assert_int_eq(lstat(path, &st), -1);
+        ck_assert_int_eq(lstat(g.path, &st), -1);
         /* the next attempt, as kdpd's retry makes it, serves */
-        ck_assert_int_eq(serve(rt, path, &s), 0);
-        ck_assert_int_eq(lstat(path, &st), 0);
+        ck_assert_int_eq(serve(&g, &s), 0);
+        ck_assert_int_eq(lstat(g.path, &st), 0);
         ck_assert(S_ISSOCK(st.st_mode));
         kdp_server_stop(s);
-        ck_assert_ptr_null(kdp_server_runtime_free(rt));
-        grpc_shutdown();
+        rig_end(&g);
 }
 END_TEST
 
