@@ -6,8 +6,10 @@
  *
  *   init   params -> state
  *   scan   PCI list -> the table of GPUs seen since start (gpus[]) -> devices; at the first
- *          NVIDIA GPU, opens the kernel log, reads what it holds and has kdpd watch it
+ *          NVIDIA GPU, loads NVML when the node has it and starts its Xid events, else opens
+ *          the kernel log, reads what it holds; kdpd watches the one that serves Xids
  *   kmsg   readable -> Xids -> a critical one marks its GPU and asks for a scan
+ *   nvml   the event worker's eventfd readable -> Xids -> the same on_xid() as kmsg
  *   device_event (pci add/bind/change) -> the GPU was reset: its Xid is cleared
  *   allocate / preferred -> from gpus[] (gRPC thread, under the backend lock)
  *
@@ -39,6 +41,7 @@
 #include <kdp/pci.h>
 
 #include "gpu.h"
+#include "nvml.h"
 #include "xid.h"
 
 #define REASON_MAX 256
@@ -71,6 +74,9 @@ typedef struct gpu_state {
         gpu_config cfg;
         gpu_kmsg *kmsg;
         bool kmsg_opened;                       /* tried once, when the first NVIDIA GPU was seen */
+        gpu_nvml *nvml;                         /* NVML when the node has it, else NULL */
+        gpu_nvml_events *nvml_events;           /* its Xid events: when set, the kernel log is not read */
+        nvmlReturn_t nvml_wait_error;           /* of the last failed event wait, logged when it changes */
         bool kmsg_replayed;                     /* the log's earlier records were read */
         uint64_t n_scans;                       /* scans started: orders Xids against what scans found */
         char *dev_root;                         /* --dev-root without a trailing '/' */
@@ -146,6 +152,62 @@ static int on_kmsg(void *state, int fd) {
         return drain_kmsg(s);
 }
 
+static int on_nvml_events(void *state, int fd) {
+        gpu_state *s = state;
+        xid_batch b = { .s = s };
+        nvmlReturn_t err;
+        int r;
+
+        (void) fd;
+        r = gpu_nvml_events_drain(s->nvml_events, on_xid, &b, &err);
+        if (err != NVML_SUCCESS && err != s->nvml_wait_error)
+                kdp_backend_log_warning(s->ctx, "NVML event wait failed", KDP_F_INT("nvmlReturn", err),
+                                        KDP_F_STR("err", gpu_nvml_strerror(s->nvml, err)));
+        s->nvml_wait_error = err;
+        return r < 0 ? r : b.changed;
+}
+
+#define NVML_WAIT_MS 500        /* bounds how long stopping the event worker takes */
+
+/*
+ * Loads NVML and starts its Xid events. Returns true when NVML serves Xids, false (logged) when
+ * the kernel log has to: no library (the normal case without NVIDIA's driver), or it failed.
+ */
+static bool open_nvml(gpu_state *s) {
+        const char *lib = kdp_backend_param(s->ctx, "nvml"), *why = NULL;
+        unsigned skipped = 0;
+        int r;
+
+        if (!lib || !*lib)
+                return false;
+        r = gpu_nvml_open(lib, &s->nvml, &why);
+        if (r == -ENOENT) {
+                kdp_backend_log_v(s->ctx, 2, "NVML not loaded", KDP_F_STR("library", lib),
+                                  KDP_F_STR("reason", why ? why : "?"));
+                return false;
+        }
+        if (r < 0) {
+                kdp_backend_log_warning(s->ctx, "NVML library unusable", KDP_F_STR("library", lib),
+                                        KDP_F_STR("reason", why ? why : "?"), KDP_F_STR("err", strerror(-r)));
+                return false;
+        }
+        r = gpu_nvml_events_start(s->nvml, NVML_WAIT_MS, &s->nvml_events, &skipped);
+        if (r >= 0) {
+                r = kdp_backend_watch_fd(s->ctx, gpu_nvml_events_fd(s->nvml_events), on_nvml_events);
+                if (r < 0)
+                        s->nvml_events = gpu_nvml_events_free(s->nvml_events);
+        }
+        if (r < 0) {
+                kdp_backend_log_warning(s->ctx, "NVML Xid events unavailable", KDP_F_STR("library", lib),
+                                        KDP_F_STR("err", strerror(-r)));
+                return false;
+        }
+        if (skipped)
+                kdp_backend_log_warning(s->ctx, "NVML Xid events unavailable for some GPUs",
+                                        KDP_F_INT("skipped", skipped));
+        return true;
+}
+
 static void open_kmsg(gpu_state *s) {
         _cleanup_free_ char *path = NULL;
         const char *rel = kdp_backend_param(s->ctx, "kmsg");
@@ -167,6 +229,22 @@ static void open_kmsg(gpu_state *s) {
         /* what the log already holds is read by the first scan, once the GPUs it names are known */
 }
 
+/* Xids from NVML's events when it is there, else from the kernel log; says once which serves what. */
+static void open_xid_source(gpu_state *s) {
+        if (!s->cfg.vendor_on[GPU_NVIDIA] || s->cfg.xid_off)
+                return;
+        if (open_nvml(s)) {
+                kdp_backend_log_info(s->ctx, "NVIDIA sources chosen", KDP_F_STR("xid", "nvml"),
+                                     KDP_F_STR("discovery", "sysfs+procfs"),
+                                     KDP_F_INT("nvmlGpus", gpu_nvml_events_n_gpus(s->nvml_events)));
+                return;
+        }
+        s->nvml = gpu_nvml_free(s->nvml);
+        open_kmsg(s);
+        kdp_backend_log_info(s->ctx, "NVIDIA sources chosen", KDP_F_STR("xid", s->kmsg ? "kmsg" : "none"),
+                             KDP_F_STR("discovery", "sysfs+procfs"));
+}
+
 /* ---- ops ---- */
 
 static void gpu_fini(void *state) {
@@ -175,6 +253,8 @@ static void gpu_fini(void *state) {
         if (!s)
                 return;
         s->kmsg = gpu_kmsg_free(s->kmsg);
+        s->nvml_events = gpu_nvml_events_free(s->nvml_events);
+        s->nvml = gpu_nvml_free(s->nvml);
         kdp_pci_list_cache_done(&s->pci);
         gpu_config_done(&s->cfg);
         free(s->gpus);
@@ -608,8 +688,8 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
         if (has_nvidia(s)) {
                 refresh_shared_nodes(s);        /* only NVIDIA GPUs' records carry them */
                 if (!s->kmsg_opened) {
-                        s->kmsg_opened = true;  /* no kernel log to read on a node without NVIDIA GPUs */
-                        open_kmsg(s);
+                        s->kmsg_opened = true;  /* no NVML nor kernel log to read on a node without NVIDIA GPUs */
+                        open_xid_source(s);
                 }
         }
         if (s->kmsg && !s->kmsg_replayed) {

@@ -35,7 +35,7 @@ healthy() {
 
 start_kubelet kubelet
 "${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-h100x8.umockdev" --control "$T/ctl" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" \
-        --v 2 --health-hold-ms 300 --backend gpu -o gpu.xid_recovery_s=2 >"$T/kdpd.out" 2>"$T/kdpd.err" &
+        --v 2 --health-hold-ms 300 --backend gpu -o gpu.xid_recovery_s=2 -o gpu.nvml= >"$T/kdpd.out" 2>"$T/kdpd.err" &
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
 wait_line "$T/kubelet.out" "^devices resource=$RES "
