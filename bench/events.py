@@ -126,7 +126,7 @@ SCENARIOS = {
     "pci": ("test.example.com/pci", fixture_node("flapping-device.umockdev",
             ["--backend", "tests/backends/kdp-backend-pcitest.so", "-o", "pcitest.vendor=10de",
              "-o", "pcitest.driver=nvidia"]), 2, 1000, pci_steps),
-    "gpu": ("nvidia.com/gpu", fixture_node("gpu-h100x8.umockdev", ["--backend", "gpu"]), 8, 200, gpu_steps),
+    "gpu": ("nvidia.com/gpu", fixture_node("gpu-h100x8.umockdev", ["--backend", "gpu", "-o", "gpu.nvml="]), 8, 200, gpu_steps),
     "sriov-numvfs": (sriov_node.RESOURCE, sriov_node_in, 4 * sriov_node.VFS, 20, sriov_numvfs_steps),
     "sriov-link": (sriov_node.RESOURCE, sriov_link_node, 4 * sriov_node.VFS, 100, sriov_link_steps),
 }

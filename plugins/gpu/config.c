@@ -347,7 +347,7 @@ const kdp_param_spec gpu_params[] = {
         { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
         { "xid_ignore", "13,31,43,45,68,109", "Xids that do not make a GPU unhealthy, or 'all' for no Xid health" },
         { "xid_recovery_s", "300", "seconds after a critical Xid a GPU is healthy again without a reset; 0: only a reset" },
-        { "kmsg", "kmsg", "kernel log, relative to --dev-root (or absolute); empty: no Xid health" },
+        { "kmsg", "kmsg", "kernel log, relative to --dev-root (or absolute); empty: none (NVML may serve Xids)" },
         { "nvml", "libnvidia-ml.so.1", "NVML library loaded at run time when present (a name or a path); "
                                        "empty: never load it" },
         { 0 },

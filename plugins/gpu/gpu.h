@@ -8,6 +8,7 @@
  *   amd.c     the KFD topology: which GPUs the compute driver serves
  *   share.c   replicas: "<id>::<k>" IDs, Allocate, GetPreferredAllocation
  *   xid.c     Xid errors from the kernel log (xid.h)
+ *   nvml.c    NVML loaded at run time, its Xid events (nvml.h)
  *
  * Everything runs under the backend's lock (kdp/backend.h): scan and the Xid
  * callback on the loop thread, allocate and preferred on the gRPC thread.

@@ -605,7 +605,8 @@ run_case() {
         mkfifo "$d/ctl"
         [ "$1" = gpu ] && export CONVERGE_KMSG_PARAM=gpu.kmsg || unset CONVERGE_KMSG_PARAM
         case $1 in
-        gpu | sriov | fpga) extra=(--backend "$1") ;;
+        gpu) extra=(--backend gpu -o gpu.nvml=) ;;         # Xids from the scripted kernel log, never the host's NVML
+        sriov | fpga) extra=(--backend "$1") ;;
         *) extra=(--backend "$pcitest") ;;
         esac
         # a process group of its own, for stop_all to sweep (setsid does not fork: not a group leader)
