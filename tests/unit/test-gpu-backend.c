@@ -10,7 +10,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <kdp/backend.h>
@@ -227,6 +229,72 @@ static void gpu_log_xid(gpu_run *run, const char *root, unsigned seq, const char
         ck_assert_int_eq(fclose(f), 0);
         ck_assert_int_gt(run->on_fd(run->state, run->watched_fd), 0);
 }
+
+/* Points the fake NVML at a fixture of the two H100s plus `more`; returns the fixture's path. */
+static char *nvml_fixture(const char *more) {
+        _cleanup_free_ char *text = NULL;
+        char *path;
+
+        ck_assert_int_ge(asprintf(&text, "gpu 0000:18:00.0 " UUID_A "\ngpu 0000:19:00.0 " UUID_B "\n%s", more), 0);
+        path = kdp_test_write_temp("gpu-nvml", ".fixture", text, strlen(text));
+        ck_assert_int_eq(setenv("KDP_FAKE_NVML", path, 1), 0);
+        return path;
+}
+
+/* NVML's Xid events take the kernel log's path: the same ignore list, reason and reset. */
+START_TEST(test_gpu_takes_xids_from_nvml_events) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_(kdp_test_unlink_freep) char *fixture = nvml_fixture("event 0000:19:00.0 79\nevent 0000:18:00.0 13\n");
+        const kdp_test_backend_watch *w;
+        const kdp_device_list *l;
+        gpu_run run;
+
+        /* in the log, but not read: NVML serves Xids */
+        kdp_test_tree_write(root, "dev/kmsg", "4,7,1233000000,c;NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.\n");
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.nvml=" KDP_FAKE_NVML_LIB, NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(run.n_watches, 1);
+        w = kdp_test_backend_find_watch(&run, "anon_inode:[eventfd]");
+        ck_assert_ptr_nonnull(w);
+        for (int i = 0; i < 600; i++) {
+                struct pollfd p = { .fd = w->fd, .events = POLLIN };
+
+                if (poll(&p, 1, 100) > 0) {
+                        ck_assert_int_ge(w->fn(run.state, w->fd), 0);
+                        gpu_scan(&run, root);
+                        if (resource(&run, "nvidia.com/gpu")->devices[0].health == KDP_UNHEALTHY)
+                                break;
+                }
+        }
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_str_eq(l->devices[0].id, UUID_B);
+        ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
+        ck_assert_str_eq(l->devices[0].health_reason, "Xid 79 (RESTART_BM)");
+        ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);    /* its Xid 13 is ignored; the log's 79 unread */
+        gpu_event(&run, "change", "0000:19:00.0");
+        gpu_scan(&run, root);
+        ck_assert_int_eq(resource(&run, "nvidia.com/gpu")->devices[0].health, KDP_HEALTHY);
+        gpu_done(&run);
+}
+END_TEST
+
+/* NVML there but failing to initialise: the kernel log serves Xids, as without it. */
+START_TEST(test_gpu_reads_the_kernel_log_when_nvml_fails) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_(kdp_test_unlink_freep) char *fixture = nvml_fixture("fail nvmlInit_v2 NO_PERMISSION\n");
+        _cleanup_free_ char *kmsg = kdp_test_tree_path(root, "dev/kmsg");
+        gpu_run run;
+
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.nvml=" KDP_FAKE_NVML_LIB, NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(run.n_watches, 1);
+        ck_assert_ptr_nonnull(kdp_test_backend_find_watch(&run, kmsg));
+        gpu_log_xid(&run, root, 8, "NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus.");
+        gpu_scan(&run, root);
+        ck_assert_str_eq(resource(&run, "nvidia.com/gpu")->devices[0].health_reason, "Xid 79 (RESTART_BM)");
+        gpu_done(&run);
+}
+END_TEST
 
 static void set_bound(const char *root, const kdp_test_pci_dev *d, bool bound) {
         _cleanup_free_ char *rel = kdp_test_pci_rel(d, "driver");
@@ -480,6 +548,8 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_excluded_and_unknown_uuid_are_not_served);
         tcase_add_test(tc, test_gpu_replays_recent_xids_only);
         tcase_add_test(tc, test_gpu_replays_xids_right_after_boot);
+        tcase_add_test(tc, test_gpu_takes_xids_from_nvml_events);
+        tcase_add_test(tc, test_gpu_reads_the_kernel_log_when_nvml_fails);
         tcase_add_test(tc, test_gpu_rebind_ends_only_the_xids_before_it);
         tcase_add_test(tc, test_gpu_modes_shape_the_records);
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
