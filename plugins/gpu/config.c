@@ -208,6 +208,20 @@ static int parse_policy(gpu_config *s) {
         return 0;
 }
 
+static int parse_amd_partitions(gpu_config *s) {
+        static const char *const names[_GPU_AMD_PARTITIONS_MAX] = {
+                [GPU_AMD_WHOLE] = "whole", [GPU_AMD_SINGLE] = "single", [GPU_AMD_MIXED] = "mixed",
+        };
+        const char *p = kdp_backend_param(s->ctx, "amd_partitions");
+
+        for (gpu_amd_partitions m = 0; m < _GPU_AMD_PARTITIONS_MAX; m++)
+                if (strcmp(p, names[m]) == 0) {
+                        s->amd_partitions = m;
+                        return 0;
+                }
+        return param_error(s, "gpu.amd_partitions", p, "not whole, single or mixed");
+}
+
 static int parse_xid(gpu_config *s) {
         const char *ignore = kdp_backend_param(s->ctx, "xid_ignore");
         int64_t recovery;
@@ -228,7 +242,7 @@ static int parse_params(gpu_config *s) {
         int r;
 
         if ((r = parse_vendors(s)) < 0 || (r = parse_models(s)) < 0 || (r = parse_replicas(s)) < 0 ||
-            (r = parse_policy(s)) < 0 || (r = parse_xid(s)) < 0)
+            (r = parse_policy(s)) < 0 || (r = parse_amd_partitions(s)) < 0 || (r = parse_xid(s)) < 0)
                 return r;
         if ((r = split_list(kdp_backend_param(s->ctx, "allow"), &s->allow)) < 0 ||
             (r = split_list(kdp_backend_param(s->ctx, "deny"), &s->deny)) < 0)
@@ -323,6 +337,15 @@ const char *gpu_config_resource(const gpu_config *s, gpu_vendor v, const kdp_pci
         }
 }
 
+int gpu_config_mixed_resource(const gpu_config *s, const char *mode, char *ret, size_t size) {
+        const char *amd = kdp_backend_param(s->ctx, "amd_resource");
+        const char *slash = strchr(amd, '/');
+        int len = slash ? (int) (slash - amd) : (int) strlen(amd);
+        int n = snprintf(ret, size, "%.*s/%s", len, amd, mode);
+
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
 unsigned gpu_config_replicas(const gpu_config *s, const char *resource) {
         unsigned n = 1;
 
@@ -340,6 +363,8 @@ const kdp_param_spec gpu_params[] = {
         { "amd_resource", "amd.com/gpu", "resource of AMD GPUs" },
         { "i915_resource", "gpu.intel.com/i915", "resource of Intel GPUs bound to i915" },
         { "xe_resource", "gpu.intel.com/xe", "resource of Intel GPUs bound to xe" },
+        { "amd_partitions", "whole", "AMD partitions (MI300 CPX, ...): whole (a GPU is one device with every partition's "
+          "nodes), single (each partition a device of amd_resource) or mixed (of <domain>/<compute>_<memory>)" },
         { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10de:2330=nvidia.com/h100)" },
         { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..64)" },
         { "replica_policy", "spread", "spread (replicas on distinct GPUs first) or pack" },

@@ -30,6 +30,7 @@
  * periodic rescan for what sends no event: AER counters, procfs, /dev nodes).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@
 #include <kdp/cleanup.h>
 #include <kdp/health.h>
 #include <kdp/pci.h>
+#include <kdp/subsystem.h>
 
 #include "gpu.h"
 #include "nvml.h"
@@ -47,14 +49,26 @@
 #define REASON_MAX 256
 #define PCI_RELIST_MS 30000     /* the PCI list is read again at least this often, events or not */
 
+#define NODE_MAX 32                     /* "dri/renderD128", relative to the dev root */
+#define PART_NODES_MAX 4
+
+/* An AMD compute partition served as a device of its own (amd_partitions single or mixed). */
+typedef struct gpu_part {
+        char id[GPU_UUID_MAX];                  /* the PCI address (one partition), else "<address>-p<index>" */
+        char nodes[PART_NODES_MAX][NODE_MAX];   /* its card and render node */
+        size_t n_nodes;
+} gpu_part;
+
 typedef struct gpu {
         char bdf[KDP_PCI_ADDRESS_MAX];
         gpu_vendor vendor;
         char resource[GPU_RESOURCE_MAX];
         char driver[64];                        /* the driver it is served with */
         char id[GPU_UUID_MAX];                  /* UUID (NVIDIA) or PCI address */
-        char nodes[GPU_NODES_MAX][32];          /* its own nodes, relative to the dev root */
+        char nodes[GPU_NODES_MAX][NODE_MAX];    /* its own nodes, relative to the dev root */
         size_t n_nodes;
+        gpu_part parts[GPU_PARTS_MAX];          /* AMD with amd_partitions single/mixed: its devices */
+        size_t n_parts;                         /* 0: the GPU is the device */
         int numa_node;
         kdp_health_pci pci;
         bool bound;                             /* bound to its driver at the last scan */
@@ -270,6 +284,8 @@ static int gpu_init(kdp_backend_ctx *ctx, void **ret_state) {
                 return -ENOMEM;
         s->ctx = ctx;
         r = kdp_backend_path(ctx, KDP_PATH_DEV, "", &s->dev_root);
+        for (size_t n = r >= 0 ? strlen(s->dev_root) : 0; n > 1 && s->dev_root[n - 1] == '/'; n--)
+                s->dev_root[n - 1] = '\0';
         if (r >= 0)
                 r = gpu_config_parse(ctx, &s->cfg);
         if (r < 0) {
@@ -310,26 +326,30 @@ static void node_add(gpu *g, const char *rel) {
                 snprintf(g->nodes[g->n_nodes++], sizeof(g->nodes[0]), "%s", rel);
 }
 
+/* A DRM minor's node relative to the dev root; NULL for controlD*, connectors, nodes outside it. */
+static const char *drm_rel(const gpu_state *s, const char *name, const char *node) {
+        size_t root_len = strlen(s->dev_root);
+
+        if ((strncmp(name, "card", 4) != 0 && strncmp(name, "renderD", 7) != 0) ||
+            strspn(name + (name[0] == 'c' ? 4 : 7), "0123456789") != strlen(name + (name[0] == 'c' ? 4 : 7)) ||
+            strncmp(node, s->dev_root, root_len) != 0 || node[root_len] != '/')
+                return NULL;
+        return node + root_len + 1;
+}
+
 /* card* and renderD* of the PCI device's drm/ directory (never computed from each other). */
 static void read_drm_nodes(gpu_state *s, gpu *g) {
         _cleanup_free_ kdp_pci_child *children = NULL;
-        _cleanup_free_ char *root = NULL;
-        size_t n = 0, root_len;
+        size_t n = 0;
 
-        if (kdp_pci_children(s->ctx, g->bdf, "drm", &children, &n) < 0 ||
-            kdp_backend_path(s->ctx, KDP_PATH_DEV, "", &root) < 0)
+        if (kdp_pci_children(s->ctx, g->bdf, "drm", &children, &n) < 0)
                 return;
-        root_len = strlen(root);
-        while (root_len > 0 && root[root_len - 1] == '/')
-                root_len--;
         g->n_nodes = 0;
         for (size_t i = 0; i < n; i++) {
-                const char *node = children[i].devnode;
+                const char *rel = drm_rel(s, children[i].name, children[i].devnode);
 
-                if ((strncmp(children[i].name, "card", 4) != 0 && strncmp(children[i].name, "renderD", 7) != 0) ||
-                    strncmp(node, root, root_len) != 0 || node[root_len] != '/')
-                        continue;       /* controlD*, connectors, nodes outside the dev root */
-                node_add(g, node + root_len + 1);
+                if (rel)
+                        node_add(g, rel);
         }
 }
 
@@ -390,15 +410,126 @@ static bool refresh_nvidia(gpu_state *s, gpu *g, bool is_new, char *why, size_t 
         return true;
 }
 
-static void refresh_amd(gpu_state *s, gpu *g, const amd_kfd *kfd) {
+/* What a scan reads once for every AMD GPU: the KFD topology and the DRM minors (for the XCPs'). */
+typedef struct amd_view {
+        amd_kfd kfd;
+        kdp_subsystem_device *drm;
+        size_t n_drm;
+} amd_view;
+
+/* The render minor of a GPU's own DRM device; UINT_MAX without one. */
+static unsigned own_render_minor(const gpu *g) {
+        for (size_t i = 0; i < g->n_nodes; i++)
+                if (strncmp(g->nodes[i], "dri/renderD", 11) == 0)
+                        return (unsigned) strtoul(g->nodes[i] + 11, NULL, 10);
+        return UINT_MAX;
+}
+
+/*
+ * The card and render node of the XCP platform device whose render minor is `minor` (its drm/
+ * directory, never a computed minor) into nodes; their number, 0 when no XCP has that minor.
+ */
+static size_t xcp_nodes(const gpu_state *s, const amd_view *amd, unsigned minor, char (*nodes)[NODE_MAX], size_t max) {
+        char name[32];
+        size_t dir_len = 0, n = 0;
+        const char *dir = NULL;
+
+        snprintf(name, sizeof(name), "renderD%u", minor);
+        for (size_t i = 0; i < amd->n_drm && !dir; i++) {
+                const char *drm = strstr(amd->drm[i].devpath, "/drm/");
+
+                if (strcmp(amd->drm[i].name, name) == 0 && strncmp(amd->drm[i].devpath, "platform/amdgpu_xcp_", 20) == 0 &&
+                    drm) {
+                        dir = amd->drm[i].devpath;
+                        dir_len = (size_t) (drm - dir) + 5;
+                }
+        }
+        for (size_t i = 0; dir && i < amd->n_drm && n < max; i++) {
+                const char *rel = drm_rel(s, amd->drm[i].name, amd->drm[i].devnode);
+
+                if (rel && strncmp(amd->drm[i].devpath, dir, dir_len) == 0 && !strchr(amd->drm[i].devpath + dir_len, '/'))
+                        snprintf(nodes[n++], NODE_MAX, "%s", rel);
+        }
+        return n;
+}
+
+/* mixed: the resource of the GPU's partition mode ("amd.com/cpx_nps4"); unchanged while it cannot be read. */
+static void refresh_amd_resource(gpu_state *s, gpu *g) {
+        _cleanup_free_ char *compute = NULL, *memory = NULL;
+        char mode[32], res[GPU_RESOURCE_MAX];
+
+        if (kdp_pci_read_attr(s->ctx, g->bdf, "current_compute_partition", &compute) < 0 ||
+            kdp_pci_read_attr(s->ctx, g->bdf, "current_memory_partition", &memory) < 0 ||
+            amd_partition_mode(compute, memory, mode, sizeof(mode)) < 0 ||
+            gpu_config_mixed_resource(&s->cfg, mode, res, sizeof(res)) < 0 || strcmp(res, g->resource) == 0)
+                return;
+        kdp_backend_log_info(s->ctx, "GPU's partition mode gives it another resource", KDP_F_STR("pci", g->bdf),
+                             KDP_F_STR("from", g->resource), KDP_F_STR("to", res));
+        snprintf(g->resource, sizeof(g->resource), "%s", res);
+}
+
+/*
+ * Partitions as devices: one per KFD node of the GPU, with its own card and render node. A GPU
+ * that KFD lists no more keeps the partitions it had (Unhealthy: not in the KFD topology); one
+ * never listed is one device with its own nodes.
+ */
+static void refresh_amd_parts(gpu_state *s, gpu *g, const amd_view *amd, const amd_kfd_node **kn, size_t n_kn,
+                              unsigned own) {
+        if (s->cfg.amd_partitions == GPU_AMD_MIXED)
+                refresh_amd_resource(s, g);
+        if (n_kn == 0 && g->n_parts > 0)
+                return;
+        g->n_parts = n_kn ? n_kn : 1;
+        for (size_t i = 0; i < g->n_parts; i++) {
+                gpu_part *p = &g->parts[i];
+
+                if (g->n_parts == 1)
+                        snprintf(p->id, sizeof(p->id), "%s", g->bdf);
+                else
+                        snprintf(p->id, sizeof(p->id), "%s-p%u", g->bdf, kn[i]->partition);
+                p->n_nodes = 0;
+                if (n_kn == 0 || kn[i]->render_minor == own)
+                        for (size_t k = 0; k < g->n_nodes && p->n_nodes < PART_NODES_MAX; k++)
+                                snprintf(p->nodes[p->n_nodes++], NODE_MAX, "%s", g->nodes[k]);
+                else
+                        p->n_nodes = xcp_nodes(s, amd, kn[i]->render_minor, p->nodes, PART_NODES_MAX);
+        }
+}
+
+static void refresh_amd(gpu_state *s, gpu *g, const amd_view *amd) {
+        const amd_kfd_node *kn[GPU_PARTS_MAX];
+        size_t n_kn;
+        unsigned own;
+
         read_drm_nodes(s, g);
-        if (!has_node(g, "dri/renderD"))
+        own = own_render_minor(g);
+        if (own == UINT_MAX)
                 reason_add(g, "no DRM render node");
-        if (!kfd->present)
+        if (!amd->kfd.present)
                 reason_add(g, "no KFD topology (amdgpu without compute support)");
-        else if (!amd_kfd_has(kfd, g->bdf))
+        else if (!amd_kfd_has(&amd->kfd, g->bdf))
                 reason_add(g, "not in the KFD topology");
         check_node(s, g, "kfd");
+        n_kn = amd_kfd_partitions(&amd->kfd, g->bdf, kn, GPU_PARTS_MAX);
+        if (s->cfg.amd_partitions != GPU_AMD_WHOLE) {
+                refresh_amd_parts(s, g, amd, kn, n_kn, own);
+                return;
+        }
+        /* the whole GPU: the nodes of every partition KFD lists (XCP 0 is the PCI device's own) */
+        for (size_t i = 0; i < n_kn; i++) {
+                char nodes[PART_NODES_MAX][NODE_MAX], why[64];
+                size_t n;
+
+                if (kn[i]->render_minor == own)
+                        continue;
+                n = xcp_nodes(s, amd, kn[i]->render_minor, nodes, PART_NODES_MAX);
+                if (n == 0 && own != UINT_MAX) {
+                        snprintf(why, sizeof(why), "no DRM render node for partition %u", kn[i]->partition);
+                        reason_add(g, why);
+                }
+                for (size_t k = 0; k < n; k++)
+                        node_add(g, nodes[k]);
+        }
 }
 
 static void refresh_intel(gpu_state *s, gpu *g) {
@@ -487,7 +618,7 @@ static bool gpu_skipped(const gpu_state *s, const kdp_pci_device *p, gpu_vendor 
  * not served with the reason (kdpd logs it when that starts or changes); other functions are no GPUs.
  */
 static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_list *l, const kdp_pci_device *p,
-                          const amd_kfd *kfd, bool *present) {
+                          const amd_view *amd, bool *present) {
         int v = gpu_config_vendor(&s->cfg, p);
         char why[REASON_MAX];
         const char *off;
@@ -529,7 +660,7 @@ static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_lis
                 return;
         }
         if (v == GPU_AMD)
-                refresh_amd(s, g, kfd);
+                refresh_amd(s, g, amd);
         else if (v == GPU_INTEL)
                 refresh_intel(s, g);
 }
@@ -575,11 +706,11 @@ static void node_set_add(node_set *ns, const gpu_state *s, const char *rel) {
         ns->nodes[++ns->n] = (kdp_dev_node){ 0 };
 }
 
-/* Its own nodes, then the node-wide ones it needs (NVIDIA's control nodes that exist, AMD's /dev/kfd). */
-static void node_set_fill(node_set *ns, const gpu_state *s, const gpu *g) {
+/* A device's own nodes, then the node-wide ones it needs (NVIDIA's control nodes that exist, AMD's /dev/kfd). */
+static void node_set_fill(node_set *ns, const gpu_state *s, const gpu *g, const char (*nodes)[NODE_MAX], size_t n) {
         *ns = (node_set){ 0 };
-        for (size_t i = 0; i < g->n_nodes; i++)
-                node_set_add(ns, s, g->nodes[i]);
+        for (size_t i = 0; i < n; i++)
+                node_set_add(ns, s, nodes[i]);
         if (g->vendor == GPU_NVIDIA)
                 for (size_t i = 0; nvidia_shared_nodes[i]; i++) {
                         if (s->nvidia_shared_present[i])
@@ -587,6 +718,23 @@ static void node_set_fill(node_set *ns, const gpu_state *s, const gpu *g) {
                 }
         else if (g->vendor == GPU_AMD)
                 node_set_add(ns, s, "kfd");
+}
+
+/* The device of a request's ID: a GPU, or one of its partitions. */
+typedef struct gpu_unit {
+        const gpu *g;
+        const gpu_part *part;                   /* NULL: the whole GPU */
+} gpu_unit;
+
+static const char *unit_id(const gpu_unit *u) {
+        return u->part ? u->part->id : u->g->id;
+}
+
+static void unit_node_set(node_set *ns, const gpu_state *s, const gpu_unit *u) {
+        if (u->part)
+                node_set_fill(ns, s, u->g, (const char (*)[NODE_MAX]) u->part->nodes, u->part->n_nodes);
+        else
+                node_set_fill(ns, s, u->g, (const char (*)[NODE_MAX]) u->g->nodes, u->g->n_nodes);
 }
 
 static void refresh_shared_nodes(gpu_state *s) {
@@ -598,35 +746,61 @@ static void refresh_shared_nodes(gpu_state *s) {
         }
 }
 
-static int emit_gpu(const gpu_state *s, kdp_device_tree *tree, const gpu *g) {
-        char cdi[GPU_RESOURCE_MAX + GPU_UUID_MAX + 2], id[GPU_UUID_MAX + 16];
+static bool part_has_render(const gpu_part *p) {
+        for (size_t i = 0; i < p->n_nodes; i++)
+                if (strncmp(p->nodes[i], "dri/renderD", 11) == 0)
+                        return true;
+        return false;
+}
+
+/* One device (with its replicas) of a GPU or of a partition. */
+static int emit_unit(const gpu_state *s, kdp_device_tree *tree, const gpu_unit *u) {
+        char cdi[GPU_RESOURCE_MAX + GPU_UUID_MAX + 2], id[GPU_UUID_MAX + 16], reason[REASON_MAX + 32];
         const char *cdis[2] = { cdi, NULL };
+        const gpu *g = u->g;
         kdp_device_info info = {
-                .id = g->id,
-                .health = g->reason[0] ? KDP_UNHEALTHY : KDP_HEALTHY,
-                .health_reason = g->reason[0] ? g->reason : NULL,
+                .id = unit_id(u),
                 .pci_address = g->bdf,
         };
         unsigned n = gpu_config_replicas(&s->cfg, g->resource);
         node_set ns;
         int r = 0;
 
-        node_set_fill(&ns, s, g);
+        snprintf(reason, sizeof(reason), "%s", g->reason);
+        if (u->part && !part_has_render(u->part) && !strstr(reason, "no DRM render node"))
+                snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason), "%sno DRM render node",
+                         reason[0] ? "; " : "");
+        info.health = reason[0] ? KDP_UNHEALTHY : KDP_HEALTHY;
+        info.health_reason = reason[0] ? reason : NULL;
+        unit_node_set(&ns, s, u);
         info.dev_nodes = ns.nodes;
         if (g->numa_node >= 0) {
                 info.numa_nodes[0] = g->numa_node;
                 info.n_numa_nodes = 1;
         }
         if (s->cfg.cdi) {
-                snprintf(cdi, sizeof(cdi), "%s=%s", g->resource, g->id);
+                snprintf(cdi, sizeof(cdi), "%s=%s", g->resource, unit_id(u));
                 info.cdi_devices = cdis;
         }
         if (n == 1)
                 return kdp_device_tree_add(tree, g->resource, &info);
         info.id = id;
         for (unsigned k = 0; k < n && r >= 0; k++) {
-                snprintf(id, sizeof(id), "%s" GPU_REPLICA_SEP "%u", g->id, k);
+                snprintf(id, sizeof(id), "%s" GPU_REPLICA_SEP "%u", unit_id(u), k);
                 r = kdp_device_tree_add(tree, g->resource, &info);
+        }
+        return r;
+}
+
+static int emit_gpu(const gpu_state *s, kdp_device_tree *tree, const gpu *g) {
+        gpu_unit u = { .g = g };
+        int r = 0;
+
+        if (g->n_parts == 0)
+                return emit_unit(s, tree, &u);
+        for (size_t i = 0; i < g->n_parts && r >= 0; i++) {
+                u.part = &g->parts[i];
+                r = emit_unit(s, tree, &u);
         }
         return r;
 }
@@ -662,7 +836,7 @@ static void forget_recut(gpu_state *s) {
 static int gpu_scan(void *state, kdp_device_tree *tree) {
         _cleanup_free_ bool *present = NULL;
         gpu_state *s = state;
-        amd_kfd kfd = { 0 };
+        amd_view amd = { 0 };
         uint64_t now = now_ms(s), next_expiry = 0;
         kdp_pci_list *l;
         int r;
@@ -673,17 +847,21 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 return r;
         l = s->pci.list;
         if (s->cfg.vendor_on[GPU_AMD])
-                read_kfd(s, &kfd);
+                read_kfd(s, &amd.kfd);
+        if (amd.kfd.n > 0 && kdp_subsystem_enumerate(s->ctx, "drm", &amd.drm, &amd.n_drm) < 0)
+                amd.n_drm = 0;          /* no XCP minors: partitions other than 0 show without nodes */
         present = calloc(s->n_gpus + kdp_pci_list_size(l) + 1, sizeof(bool));
         if (!present) {
-                amd_kfd_done(&kfd);
+                amd_kfd_done(&amd.kfd);
+                free(amd.drm);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < kdp_pci_list_size(l); i++)
-                scan_function(s, tree, l, kdp_pci_list_get(l, i), &kfd, present);
+                scan_function(s, tree, l, kdp_pci_list_get(l, i), &amd, present);
         for (size_t i = 0; i < kdp_pci_list_skipped_size(l); i++)
                 scan_skipped(s, tree, kdp_pci_list_skipped_get(l, i), present);
-        amd_kfd_done(&kfd);
+        amd_kfd_done(&amd.kfd);
+        free(amd.drm);
 
         if (has_nvidia(s)) {
                 refresh_shared_nodes(s);        /* only NVIDIA GPUs' records carry them */
@@ -758,97 +936,127 @@ static void gpu_device_event(void *state, const kdp_device_event *ev) {
 
 /* ---- Allocate and GetPreferredAllocation ---- */
 
-static const gpu *gpu_by_id(const gpu_state *s, const char *resource, const char *id) {
-        size_t n = gpu_replica_base_len(id);
-
-        for (size_t i = 0; i < s->n_gpus; i++)
-                if (strlen(s->gpus[i].id) == n && strncmp(s->gpus[i].id, id, n) == 0 &&
-                    strcmp(s->gpus[i].resource, resource) == 0)
-                        return &s->gpus[i];
-        return NULL;
+static bool id_is(const char *candidate, const char *id, size_t n) {
+        return strlen(candidate) == n && strncmp(candidate, id, n) == 0;
 }
 
-/* The distinct GPUs of a request, in request order (replicas of one GPU count once). */
-static int request_gpus(const gpu_state *s, const kdp_alloc_request *req, const gpu ***ret, size_t *ret_n) {
-        const gpu **list = calloc(req->n_device_ids + 1, sizeof(*list));
+/* The device of `id` (a replica's: its base) in `resource`; false when none is ours. */
+static bool unit_by_id(const gpu_state *s, const char *resource, const char *id, gpu_unit *ret) {
+        size_t n = gpu_replica_base_len(id);
+
+        for (size_t i = 0; i < s->n_gpus; i++) {
+                const gpu *g = &s->gpus[i];
+
+                if (strcmp(g->resource, resource) != 0)
+                        continue;
+                if (g->n_parts == 0 && id_is(g->id, id, n)) {
+                        *ret = (gpu_unit){ .g = g };
+                        return true;
+                }
+                for (size_t k = 0; k < g->n_parts; k++)
+                        if (id_is(g->parts[k].id, id, n)) {
+                                *ret = (gpu_unit){ .g = g, .part = &g->parts[k] };
+                                return true;
+                        }
+        }
+        return false;
+}
+
+/* The distinct devices of a request, in request order (replicas of one device count once). */
+static int request_units(const gpu_state *s, const kdp_alloc_request *req, gpu_unit **ret, size_t *ret_n) {
+        gpu_unit *list = calloc(req->n_device_ids + 1, sizeof(*list));
         size_t n = 0;
 
         if (!list)
                 return -ENOMEM;
         for (size_t i = 0; i < req->n_device_ids; i++) {
-                const gpu *g = gpu_by_id(s, req->resource, req->device_ids[i]);
+                gpu_unit u;
                 bool dup = false;
 
-                if (!g) {
+                if (!unit_by_id(s, req->resource, req->device_ids[i], &u)) {
                         free(list);
                         return -EOPNOTSUPP;     /* not ours any more: the device records answer */
                 }
                 for (size_t j = 0; j < n && !dup; j++)
-                        dup = list[j] == g;
+                        dup = list[j].g == u.g && list[j].part == u.part;
                 if (!dup)
-                        list[n++] = g;
+                        list[n++] = u;
         }
         *ret = list;
         *ret_n = n;
         return 0;
 }
 
-/* "a,b,c" of each GPU's ID (NVIDIA) or PCI address. */
-static char *join_ids(const gpu **list, size_t n, bool addresses) {
+/* "a,b,c" of the devices' IDs, or of their GPUs' PCI addresses (each once). */
+static char *join_ids(const gpu_unit *list, size_t n, bool addresses) {
         size_t len = 1;
         char *out;
 
         for (size_t i = 0; i < n; i++)
-                len += strlen(addresses ? list[i]->bdf : list[i]->id) + 1;
+                len += strlen(addresses ? list[i].g->bdf : unit_id(&list[i])) + 1;
         out = calloc(len, 1);
         if (!out)
                 return NULL;
         for (size_t i = 0; i < n; i++) {
-                if (i)
+                bool seen = false;
+
+                for (size_t j = 0; j < i && addresses && !seen; j++)
+                        seen = list[j].g == list[i].g;
+                if (seen)
+                        continue;
+                if (*out)
                         strcat(out, ",");
-                strcat(out, addresses ? list[i]->bdf : list[i]->id);
+                strcat(out, addresses ? list[i].g->bdf : unit_id(&list[i]));
         }
         return out;
 }
 
-static int add_gpu_edits(const gpu_state *s, const gpu *g, kdp_alloc_response *resp) {
+static int add_unit_edits(const gpu_state *s, const gpu_unit *u, kdp_alloc_response *resp) {
         char cdi[GPU_RESOURCE_MAX + GPU_UUID_MAX + 2];
-        bool nodes = g->vendor == GPU_NVIDIA ? s->cfg.device_specs : !s->cfg.cdi;
+        bool nodes = u->g->vendor == GPU_NVIDIA ? s->cfg.device_specs : !s->cfg.cdi;
         node_set ns;
         int r = 0;
 
         if (nodes) {
-                node_set_fill(&ns, s, g);
+                unit_node_set(&ns, s, u);
                 for (size_t i = 0; i < ns.n && r >= 0; i++)
                         r = kdp_alloc_response_add_dev_node(resp, &ns.nodes[i]);
         }
         if (r >= 0 && s->cfg.cdi) {
-                snprintf(cdi, sizeof(cdi), "%s=%s", g->resource, g->id);
+                snprintf(cdi, sizeof(cdi), "%s=%s", u->g->resource, unit_id(u));
                 r = kdp_alloc_response_add_cdi_device(resp, cdi);
         }
         return r;
 }
 
 static int gpu_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_response *resp) {
-        _cleanup_free_ const gpu **list = NULL;
-        _cleanup_free_ char *ids = NULL;
+        _cleanup_free_ gpu_unit *list = NULL;
+        _cleanup_free_ char *ids = NULL, *parts = NULL;
         const gpu_state *s = state;
         size_t n = 0;
         int r;
 
-        r = request_gpus(s, req, &list, &n);
+        r = request_units(s, req, &list, &n);
         if (r < 0 || n == 0)
                 return r < 0 ? r : -EOPNOTSUPP;
         for (size_t i = 0; i < n; i++) {
-                r = add_gpu_edits(s, list[i], resp);
+                r = add_unit_edits(s, &list[i], resp);
                 if (r < 0)
                         return r;
         }
-        ids = join_ids(list, n, list[0]->vendor != GPU_NVIDIA);
+        if (list[0].part) {
+                parts = join_ids(list, n, false);
+                if (!parts)
+                        return -ENOMEM;
+                r = kdp_alloc_response_add_env(resp, "KDP_GPU_PARTITIONS", parts);
+                if (r < 0)
+                        return r;
+        }
+        ids = join_ids(list, n, list[0].g->vendor != GPU_NVIDIA);
         if (!ids)
                 return -ENOMEM;
         return kdp_alloc_response_add_env(resp,
-                                          list[0]->vendor == GPU_NVIDIA ? "NVIDIA_VISIBLE_DEVICES" : "KDP_GPU_PCI_ADDRESSES",
+                                          list[0].g->vendor == GPU_NVIDIA ? "NVIDIA_VISIBLE_DEVICES" : "KDP_GPU_PCI_ADDRESSES",
                                           ids);
 }
 

@@ -33,7 +33,8 @@ typedef enum gpu_vendor {
         _GPU_VENDOR_INVALID = -EINVAL,
 } gpu_vendor;
 
-#define GPU_NODES_MAX 8
+#define GPU_NODES_MAX 20                /* an MI300X: 8 cards and 8 render nodes */
+#define GPU_PARTS_MAX 8                 /* MI300 compute partitions (CPX) */
 #define GPU_RESOURCE_MAX 128
 #define GPU_UUID_MAX 48
 
@@ -45,6 +46,14 @@ typedef enum gpu_replica_policy {
         _GPU_REPLICA_POLICY_MAX,
         _GPU_REPLICA_POLICY_INVALID = -EINVAL,
 } gpu_replica_policy;
+
+typedef enum gpu_amd_partitions {
+        GPU_AMD_WHOLE,                  /* a GPU is one device with the nodes of all its partitions */
+        GPU_AMD_SINGLE,                 /* a partition is one device, under amd_resource */
+        GPU_AMD_MIXED,                  /* a partition is one device, under <domain>/<compute>_<memory> */
+        _GPU_AMD_PARTITIONS_MAX,
+        _GPU_AMD_PARTITIONS_INVALID = -EINVAL,
+} gpu_amd_partitions;
 
 typedef struct model_resource {
         uint16_t vendor, device;
@@ -65,6 +74,7 @@ typedef struct gpu_config {
         resource_replicas *replicas;
         size_t n_replicas;
         gpu_replica_policy policy;
+        gpu_amd_partitions amd_partitions;
         bool device_specs, cdi;
         gpu_xid_set xid_ignore;
         bool xid_off;                           /* xid_ignore: all */
@@ -91,6 +101,11 @@ const char *gpu_config_filtered(const gpu_config *c, const kdp_pci_device *p);
 bool gpu_driver_expected(gpu_vendor v, const char *driver);
 /* The resource of a GPU: its model's, else its vendor's (Intel: by driver). */
 const char *gpu_config_resource(const gpu_config *c, gpu_vendor v, const kdp_pci_device *p);
+/*
+ * The resource of an AMD partition in mixed mode: "<domain of amd_resource>/<mode>" ("amd.com/cpx_nps4")
+ * into ret; -ENAMETOOLONG when it does not fit.
+ */
+int gpu_config_mixed_resource(const gpu_config *c, const char *mode, char *ret, size_t size);
 /* How many IDs each GPU of `resource` is advertised as (1: no sharing). */
 unsigned gpu_config_replicas(const gpu_config *c, const char *resource);
 
@@ -114,18 +129,31 @@ extern const char *const nvidia_shared_nodes[];
 
 /* ---- amd.c ---- */
 
+typedef struct amd_kfd_node {
+        char bdf[KDP_PCI_ADDRESS_MAX];          /* its GPU's PCI address (function 0) */
+        unsigned partition;                     /* location_id & 7: the compute partition (0 in SPX) */
+        unsigned render_minor;                  /* drm_render_minor: /dev/dri/renderD<minor> */
+} amd_kfd_node;
+
 typedef struct amd_kfd {
-        char (*bdfs)[KDP_PCI_ADDRESS_MAX];      /* GPU nodes of the topology, as PCI addresses (function 0) */
+        amd_kfd_node *nodes;                    /* GPU nodes of the topology */
         size_t n;
         bool present;                           /* the topology directory exists (amdgpu loaded with KFD) */
 } amd_kfd;
 
-/* Parses one KFD node `properties` text: 1 and the address + render minor for a GPU node, 0 for a CPU node. */
-int amd_kfd_parse_properties(const char *text, char bdf[KDP_PCI_ADDRESS_MAX], unsigned *ret_render_minor);
+/* Parses one KFD node `properties` text: 1 and *ret for a GPU node, 0 for a CPU node, -ENOENT/-EBADMSG. */
+int amd_kfd_parse_properties(const char *text, amd_kfd_node *ret);
 /* Reads <sysfs>/class/kfd/kfd/topology/nodes/<n>/properties for every node. */
 int amd_kfd_read(const kdp_backend_ctx *ctx, amd_kfd *ret);
 bool amd_kfd_has(const amd_kfd *kfd, const char *bdf);
+/* The nodes of GPU `bdf`, one per partition, by partition index (at most `max`); their number. */
+size_t amd_kfd_partitions(const amd_kfd *kfd, const char *bdf, const amd_kfd_node **ret, size_t max);
 void amd_kfd_done(amd_kfd *kfd);
+/*
+ * "cpx_nps4" of current_compute_partition "CPX" and current_memory_partition "NPS4" (the name
+ * AMD's device plugin gives the resource of such partitions); -EBADMSG for a mode it does not know.
+ */
+int amd_partition_mode(const char *compute, const char *memory, char *ret, size_t size);
 
 /* ---- share.c ---- */
 

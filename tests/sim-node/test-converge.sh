@@ -152,6 +152,7 @@ random_script() {
         case $fixture in
         gpu-h100x8) gpus=(0000:18:00.0 0000:19:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0) ;;
         gpu-mi300x4) gpus=(0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0); kfdnode=(2 3 4 5) ;;
+        gpu-mi300x4-cpx) gpus=(0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0); kfdnode=(2 10 18 26) ;;
         gpu-flex170x2) gpus=(0000:4d:00.0 0000:ca:00.0) ;;
         gpu-mixed) gpus=(0000:3d:00.0 0000:4f:00.0 0000:da:00.0) ;;
         two-socket-switches) gpus=(0000:18:00.0 0000:19:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0) ;;
@@ -163,7 +164,7 @@ random_script() {
         esac
         for i in "${!gpus[@]}"; do
                 case $fixture:${gpus[i]} in
-                gpu-mi300x4:*) drv[i]=amdgpu ;;
+                gpu-mi300x4:* | gpu-mi300x4-cpx:*) drv[i]=amdgpu ;;
                 gpu-flex170x2:*) drv[i]=i915 ;;
                 gpu-mixed:0000:da:00.0) drv[i]=xe ;;
                 fpga-d5005:* | fpga-ofs:*) drv[i]=dfl-pci ;;
@@ -720,7 +721,7 @@ backend_of() {
 main() {
         local fixture script name seed=1
         local -a backend
-        for fixture in gpu-h100x8 gpu-mi300x4 gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
+        for fixture in gpu-h100x8 gpu-mi300x4 gpu-mi300x4-cpx gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
                 sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae fpga-ofs; do
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
@@ -734,12 +735,25 @@ main() {
                 [ "$fixture" = gpu-h100x8 ] &&
                         run_case "$fixture" fall-off-bus "$nodes/gpu-h100x8-fall-off-bus.script" "${backend[@]}" \
                                 -o gpu.xid_recovery_s=0
-                # the fixture's own event scripts (sriov-e810-numvfs.script: case sriov-e810/numvfs)
+                # the fixture's own event scripts (sriov-e810-numvfs.script: case sriov-e810/numvfs),
+                # not those of a fixture whose name extends it (gpu-mi300x4-cpx-*.script)
                 for script in "$nodes/$fixture"-*.script; do
                         [ -f "$script" ] && [ "$fixture" != gpu-h100x8 ] || continue
                         name=${script##*/"$fixture"-}
+                        [ -f "$nodes/$fixture-${name%%-*}.umockdev" ] && continue
                         run_case "$fixture" "${name%.script}" "$script" "${backend[@]}"
                 done
+                # AMD partitions as devices: the repartition moves GPU 0 between resources (mixed)
+                # and changes its devices (single); the random script too, with partitions
+                if [ "$fixture" = gpu-mi300x4-cpx ]; then
+                        run_case "$fixture" repartition-mixed "$nodes/$fixture-repartition.script" "${backend[@]}" \
+                                -o gpu.amd_partitions=mixed
+                        run_case "$fixture" repartition-single "$nodes/$fixture-repartition.script" "${backend[@]}" \
+                                -o gpu.amd_partitions=single
+                        random_script "$fixture" "${backend[0]}" 30 "$seed" > "$tmp/random-single.$fixture.script"
+                        run_case "$fixture" "random-seed$seed-single" "$tmp/random-single.$fixture.script" "${backend[@]}" \
+                                -o gpu.amd_partitions=single
+                fi
                 if [ "${backend[0]}" = sriov ]; then
                         random_sriov_script "$fixture" 30 "$seed" > "$tmp/random.$fixture.script"
                 else

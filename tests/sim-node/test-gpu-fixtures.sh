@@ -216,6 +216,64 @@ drm: 33 cards, 32 render nodes, /dev/dri/renderD159 e2:9f
 module: 4 bound GPUs
 EOF
 
+# the CPX/NPS4 variant: one KFD node per partition, location_id's low bits the partition, each
+# render minor that of the PCI device (partition 0) or of its XCP
+cpx_table='
+t=/sys/class/kfd/kfd/topology
+echo "generation_id $(cat $t/generation_id)"
+for n in $(ls $t/nodes | sort -n); do
+        p=$t/nodes/$n/properties
+        v() { sed -n "s/^$1 //p" "$p"; }
+        [ "$(cat $t/nodes/$n/gpu_id)" = 0 ] && continue
+        loc=$(v location_id) minor=$(v drm_render_minor)
+        bdf=$(printf "%04x:%02x:%02x.0" "$(v domain)" $(( (loc >> 8) & 255 )) $(( (loc >> 3) & 31 )))
+        echo "node $n $bdf p$((loc & 7)) renderD$minor $(basename "$(readlink -f /sys/class/drm/renderD$minor/device)") xcc=$(v num_xcc) simd=$(v simd_count) links=$(v io_links_count) mem=$(sed -n "s/^size_in_bytes //p" $t/nodes/$n/mem_banks/0/properties)"
+done
+for bdf in 0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0; do
+        echo "$bdf $(cat /sys/bus/pci/devices/$bdf/current_compute_partition)/$(cat /sys/bus/pci/devices/$bdf/current_memory_partition)"
+done
+'
+run "mi300x4-cpx kfd partitions" gpu-mi300x4-cpx bash -c "$cpx_table"
+expect "gpu-mi300x4-cpx: 8 KFD nodes per GPU, partitions 1-7 on amdgpu_xcp_*" "$tmp/out" <<'EOF'
+generation_id 1
+node 2 0000:05:00.0 p0 renderD128 0000:05:00.0 xcc=1 simd=152 links=32 mem=51539607552
+node 3 0000:05:00.0 p1 renderD129 amdgpu_xcp_0 xcc=1 simd=152 links=32 mem=51539607552
+node 4 0000:05:00.0 p2 renderD130 amdgpu_xcp_1 xcc=1 simd=152 links=32 mem=51539607552
+node 5 0000:05:00.0 p3 renderD131 amdgpu_xcp_2 xcc=1 simd=152 links=32 mem=51539607552
+node 6 0000:05:00.0 p4 renderD132 amdgpu_xcp_3 xcc=1 simd=152 links=32 mem=51539607552
+node 7 0000:05:00.0 p5 renderD133 amdgpu_xcp_4 xcc=1 simd=152 links=32 mem=51539607552
+node 8 0000:05:00.0 p6 renderD134 amdgpu_xcp_5 xcc=1 simd=152 links=32 mem=51539607552
+node 9 0000:05:00.0 p7 renderD135 amdgpu_xcp_6 xcc=1 simd=152 links=32 mem=51539607552
+node 10 0000:27:00.0 p0 renderD136 0000:27:00.0 xcc=1 simd=152 links=32 mem=51539607552
+node 11 0000:27:00.0 p1 renderD137 amdgpu_xcp_7 xcc=1 simd=152 links=32 mem=51539607552
+node 12 0000:27:00.0 p2 renderD138 amdgpu_xcp_8 xcc=1 simd=152 links=32 mem=51539607552
+node 13 0000:27:00.0 p3 renderD139 amdgpu_xcp_9 xcc=1 simd=152 links=32 mem=51539607552
+node 14 0000:27:00.0 p4 renderD140 amdgpu_xcp_10 xcc=1 simd=152 links=32 mem=51539607552
+node 15 0000:27:00.0 p5 renderD141 amdgpu_xcp_11 xcc=1 simd=152 links=32 mem=51539607552
+node 16 0000:27:00.0 p6 renderD142 amdgpu_xcp_12 xcc=1 simd=152 links=32 mem=51539607552
+node 17 0000:27:00.0 p7 renderD143 amdgpu_xcp_13 xcc=1 simd=152 links=32 mem=51539607552
+node 18 0000:85:00.0 p0 renderD144 0000:85:00.0 xcc=1 simd=152 links=32 mem=51539607552
+node 19 0000:85:00.0 p1 renderD145 amdgpu_xcp_14 xcc=1 simd=152 links=32 mem=51539607552
+node 20 0000:85:00.0 p2 renderD146 amdgpu_xcp_15 xcc=1 simd=152 links=32 mem=51539607552
+node 21 0000:85:00.0 p3 renderD147 amdgpu_xcp_16 xcc=1 simd=152 links=32 mem=51539607552
+node 22 0000:85:00.0 p4 renderD148 amdgpu_xcp_17 xcc=1 simd=152 links=32 mem=51539607552
+node 23 0000:85:00.0 p5 renderD149 amdgpu_xcp_18 xcc=1 simd=152 links=32 mem=51539607552
+node 24 0000:85:00.0 p6 renderD150 amdgpu_xcp_19 xcc=1 simd=152 links=32 mem=51539607552
+node 25 0000:85:00.0 p7 renderD151 amdgpu_xcp_20 xcc=1 simd=152 links=32 mem=51539607552
+node 26 0000:a7:00.0 p0 renderD152 0000:a7:00.0 xcc=1 simd=152 links=32 mem=51539607552
+node 27 0000:a7:00.0 p1 renderD153 amdgpu_xcp_21 xcc=1 simd=152 links=32 mem=51539607552
+node 28 0000:a7:00.0 p2 renderD154 amdgpu_xcp_22 xcc=1 simd=152 links=32 mem=51539607552
+node 29 0000:a7:00.0 p3 renderD155 amdgpu_xcp_23 xcc=1 simd=152 links=32 mem=51539607552
+node 30 0000:a7:00.0 p4 renderD156 amdgpu_xcp_24 xcc=1 simd=152 links=32 mem=51539607552
+node 31 0000:a7:00.0 p5 renderD157 amdgpu_xcp_25 xcc=1 simd=152 links=32 mem=51539607552
+node 32 0000:a7:00.0 p6 renderD158 amdgpu_xcp_26 xcc=1 simd=152 links=32 mem=51539607552
+node 33 0000:a7:00.0 p7 renderD159 amdgpu_xcp_27 xcc=1 simd=152 links=32 mem=51539607552
+0000:05:00.0 CPX/NPS4
+0000:27:00.0 CPX/NPS4
+0000:85:00.0 CPX/NPS4
+0000:a7:00.0 CPX/NPS4
+EOF
+
 # ---------------------------------------------------------------------------------------------
 # Intel: the DRM minors of each PCI function, by-path links, tiles and GTs per driver
 

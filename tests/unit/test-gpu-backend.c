@@ -385,7 +385,7 @@ START_TEST(test_gpu_rejects_bad_values_naming_where_they_came_from) {
                 "gpu.vendors=nvidia,3dfx", "gpu.allow=10de", "gpu.deny=0000:18:00", "gpu.model_resources=10de:2330",
                 "gpu.model_resources=nvidia:2330=x.com/y", "gpu.replicas=0", "gpu.replicas=nvidia.com/gpu=65",
                 "gpu.replica_policy=random", "gpu.xid_ignore=13,x", "gpu.xid_recovery_s=-1",
-                "gpu.nvidia_device_specs=maybe", "gpu.cdi=2",
+                "gpu.nvidia_device_specs=maybe", "gpu.cdi=2", "gpu.amd_partitions=cpx", "gpu.amd_partitions=",
         };
 
         for (size_t i = 0; i < KDP_ELEMENTSOF(bad); i++) {

@@ -84,23 +84,70 @@ static const char mi300x_node[] =
         "num_xcc 8\n";
 
 START_TEST(amd_kfd_properties) {
-        char bdf[KDP_PCI_ADDRESS_MAX];
-        unsigned render = 0;
+        amd_kfd_node node = { .partition = 9, .render_minor = 0 };
 
-        ck_assert_int_eq(amd_kfd_parse_properties(mi300x_node, bdf, &render), 1);
-        ck_assert_str_eq(bdf, "0000:85:00.0");
-        ck_assert_uint_eq(render, 144);
+        ck_assert_int_eq(amd_kfd_parse_properties(mi300x_node, &node), 1);
+        ck_assert_str_eq(node.bdf, "0000:85:00.0");
+        ck_assert_uint_eq(node.render_minor, 144);
+        ck_assert_uint_eq(node.partition, 0);
         /* a CPX partition: the low bits of location_id are the partition, not the function */
         ck_assert_int_eq(amd_kfd_parse_properties("simd_count 152\nlocation_id 1287\ndomain 0\n"
-                                                  "drm_render_minor 135\n", bdf, &render), 1);
-        ck_assert_str_eq(bdf, "0000:05:00.0");
-        ck_assert_uint_eq(render, 135);
+                                                  "drm_render_minor 135\n", &node), 1);
+        ck_assert_str_eq(node.bdf, "0000:05:00.0");
+        ck_assert_uint_eq(node.render_minor, 135);
+        ck_assert_uint_eq(node.partition, 7);
+        /* device 3 of bus 0x27 (location_id bits 3-7), partition 2, domain 1 */
+        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 304\nlocation_id 10010\ndomain 1\n"
+                                                  "drm_render_minor 138\n", &node), 1);
+        ck_assert_str_eq(node.bdf, "0001:27:03.0");
+        ck_assert_uint_eq(node.partition, 2);
         /* a CPU node, a GPU node without its address, a bad number */
-        ck_assert_int_eq(amd_kfd_parse_properties("cpu_cores_count 96\nsimd_count 0\nlocation_id 0\n", bdf,
-                                                  &render), 0);
-        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 152\ndomain 0\ndrm_render_minor 128\n", bdf, &render),
+        ck_assert_int_eq(amd_kfd_parse_properties("cpu_cores_count 96\nsimd_count 0\nlocation_id 0\n", &node), 0);
+        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 152\ndomain 0\ndrm_render_minor 128\n", &node),
                          -ENOENT);
-        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 1x\n", bdf, &render), -EBADMSG);
+        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 1x\n", &node), -EBADMSG);
+}
+END_TEST
+
+/* The partitions of one GPU by index, whatever the node order; another GPU's nodes left out. */
+START_TEST(amd_kfd_partition_list) {
+        amd_kfd_node nodes[] = {
+                { "0000:05:00.0", 2, 130 }, { "0000:27:00.0", 0, 136 }, { "0000:05:00.0", 0, 128 },
+                { "0000:05:00.0", 1, 129 }, { "0000:05:00.0", 1, 199 },
+        };
+        amd_kfd kfd = { .nodes = nodes, .n = 5, .present = true };
+        const amd_kfd_node *got[8];
+
+        ck_assert_uint_eq(amd_kfd_partitions(&kfd, "0000:05:00.0", got, 8), 3);
+        ck_assert_uint_eq(got[0]->render_minor, 128);
+        ck_assert_uint_eq(got[1]->render_minor, 129);   /* the first node of a partition */
+        ck_assert_uint_eq(got[2]->render_minor, 130);
+        ck_assert_uint_eq(amd_kfd_partitions(&kfd, "0000:05:00.0", got, 2), 2);
+        ck_assert_uint_eq(amd_kfd_partitions(&kfd, "0000:27:00.0", got, 8), 1);
+        ck_assert_uint_eq(amd_kfd_partitions(&kfd, "0000:85:00.0", got, 8), 0);
+        ck_assert(amd_kfd_has(&kfd, "0000:27:00.0"));
+        ck_assert(!amd_kfd_has(&kfd, "0000:85:00.0"));
+}
+END_TEST
+
+/* current_compute_partition + current_memory_partition -> the mixed resource's name. */
+START_TEST(amd_partition_modes) {
+        char mode[16];
+
+        ck_assert_int_eq(amd_partition_mode("CPX", "NPS4", mode, sizeof(mode)), 0);
+        ck_assert_str_eq(mode, "cpx_nps4");
+        ck_assert_int_eq(amd_partition_mode("SPX", "NPS1", mode, sizeof(mode)), 0);
+        ck_assert_str_eq(mode, "spx_nps1");
+        ck_assert_int_eq(amd_partition_mode("dpx", "nps2", mode, sizeof(mode)), 0);
+        ck_assert_str_eq(mode, "dpx_nps2");
+        ck_assert_int_eq(amd_partition_mode("TPX", "NPS1", mode, sizeof(mode)), 0);
+        ck_assert_str_eq(mode, "tpx_nps1");
+        ck_assert_int_eq(amd_partition_mode("QPX", "NPS4", mode, 8), -ENAMETOOLONG);
+        ck_assert_int_eq(amd_partition_mode("XPX", "NPS1", mode, sizeof(mode)), -EBADMSG);
+        ck_assert_int_eq(amd_partition_mode("CPX", "NPS", mode, sizeof(mode)), -EBADMSG);
+        ck_assert_int_eq(amd_partition_mode("CPX", "NPS4x", mode, sizeof(mode)), -EBADMSG);
+        ck_assert_int_eq(amd_partition_mode("CPX", "", mode, sizeof(mode)), -EBADMSG);
+        ck_assert_int_eq(amd_partition_mode("", "NPS1", mode, sizeof(mode)), -EBADMSG);
 }
 END_TEST
 
@@ -181,6 +228,8 @@ static Suite *gpu_parts_suite(void) {
         tcase_add_test(tc, nvidia_information_fields);
         tcase_add_test(tc, nvidia_information_odd);
         tcase_add_test(tc, amd_kfd_properties);
+        tcase_add_test(tc, amd_kfd_partition_list);
+        tcase_add_test(tc, amd_partition_modes);
         tcase_add_test(tc, replica_base);
         tcase_add_test(tc, replicas_spread);
         tcase_add_test(tc, replicas_pack);
