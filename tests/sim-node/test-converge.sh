@@ -416,7 +416,8 @@ seen_reason() {
                 "$1/kdpd1.err" | tail -n 1 | sed -n 's/.* reason="\([^"]*\)".*/\1/p')
         case ${reason%%;*} in
         "removed from the PCI bus" | "driver unbound" | "driver unbound (expected "*")" | "bound to "* | \
-                "excluded by the driver"* | "not listed in /proc/driver/nvidia/gpus" | *" gone from sysfs")
+                "excluded by the driver"* | "not listed in /proc/driver/nvidia/gpus" | *" gone from sysfs" | \
+                "its pool's selectors no longer take it" | "carries the default route")
                 echo "$reason" ;;
         *) return 1 ;;
         esac
