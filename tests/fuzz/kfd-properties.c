@@ -5,13 +5,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *text = fuzz_text(data, size);
-        char bdf[KDP_PCI_ADDRESS_MAX];
-        unsigned minor = 0;
+        amd_kfd_node node;
         int r;
 
-        memset(bdf, 'x', sizeof(bdf));
-        r = amd_kfd_parse_properties(text, bdf, &minor);
-        if (r == 1 && strnlen(bdf, sizeof(bdf)) == sizeof(bdf))
+        memset(&node, 'x', sizeof(node));
+        r = amd_kfd_parse_properties(text, &node);
+        if (r == 1 && (strnlen(node.bdf, sizeof(node.bdf)) == sizeof(node.bdf) || node.partition > 7))
                 abort();
         free(text);
         return 0;
