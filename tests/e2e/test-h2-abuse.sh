@@ -12,6 +12,14 @@
 #    pings (whose path held ~90 MB per connection), the core stops reading
 #    once its acks back up, and each connection, with no call, is closed
 #    after 10 s idle.
+#  - rst-flood: HEADERS + RST_STREAM pairs on new streams. gRPC 1.51 parses
+#    all it reads and queues each call (~14 KB) until kdpd takes it: 10k pairs
+#    took kdpd to 140 MB, 100k to 1.3 GB. kdpd's gate passes a peer's new
+#    streams only as fast as kdpd takes them as calls.
+#  - 68 connections each holding a stream beside the kubelet's: past 64 on
+#    the socket, each new
+#    one closes the oldest connection without a ListAndWatch stream, logged
+#    with the peer's pid and uid.
 # After each, a real Allocate gets the same answer as before, and the
 # kubelet's connection (its ListAndWatch stream) was never touched: one
 # registration only. The memory bounds are checked outside valgrind and
@@ -131,3 +139,44 @@ if [ "$MEMCHECK" = 1 ]; then
 fi
 pass "ping-flood on 4 connections: no GOAWAY for pings, each closed once idle"
 end_session ping-flood
+
+# ---- HEADERS + RST_STREAM bursts
+if [ "$MEMCHECK" = 1 ]; then N=100000; else N=3000; fi
+start_session
+"${ABUSE[@]}" "$S" rst-flood "$N" >"$T/rst.out" 2>"$T/rst.err" &
+PIDS+=($!)
+ATTACK=$!
+out=$("$KDPCTL" allocate --socket "$S" widget-2) || fail "allocate during the rst flood"
+assert_eq "$out" "$BEFORE" "allocate answer during the rst flood"
+wait "$ATTACK" || fail "h2-abuse rst-flood"
+assert_eq "$(grep '^sent' "$T/rst.out")" "sent conn=0 frames=$N of=$N" "rst-flood: frames kdpd took"
+grep -Eq '^result conn=0 goaway=none last_stream=- rst=[0-9]+ rst_codes=[A-Z_,-]+ closed=no$' "$T/rst.out" ||
+        fail "rst-flood: $(cat "$T/rst.out")"
+if [ "$MEMCHECK" = 1 ]; then
+        hwm=$(rss_kb VmHWM)
+        [ "$hwm" -lt "$BOUND_KB" ] || fail "rst-flood: kdpd's VmHWM $hwm kB, not below $BOUND_KB kB"
+fi
+pass "rst-flood $N pairs: taken at kdpd's pace, Allocate answered meanwhile"
+end_session rst-flood
+
+# ---- more connections than a socket takes
+CONNS=68
+start_session
+"${ABUSE[@]}" "$S" open-streams 1 --conns "$CONNS" --hold "$T/release" >"$T/conns.out" 2>"$T/conns.err" &
+PIDS+=($!)
+ATTACK=$!
+wait_line "$T/conns.out" '^held$'
+wait_count "$T/kdpd.err" '"Closed the oldest connection: too many on this socket"' 5
+assert_eq "$(grep -c "\"Closed the oldest connection: too many on this socket\" resource=\"example.com/widget\" limit=64 pid=$ATTACK uid=$(id -u)\$" "$T/kdpd.err")" 5 \
+        "connections closed, with the peer's pid and uid"
+out=$("$KDPCTL" allocate --socket "$S" widget-2) || fail "allocate with the socket full"
+assert_eq "$out" "$BEFORE" "allocate answer with $CONNS connections held"
+touch "$T/release"
+wait "$ATTACK" || fail "h2-abuse connections"
+# the Allocate's own connection closed one more
+assert_eq "$(grep -c '^result .* closed=yes$' "$T/conns.out")" 6 "connections closed"
+for i in 0 1 2 3 4 5; do
+        grep -q "^result conn=$i .* closed=yes\$" "$T/conns.out" || fail "connection $i not closed: $(cat "$T/conns.out")"
+done
+pass "$CONNS connections: the oldest closed, the kubelet's kept"
+end_session connections

@@ -42,9 +42,7 @@
 #define SERVE_BACKOFF_FIRST_MS 5
 #define SERVE_BACKOFF_MAX_MS 5000
 #define SERVE_WARN_AFTER_VANISHED 16     /* failures in a row, as REGISTER_WARN_AFTER */
-#define LISTENER_CHECK_MS 10000
 #define STOP_TIMEOUT_MS 20000           /* below the kubelet's 30 s grace period of a pod */
-#define LISTENER_DEAD_AFTER 2           /* checks unanswered in a row */
 #define UNIX_PATH_MAX_LEN 107
 
 typedef struct backend_slot backend_slot;
@@ -86,9 +84,6 @@ struct kdp_resource {
         kdp_registration *reg;
         kdp_loop_source *serve_retry;   /* serving failed: the next socket name after a back-off */
         unsigned serve_attempts;        /* failed in a row */
-        int probe_fd;                   /* a connection asking its listener whether it still accepts */
-        kdp_loop_source *probe_source;
-        unsigned probe_misses;          /* checks in a row its listener did not answer */
         unsigned incarnation;
         uint64_t seen_in_scan;          /* the last scan of its backend that listed it */
         kdp_resource *next;
@@ -115,7 +110,6 @@ struct kdp_daemon {
         kdp_loop_source *signal_source;
         kdp_loop_source *cancel_timer;  /* cancels calls of servers stopped long enough ago */
         kdp_loop_source *trim_timer;    /* gives a burst's memory back after it */
-        kdp_loop_source *listener_timer;        /* checks that every listener still accepts */
         kdp_debounce *debounce;
         kdp_udev_monitor *udev;
         bool scan_posted;               /* dirty slots will be scanned soon */
@@ -310,19 +304,9 @@ static void on_server_stopped(void *userdata) {
         server_note_free(userdata);
 }
 
-static void probe_stop(kdp_resource *res) {
-        kdp_loop_remove(res->probe_source);
-        res->probe_source = NULL;
-        if (res->probe_fd >= 0)
-                (void) close(res->probe_fd);
-        res->probe_fd = -1;
-        res->probe_misses = 0;
-}
-
 static void stop_serving(kdp_resource *res) {
         kdp_kubelet_client_cancel(res->reg);
         res->reg = NULL;
-        probe_stop(res);
         if (res->server) {
                 kdp_server_stop(res->server);
                 (void) kdp_loop_timer_arm(res->d->cancel_timer, 600, 0);
@@ -429,71 +413,6 @@ static int serve_resource(kdp_resource *res) {
         return serve_try(res);
 }
 
-/*
- * Whether each listener still accepts. grpc core stops accepting on a
- * listening socket for good after one accept4() failed with EMFILE (grpc
- * issue 20418): the socket file stays, connections queue unaccepted, the
- * kubelet's next dial hangs. Every check connects to each resource's socket;
- * a listener that accepts answers with its HTTP/2 settings at once. One that
- * has not answered a connection by LISTENER_DEAD_AFTER checks later is dead:
- * the resource is served on a fresh socket and registers again. A connection
- * that cannot be made (no fd left, the file deleted by a kubelet's clean-up)
- * tells nothing; a full backlog counts as unanswered.
- */
-static void on_probe_answer(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
-        kdp_resource *res = userdata;
-
-        probe_stop(res);                /* answered, or closed: accepted either way */
-}
-
-static void probe_listener(kdp_resource *res) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_free_ char *path = NULL;
-        _cleanup_close_ int fd = -1;
-        int r;
-
-        if (res->probe_fd >= 0) {
-                res->probe_misses++;
-        } else {
-                path = socket_path(res->d, res->socket_name);
-                fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-                if (!path || fd < 0 || strlen(path) >= sizeof(sa.sun_path)) {
-                        kdp_log_v(2, "Could not check a listener", KDP_F_STR("resource", res->name),
-                                  KDP_F_STR("err", strerror(fd < 0 ? errno : ENOMEM)));
-                        return;
-                }
-                strcpy(sa.sun_path, path);
-                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                        if (errno != EAGAIN) {
-                                kdp_log_v(2, "Could not check a listener", KDP_F_STR("resource", res->name),
-                                          KDP_F_STR("socket", path), KDP_F_STR("err", strerror(errno)));
-                                return;
-                        }
-                        res->probe_misses++;
-                } else {
-                        r = kdp_loop_add_fd(res->d->loop, fd, EPOLLIN | EPOLLRDHUP, on_probe_answer, res,
-                                            &res->probe_source);
-                        if (r < 0)
-                                return;
-                        res->probe_fd = KDP_TAKE_FD(fd);
-                }
-        }
-        if (res->probe_misses < LISTENER_DEAD_AFTER)
-                return;
-        kdp_log_error(-ETIMEDOUT, "Plugin socket stopped accepting connections; serving on a fresh socket",
-                      KDP_F_STR("resource", res->name), KDP_F_STR("socket", res->socket_name),
-                      KDP_F_INT("checks", res->probe_misses));
-        (void) serve_resource(res);
-}
-
-static void on_listener_timer(kdp_loop *loop, void *userdata) {
-        kdp_daemon *d = userdata;
-
-        for (kdp_resource *res = d->resources; res; res = res->next)
-                if (res->server && res->socket_name)
-                        probe_listener(res);
-}
-
 static bool same_reason(const char *a, const char *b) {
         return a == b || (a && b && strcmp(a, b) == 0);
 }
@@ -549,7 +468,6 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
         res->d = d;
         res->owner = slot;
         res->seen_in_scan = scan;
-        res->probe_fd = -1;
         res->name = strdup(list->resource);
         log_device_changes(list->resource, NULL, list);
         r = res->name ? kdp_loop_add_timer(d->loop, on_serve_retry, res, &res->serve_retry) : -ENOMEM;
@@ -1218,9 +1136,8 @@ static int start_backends(kdp_daemon *d) {
 }
 
 /*
- * Every connection costs an fd; at the limit grpc core stops accepting on the
- * listener it failed on (see probe_listener()). The soft limit goes up to the
- * hard one, logged with both.
+ * Every connection costs kdpd three fds (its own, and a socketpair to gRPC,
+ * see gate.h). The soft limit goes up to the hard one, logged with both.
  */
 static void raise_fd_limit(void) {
         struct rlimit rl;
@@ -1264,7 +1181,6 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
                 .dropped = on_kubelet_dropped,
         };
         _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
-        uint64_t ms;
         int r;
 
         d = calloc(1, sizeof(*d));
@@ -1295,13 +1211,6 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         if (r < 0)
                 return r;
         kdp_server_runtime_set_socket_group(d->rt, o->socket_group_set ? o->socket_gid : (gid_t) -1);
-        r = kdp_loop_add_timer(d->loop, on_listener_timer, d, &d->listener_timer);
-        if (r < 0)
-                return r;
-        ms = o->listener_check_ms ? o->listener_check_ms : LISTENER_CHECK_MS;
-        r = kdp_loop_timer_arm(d->listener_timer, ms, ms);
-        if (r < 0)
-                return r;
         r = kdp_loop_add_timer(d->loop, on_cancel_timer, d, &d->cancel_timer);
         if (r < 0)
                 return r;
@@ -1359,7 +1268,6 @@ static void daemon_free_watched(kdp_daemon *d, kdp_stop_watch *watch) {
         kdp_loop_remove(d->signal_source);
         kdp_loop_remove(d->cancel_timer);
         kdp_loop_remove(d->trim_timer);
-        kdp_loop_remove(d->listener_timer);
         d->loop = kdp_loop_free(d->loop);
         if (d->signal_fd >= 0)
                 (void) close(d->signal_fd);

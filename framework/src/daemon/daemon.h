@@ -65,7 +65,6 @@ typedef struct kdp_daemon_options {
         uint64_t pod_resources_period_ms;       /* 0: KDP_POD_RESOURCES_PERIOD_MS */
         bool socket_group_set;                  /* plugin sockets 0660 and of socket_gid, else 0600 */
         gid_t socket_gid;
-        uint64_t listener_check_ms;             /* how often each listener is checked; 0: every 10 s */
         uint64_t stop_timeout_ms;               /* a step of kdp_daemon_stop() longer is abandoned; 0: 20 s */
 } kdp_daemon_options;
 

@@ -61,9 +61,6 @@ static void usage(FILE *f) {
               "      --socket-group NAME|GID\n"
               "                            plugin sockets 0660 and of this group (default: 0600, only the\n"
               "                            user kdpd runs as may connect), whatever the umask\n"
-              "      --listener-check-ms MS\n"
-              "                            how often each plugin socket is checked to still accept\n"
-              "                            connections; one that stopped is served anew (default 10000)\n"
               "      --stop-timeout-ms MS  at SIGTERM, a step of the stop that takes longer (a device\n"
               "                            programming stuck in the kernel) is abandoned: kdpd logs it\n"
               "                            and exits with status 1 (default 20000, below the kubelet's\n"
@@ -144,7 +141,7 @@ static int parse_udev_source(const char *s, const char **ret) {
 
 static int parse_args(int argc, char **argv, args *a) {
         enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV, OPT_STATE,
-               OPT_PODRES, OPT_PODRES_PERIOD, OPT_SOCKET_GROUP, OPT_LISTENER_CHECK, OPT_STOP_TIMEOUT };
+               OPT_PODRES, OPT_PODRES_PERIOD, OPT_SOCKET_GROUP, OPT_STOP_TIMEOUT };
         static const struct option options[] = {
                 { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
                 { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
@@ -156,7 +153,6 @@ static int parse_args(int argc, char **argv, args *a) {
                 { "pod-resources-socket", required_argument, NULL, OPT_PODRES },
                 { "pod-resources-period-ms", required_argument, NULL, OPT_PODRES_PERIOD },
                 { "socket-group", required_argument, NULL, OPT_SOCKET_GROUP },
-                { "listener-check-ms", required_argument, NULL, OPT_LISTENER_CHECK },
                 { "stop-timeout-ms", required_argument, NULL, OPT_STOP_TIMEOUT },
                 { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
                 {},
@@ -181,9 +177,6 @@ static int parse_args(int argc, char **argv, args *a) {
                         r = parse_ms("pod-resources-period-ms", optarg, 100, 86400000, &a->opts.pod_resources_period_ms);
                         break;
                 case OPT_SOCKET_GROUP: r = parse_group(optarg, &a->opts); break;
-                case OPT_LISTENER_CHECK:
-                        r = parse_ms("listener-check-ms", optarg, 100, 3600000, &a->opts.listener_check_ms);
-                        break;
                 case OPT_STOP_TIMEOUT: r = parse_ms("stop-timeout-ms", optarg, 100, 3600000, &a->opts.stop_timeout_ms); break;
                 case 'v': r = parse_verbosity(optarg); break;
                 case 'h': a->help = true; break;

@@ -76,6 +76,7 @@
 #include <kdp/log.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "gate.h"
 #include "log-limit.h"
 #include "proto-conv.h"
 #include "server.h"
@@ -146,6 +147,7 @@ struct kdp_call {
         call_phase phase;
         bool evicted;
         kdp_call *live_prev, *live_next;
+        uint64_t conn;                  /* the gate's connection of a ListAndWatch, 0 if unknown */
 };
 
 struct kdp_server {
@@ -155,6 +157,7 @@ struct kdp_server {
         char *resource;
         char *socket_path;
         grpc_server *server;
+        kdp_gate_listener *listener;    /* the socket, until the stop */
         void *methods[_M_REGISTERED];
         kdp_backend *backend;
         kdp_snapshot *snap;             /* under lock */
@@ -189,6 +192,7 @@ struct kdp_server {
 
 struct kdp_server_runtime {
         grpc_completion_queue *cq;
+        kdp_gate *gate;                 /* every server's socket */
         pthread_t cq_threads[CQ_THREADS], workers[WORKERS_MAX];
         unsigned n_cq_threads;
         pthread_mutex_t lock;
@@ -280,6 +284,8 @@ static void call_untrack(kdp_call *c);
 
 static void call_free(kdp_call *c) {
         call_untrack(c);
+        if (c->m == M_LIST_AND_WATCH)
+                kdp_gate_stream_end(c->server->rt->gate, c->conn);
         if (c->call)
                 grpc_call_unref(c->call);
         grpc_metadata_array_destroy(&c->md);
@@ -1332,6 +1338,14 @@ static void read_message(kdp_call *c) {
                 reply_error(c, -EIO, "failed to read the request message");
 }
 
+/* Tells the gate a call of its connection came through (see gate.h). */
+static void call_seen(kdp_call *c) {
+        char *peer = grpc_call_get_peer(c->call);
+
+        c->conn = kdp_gate_call_seen(c->server->rt->gate, peer, c->m == M_LIST_AND_WATCH);
+        gpr_free(peer);
+}
+
 static void on_request(kdp_tag *tag, bool ok) {
         kdp_call *c = KDP_CONTAINER_OF(tag, kdp_call, request_tag);
         kdp_server *s = c->server;
@@ -1341,6 +1355,7 @@ static void on_request(kdp_tag *tag, bool ok) {
                 call_free(c);
                 return;
         }
+        call_seen(c);
         if (!atomic_exchange(&s->rt->busy, true) && s->rt->on_busy)
                 s->rt->on_busy(s->rt->busy_userdata);
         pthread_mutex_lock(&s->lock);
@@ -1408,46 +1423,35 @@ static int remove_stale_socket(const char *path) {
 }
 
 /*
- * grpc reports a failed bind without its errno: binding the path once
- * ourselves tells the real one (EACCES, EROFS, ENOENT ...), then the path is
- * freed again for grpc.
+ * The plugin socket, bound and listening (its connections go through the
+ * gate, gate.h). Under umask 0177 it is born 0600, so nobody else can
+ * connect before its mode and group are set; the umask is back before any
+ * other file is made on this thread (the loop's), and the mode is set
+ * explicitly after, whatever the umask was.
  */
-static int bind_check(const char *path) {
+static int listen_socket(const char *path, int *ret_fd) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        _cleanup_close_ int fd = -1;
+        mode_t old_mask;
+        int r = 0;
 
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
         strcpy(sa.sun_path, path);      /* length checked by remove_stale_socket() */
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return -errno;
-        if (unlink(path) < 0)
-                return -errno;
-        return 0;
-}
-
-/*
- * grpc binds and listens inside grpc_server_add_http2_port(). Under umask 0177
- * the socket is born 0600, so nobody else can connect before its mode and
- * group are set; the umask is back before any other file is made on this
- * thread (the loop's), and the mode is set explicitly after, whatever the
- * umask was.
- */
-static int add_port(kdp_server *s) {
-        grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
-        _cleanup_free_ char *addr = NULL;
-        mode_t old_mask;
-        int ok;
-
-        if (asprintf(&addr, "unix:%s", s->socket_path) < 0) {
-                grpc_server_credentials_release(creds);
-                return -ENOMEM;
-        }
         old_mask = umask(0177);
-        ok = grpc_server_add_http2_port(s->server, addr, creds);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                r = -errno;
         (void) umask(old_mask);
-        grpc_server_credentials_release(creds);
-        return ok ? 0 : -EADDRINUSE;    /* taken since bind_check(): a race with another process */
+        if (r < 0)
+                return r;
+        if (listen(fd, SOMAXCONN) < 0) {
+                r = -errno;
+                (void) unlink(path);
+                return r;
+        }
+        *ret_fd = KDP_TAKE_FD(fd);
+        return 0;
 }
 
 /* The socket's group and mode (--socket-group), once the server is started. */
@@ -1472,12 +1476,13 @@ static int server_listen(kdp_server *s) {
                   .value.integer = CONNECTION_IDLE_MS },
         };
         grpc_channel_args cargs = { .num_args = KDP_ELEMENTSOF(args), .args = args };
+        _cleanup_close_ int fd = -1;
         int r;
 
         r = remove_stale_socket(s->socket_path);
         if (r < 0)
                 return r;
-        r = bind_check(s->socket_path);
+        r = listen_socket(s->socket_path, &fd);
         if (r < 0)
                 return r;
         s->server = grpc_server_create(&cargs, NULL);
@@ -1489,19 +1494,22 @@ static int server_listen(kdp_server *s) {
                 if (!s->methods[m])
                         return -EIO;
         }
-        r = add_port(s);
-        if (r < 0)
-                return r;
-        /* A server with a listener may only be destroyed after its shutdown, so it is started first. */
         grpc_server_start(s->server);
         s->started = true;
+        for (int m = 0; m < _M_MAX; m++) {
+                r = arm_request(s, (method) m);
+                if (r < 0) {
+                        (void) unlink(s->socket_path);
+                        return r;
+                }
+        }
         r = set_socket_access(s);       /* a kubelet starting now may have removed the socket: ENOENT */
         if (r < 0)
                 return r;
-        for (int m = 0; m < _M_MAX; m++) {
-                r = arm_request(s, (method) m);
-                if (r < 0)
-                        return r;
+        r = kdp_gate_listen(s->rt->gate, KDP_TAKE_FD(fd), s->socket_path, s->server, s->resource, &s->listener);
+        if (r < 0) {
+                (void) unlink(s->socket_path);
+                return r;
         }
         return 0;
 }
@@ -1582,6 +1590,10 @@ void kdp_server_stop(kdp_server *s) {
                         stream_push(c);
         }
         pthread_mutex_unlock(&s->lock);
+        if (s->listener) {
+                kdp_gate_close(rt->gate, s->listener);
+                s->listener = NULL;
+        }
         if (!s->server) {
                 server_unref(s);
                 return;
@@ -1637,6 +1649,7 @@ static void runtime_stop_threads(kdp_server_runtime *rt) {
         pthread_mutex_unlock(&rt->lock);
         for (unsigned i = 0; i < n_workers; i++)
                 pthread_join(rt->workers[i], NULL);
+        rt->gate = kdp_gate_free(rt->gate);
         grpc_completion_queue_shutdown(rt->cq);
         for (unsigned i = 0; i < rt->n_cq_threads; i++)
                 pthread_join(rt->cq_threads[i], NULL);
@@ -1656,7 +1669,9 @@ int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_
         pthread_mutex_init(&rt->lock, NULL);
         pthread_cond_init(&rt->cond, NULL);
         rt->cq = grpc_completion_queue_create_for_next(NULL);
-        for (; rt->n_cq_threads < CQ_THREADS; rt->n_cq_threads++)
+        if (kdp_gate_new(&rt->gate) < 0)
+                rt->gate = NULL;
+        for (; rt->gate && rt->n_cq_threads < CQ_THREADS; rt->n_cq_threads++)
                 if (pthread_create(&rt->cq_threads[rt->n_cq_threads], NULL, cq_main, rt) != 0)
                         break;
         if (rt->n_cq_threads == CQ_THREADS && pthread_create(&rt->workers[0], NULL, worker_main, rt) == 0)

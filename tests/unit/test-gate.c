@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The gate in front of the plugin sockets: its reading of a peer's HTTP/2
+ * frames (where bytes may pass, how many streams they open), and a live gate
+ * relaying a connection to a grpc server and closing its socket.
+ */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <grpc/grpc.h>
+
+#include "gate.h"
+
+#include "kdp-test.h"
+
+#define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+/* Appends a frame header (type, flags 0, stream) and `len` payload bytes of 'x' at buf + *pos. */
+static void put_frame(uint8_t *buf, size_t *pos, uint8_t type, uint32_t stream, uint32_t len) {
+        uint8_t *p = buf + *pos;
+
+        p[0] = (uint8_t) (len >> 16);
+        p[1] = (uint8_t) (len >> 8);
+        p[2] = (uint8_t) len;
+        p[3] = type;
+        p[4] = 0;
+        p[5] = (uint8_t) (stream >> 24);
+        p[6] = (uint8_t) (stream >> 16);
+        p[7] = (uint8_t) (stream >> 8);
+        p[8] = (uint8_t) stream;
+        memset(p + 9, 'x', len);
+        *pos += 9 + len;
+}
+
+START_TEST(test_gate_scan_counts_new_streams_and_stops_before_the_one_past_the_credits) {
+        uint8_t buf[512];
+        size_t len = 0, headers3;
+        unsigned opened = 99;
+        kdp_gate_scan sc;
+
+        memcpy(buf, PREFACE, 24);
+        len = 24;
+        put_frame(buf, &len, 0x4, 0, 6);        /* SETTINGS */
+        put_frame(buf, &len, 0x1, 1, 20);       /* HEADERS: stream 1 */
+        put_frame(buf, &len, 0x0, 1, 5);        /* DATA */
+        put_frame(buf, &len, 0x1, 1, 4);        /* HEADERS on stream 1 again: opens nothing */
+        put_frame(buf, &len, 0x3, 1, 4);        /* RST_STREAM */
+        headers3 = len;
+        put_frame(buf, &len, 0x1, 3, 20);       /* HEADERS: stream 3 */
+        put_frame(buf, &len, 0x6, 0, 8);        /* PING */
+
+        kdp_gate_scan_init(&sc);
+        /* one credit: everything up to stream 3's HEADERS */
+        ck_assert_uint_eq(kdp_gate_scan_bytes(&sc, buf, len, 1, &opened), headers3);
+        ck_assert_uint_eq(opened, 1);
+        ck_assert_uint_eq(sc.last_stream, 1);
+        /* no credit: nothing more */
+        ck_assert_uint_eq(kdp_gate_scan_bytes(&sc, buf + headers3, len - headers3, 0, &opened), 0);
+        ck_assert_uint_eq(opened, 0);
+        /* a credit back: the rest */
+        ck_assert_uint_eq(kdp_gate_scan_bytes(&sc, buf + headers3, len - headers3, 1, &opened), len - headers3);
+        ck_assert_uint_eq(opened, 1);
+        ck_assert_uint_eq(sc.last_stream, 3);
+}
+END_TEST
+
+START_TEST(test_gate_scan_takes_bytes_split_anywhere) {
+        uint8_t buf[512];
+        size_t len = 0, pos = 0;
+        unsigned opened, total = 0;
+        kdp_gate_scan sc;
+
+        memcpy(buf, PREFACE, 24);
+        len = 24;
+        put_frame(buf, &len, 0x1, 1, 30);
+        put_frame(buf, &len, 0x1, 5, 0);
+        put_frame(buf, &len, 0x0, 5, 100);
+        put_frame(buf, &len, 0x1, 7, 3);
+
+        kdp_gate_scan_init(&sc);
+        /* the bytes arrive 1..7 at a time; a frame header not yet whole stays unscanned */
+        for (size_t chunk = 1, have = 0; pos < len; chunk = chunk % 7 + 1) {
+                have = have + chunk < len ? have + chunk : len;
+                pos += kdp_gate_scan_bytes(&sc, buf + pos, have - pos, 16, &opened);
+                total += opened;
+                ck_assert_uint_lt(have - pos, 9);
+        }
+        ck_assert_uint_eq(pos, len);
+        ck_assert_uint_eq(total, 3);
+        ck_assert_uint_eq(sc.last_stream, 7);
+        ck_assert_uint_eq(sc.payload_left, 0);
+}
+END_TEST
+
+START_TEST(test_gate_scan_of_a_large_payload_counts_only_headers) {
+        static uint8_t buf[70000];
+        size_t len = 24;
+        unsigned opened;
+        kdp_gate_scan sc;
+
+        memcpy(buf, PREFACE, 24);
+        /* a DATA frame whose payload holds bytes that look like a HEADERS frame header */
+        put_frame(buf, &len, 0x0, 1, 60000);
+        buf[24 + 9 + 100 + 3] = 0x1;
+        kdp_gate_scan_init(&sc);
+        ck_assert_uint_eq(kdp_gate_scan_bytes(&sc, buf, 24 + 9 + 1000, 0, &opened), 24 + 9 + 1000);
+        ck_assert_uint_eq(opened, 0);
+        ck_assert_uint_eq(sc.payload_left, 59000);
+        ck_assert_uint_eq(kdp_gate_scan_bytes(&sc, buf + 1033, len - 1033, 0, &opened), len - 1033);
+        ck_assert_uint_eq(opened, 0);
+        ck_assert_uint_eq(sc.payload_left, 0);
+}
+END_TEST
+
+START_TEST(test_gate_call_seen_knows_only_its_own_peers) {
+        kdp_gate *g = NULL;
+
+        grpc_init();
+        ck_assert_int_eq(kdp_gate_new(&g), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, NULL, false), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, "unix:/run/x.sock", false), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:0", true), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:12x", false), 0);
+        kdp_gate_stream_end(g, 0);
+        kdp_gate_stream_end(g, 12345);
+        ck_assert_ptr_null(kdp_gate_free(g));
+        grpc_shutdown();
+}
+END_TEST
+
+static int listen_at(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(fd, 0);
+        strcpy(sa.sun_path, path);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(fd, 16), 0);
+        return fd;
+}
+
+static int connect_to(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ck_assert_int_ge(fd, 0);
+        strcpy(sa.sun_path, path);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = -errno;
+
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+START_TEST(test_gate_relays_a_connection_and_its_close_removes_the_socket) {
+        _cleanup_free_ char *dir = strdup("/tmp/kdp-test-gate-XXXXXX"), *path = NULL;
+        grpc_completion_queue *cq;
+        kdp_gate_listener *l = NULL;
+        kdp_gate *g = NULL;
+        grpc_server *server;
+        struct pollfd pfd;
+        uint8_t head[9];
+        struct stat st;
+        int fd;
+
+        grpc_init();
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_ge(asprintf(&path, "%s/widget.sock", dir), 0);
+        cq = grpc_completion_queue_create_for_next(NULL);
+        server = grpc_server_create(NULL, NULL);
+        grpc_server_register_completion_queue(server, cq, NULL);
+        grpc_server_start(server);
+        ck_assert_int_eq(kdp_gate_new(&g), 0);
+        ck_assert_int_eq(kdp_gate_listen(g, listen_at(path), path, server, "example.com/widget", &l), 0);
+
+        /* the server's first frame, its SETTINGS, reaches the peer through the gate */
+        fd = connect_to(path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, PREFACE, 24), 24);
+        pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+        ck_assert_int_eq(poll(&pfd, 1, 30000), 1);
+        ck_assert_int_eq(recv(fd, head, sizeof(head), MSG_WAITALL), 9);
+        ck_assert_uint_eq(head[3], 0x4);
+        ck_assert_uint_eq(head[5] | head[6] | head[7] | head[8], 0);
+        close(fd);
+
+        /* closed: the socket file is gone and nobody accepts there */
+        kdp_gate_close(g, l);
+        ck_assert_int_eq(lstat(path, &st), -1);
+        ck_assert_int_eq(errno, ENOENT);
+        ck_assert_int_eq(connect_to(path), -ENOENT);
+
+        grpc_server_shutdown_and_notify(server, cq, NULL);
+        grpc_server_cancel_all_calls(server);
+        ck_assert_int_eq(grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type,
+                         GRPC_OP_COMPLETE);
+        grpc_server_destroy(server);
+        ck_assert_ptr_null(kdp_gate_free(g));
+        grpc_completion_queue_shutdown(cq);
+        while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type != GRPC_QUEUE_SHUTDOWN)
+                ;
+        grpc_completion_queue_destroy(cq);
+        ck_assert_int_eq(rmdir(dir), 0);
+        grpc_shutdown();
+}
+END_TEST
+
+static Suite *gate_suite(void) {
+        Suite *s = suite_create("gate");
+        TCase *tc = tcase_create("scan");
+
+        tcase_add_test(tc, test_gate_scan_counts_new_streams_and_stops_before_the_one_past_the_credits);
+        tcase_add_test(tc, test_gate_scan_takes_bytes_split_anywhere);
+        tcase_add_test(tc, test_gate_scan_of_a_large_payload_counts_only_headers);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("live");
+        tcase_add_test(tc, test_gate_call_seen_knows_only_its_own_peers);
+        tcase_add_test(tc, test_gate_relays_a_connection_and_its_close_removes_the_socket);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return kdp_test_run(gate_suite());
+}
