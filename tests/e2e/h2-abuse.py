@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""h2-abuse.py SOCKET MODE N [--hold FILE] [--conns C] [--device ID] [--wait-close S]
+"""h2-abuse.py SOCKET MODE N [--hold FILE] [--conns C] [--device ID] [--wait-close S] [--stall S]
 
 A hostile HTTP/2 peer on a DevicePlugin unix socket, written frame by frame
 (hyperframe + hpack) so that nothing of a well-behaved client's state machine
@@ -18,6 +18,8 @@ only a polite client honours do not apply to it. Modes:
 With --hold FILE the connections stay as they are once the frames are out
 (or the server stopped taking them) until FILE exists; then what the server
 sent is read to its end. --conns C runs the attack on C connections at once.
+A send blocked for --stall S seconds (default 3) means the server stopped
+reading.
 
 Output, one line each:
   sent conn=K frames=F of=T         frames written before the server stopped
@@ -41,7 +43,7 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 ERRORS = ["NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
           "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
           "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"]
-SEND_STALL_S = 3        # a send blocked this long: the server stopped reading
+SEND_STALL_S = 3        # a send blocked this long: the server stopped reading (--stall)
 
 
 def error_name(code):
@@ -56,8 +58,9 @@ def allocate_message(device):
 
 
 class Conn:
-    def __init__(self, path, index):
+    def __init__(self, path, index, stall_s):
         self.index = index
+        self.stall_s = stall_s
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(path)
         self.enc = Encoder()
@@ -83,7 +86,7 @@ class Conn:
 
     def send(self, data, frames):
         """False once the server closed or stopped reading."""
-        self.sock.settimeout(SEND_STALL_S)
+        self.sock.settimeout(self.stall_s)
         try:
             self.sock.sendall(data)
         except (socket.timeout, OSError):
@@ -190,7 +193,7 @@ def main():
     if len(args) < 3:
         sys.exit(__doc__)
     path, mode, n = args[0], args[1], int(args[2])
-    hold, conns, device, wait_close = None, 1, "widget-1", 0
+    hold, conns, device, wait_close, stall_s = None, 1, "widget-1", 0, SEND_STALL_S
     rest = args[3:]
     while rest:
         opt, val, rest = rest[0], rest[1], rest[2:]
@@ -202,11 +205,13 @@ def main():
             device = val
         elif opt == "--wait-close":
             wait_close = float(val)
+        elif opt == "--stall":
+            stall_s = float(val)
         else:
             sys.exit("unknown option " + opt)
     if mode not in ("rst-flood", "open-streams", "unread-answers", "ping-flood"):
         sys.exit("unknown mode " + mode)
-    cs = [Conn(path, i) for i in range(conns)]
+    cs = [Conn(path, i, stall_s) for i in range(conns)]
     threads = [threading.Thread(target=attack, args=(c, mode, n, device)) for c in cs]
     for t in threads:
         t.start()

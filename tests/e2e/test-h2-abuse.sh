@@ -143,7 +143,8 @@ end_session ping-flood
 # ---- HEADERS + RST_STREAM bursts
 if [ "$MEMCHECK" = 1 ]; then N=100000; else N=3000; fi
 start_session
-"${ABUSE[@]}" "$S" rst-flood "$N" >"$T/rst.out" 2>"$T/rst.err" &
+# kdpd takes the pairs at its pace: the peer waits for it as long as it takes
+"${ABUSE[@]}" "$S" rst-flood "$N" --stall "$((60 * SLOW))" >"$T/rst.out" 2>"$T/rst.err" &
 PIDS+=($!)
 ATTACK=$!
 out=$("$KDPCTL" allocate --socket "$S" widget-2) || fail "allocate during the rst flood"

@@ -259,6 +259,9 @@ static void conn_end(kdp_gate *g, gate_conn *c) {
         pthread_mutex_lock(&g->lock);
         conn_unlink(g, c);
         pthread_mutex_unlock(&g->lock);
+        /* out of the epoll set first: a forked child may hold the same files a while */
+        (void) epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, c->peer_fd, NULL);
+        (void) epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, c->core_fd, NULL);
         close(c->peer_fd);
         close(c->core_fd);
         c->next = g->ended;
@@ -776,7 +779,8 @@ void kdp_gate_close(kdp_gate *g, kdp_gate_listener *l) {
                 }
         l->closed = true;
         remove_socket_file(l);
-        close(l->fd);                   /* leaves the epoll set with it */
+        (void) epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, l->fd, NULL);
+        close(l->fd);
         l->next = g->closed;
         g->closed = l;
         pthread_mutex_unlock(&g->lock);

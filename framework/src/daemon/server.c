@@ -22,6 +22,11 @@
  *
  * What one local peer can make a server hold (gRPC core 1.51 bounds little
  * of it itself; measured with tests/e2e/h2-abuse.py, bench/h2-abuse.sh):
+ *   bytes         kdpd accepts on the socket itself and hands gRPC each
+ *                 connection through the gate (gate.h): a peer's new streams
+ *                 pass only as fast as kdpd takes them as calls, and a peer
+ *                 whose answers wait for it is not read; at most 64
+ *                 connections a socket
  *   calls         unary methods are registered without their payload, so a
  *                 call is counted from its headers. Each server keeps its
  *                 unary calls in arrival order (live_head, under s->lock;
@@ -38,11 +43,6 @@
  *                 peer whose acks back up (its queue of induced frames)
  *   connections   with no call for CONNECTION_IDLE_MS, closed by the core
  *                 (the kubelet always has its ListAndWatch open)
- *   not bounded   the core queues every call it parsed until kdpd takes
- *                 it (one CQ thread): a burst of HEADERS + RST_STREAM
- *                 pairs costs ~14 KB each until drained; a stream limit
- *                 binds only peers that ack SETTINGS; a resource quota
- *                 changed none of these on 1.51
  *
  * Threads:
  *
