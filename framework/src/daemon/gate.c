@@ -335,14 +335,19 @@ static void conn_core_closed(kdp_gate *g, gate_conn *c) {
         c->core_end.events = 0;
 }
 
-static void conn_pump(kdp_gate *g, gate_conn *c) {
+/*
+ * Moves what can move. `read_peer`, `read_core`: whether to try reading each
+ * end (an event said it is readable; both after a wake-up): a read that
+ * would find nothing costs a system call on every Allocate.
+ */
+static void conn_pump(kdp_gate *g, gate_conn *c, bool read_peer, bool read_core) {
         if (c->dead)
                 return;
         if (!c->core_closed) {
-                size_t before = c->in_len;
+                size_t before;
 
                 /* the peer is read only while its answers do not wait for it */
-                if (c->out_len == 0 && !fill(c->peer_fd, c->in, &c->in_len, GATE_BUF)) {
+                if (read_peer && c->out_len == 0 && !fill(c->peer_fd, c->in, &c->in_len, GATE_BUF)) {
                         conn_end(g, c);
                         return;
                 }
@@ -353,7 +358,7 @@ static void conn_pump(kdp_gate *g, gate_conn *c) {
                 else
                         conn_core_closed(g, c);
         }
-        if (!c->core_eof && !fill(c->core_fd, c->out, &c->out_len, GATE_BUF)) {
+        if ((read_core || c->core_closed) && !c->core_eof && !fill(c->core_fd, c->out, &c->out_len, GATE_BUF)) {
                 c->core_eof = true;
                 conn_core_closed(g, c);
         }
@@ -587,7 +592,7 @@ static void free_closed(kdp_gate *g) {
 static void pump_all(kdp_gate *g) {
         for (gate_conn *c = g->conns_head, *next; c; c = next) {
                 next = c->next;
-                conn_pump(g, c);
+                conn_pump(g, c, true, true);
                 conn_watch(g, c);
         }
 }
@@ -603,7 +608,7 @@ static void on_conn_event(kdp_gate *g, gate_end *e, uint32_t events) {
         }
         if (e->kind == END_CORE && (events & (EPOLLHUP | EPOLLERR)))
                 conn_core_closed(g, c);
-        conn_pump(g, c);
+        conn_pump(g, c, e->kind == END_PEER && (events & EPOLLIN), e->kind == END_CORE && (events & EPOLLIN));
         conn_watch(g, c);
 }
 
