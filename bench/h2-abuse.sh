@@ -46,8 +46,11 @@ one() {
         d=$work/$name
         b=$d/bench
         if [ "$mode" != none ]; then
+                # a flood kdpd takes at its own pace: the attacker waits for it as long as it takes
+                stall=3
+                [ "$mode" = rst-flood ] && stall=600
                 /usr/bin/python3 "$abuse" "$endpoint" "$mode" "$n" --conns "$conns" --hold "$d/release" \
-                        > "$d/abuse.out" 2> "$d/abuse.err" &
+                        --stall "$stall" > "$d/abuse.out" 2> "$d/abuse.err" &
                 attack_pid=$!
         fi
         run "$bench" --socket "$endpoint" --calls "$calls" --warmup 0 --law-samples 0 > "$b" 2> "$b.err"
