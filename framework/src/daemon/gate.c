@@ -650,8 +650,11 @@ static void *gate_main(void *userdata) {
                 due = next_due(g);
                 pthread_mutex_unlock(&g->lock);
                 n = epoll_wait(g->epoll_fd, evs, EVENTS_MAX, !due ? -1 : due > now ? (int) (due - now) : 0);
-                if (n < 0 && errno != EINTR)
+                if (n < 0 && errno != EINTR) {
+                        /* EBADF, EFAULT, EINVAL: nothing a retry would mend */
+                        kdp_log_error(-errno, "Stopped accepting on the plugin sockets");
                         return NULL;
+                }
                 pthread_mutex_lock(&g->lock);
                 quit = g->quit;
                 pthread_mutex_unlock(&g->lock);
