@@ -475,6 +475,9 @@ function gpuProperties(ds, configMaps, { privileged = false } = {}) {
                 return / ?--backend gpu( |$)/.test(a) && / ?--config \/etc\/kdp\/config\.yaml( |$)/.test(a) &&
                         / ?--proc-root \/host\/proc( |$)/.test(a);
         });
+        check('env: NVIDIA_VISIBLE_DEVICES=all, NVIDIA_DRIVER_CAPABILITIES=utility (NVML from NVIDIA\'s container toolkit)',
+                () => JSON.stringify((c.env || []).map((e) => [e.name, e.value])) ===
+                        JSON.stringify([['NVIDIA_VISIBLE_DEVICES', 'all'], ['NVIDIA_DRIVER_CAPABILITIES', 'utility']]));
         check('config: ConfigMap with a config.yaml holding a gpu: section, mounted at /etc/kdp', () => {
                 const m = mounts.find((x) => x.mountPath === '/etc/kdp');
                 const cm = configMaps.find((x) => x.metadata.name === volume(m.name).configMap.name &&
