@@ -44,7 +44,7 @@
 
 #define GATE_BUF 16384                  /* each direction of each connection */
 #define ACCEPT_PAUSE_MS 100             /* after accept4() ran out of fds or memory */
-#define LINGER_MS 1000                  /* for the peer to take gRPC's last bytes (its GOAWAY) */
+#define LINGER_MS 10000                 /* for the peer to take gRPC's last bytes (its GOAWAY) */
 #define EVENTS_MAX 64
 #define FRAME_HEADER 9
 #define FRAME_HEADERS 0x1
@@ -358,12 +358,26 @@ static void conn_pump(kdp_gate *g, gate_conn *c, bool read_peer, bool read_core)
                 else
                         conn_core_closed(g, c);
         }
-        if ((read_core || c->core_closed) && !c->core_eof && !fill(c->core_fd, c->out, &c->out_len, GATE_BUF)) {
-                c->core_eof = true;
-                conn_core_closed(g, c);
+        for (;;) {
+                size_t before = c->out_len, filled;
+
+                if ((read_core || c->core_closed) && !c->core_eof && !fill(c->core_fd, c->out, &c->out_len, GATE_BUF)) {
+                        c->core_eof = true;
+                        conn_core_closed(g, c);
+                }
+                filled = c->out_len;
+                if (!drain(c->peer_fd, c->out, &c->out_len, c->out_len)) {
+                        conn_end(g, c);
+                        return;
+                }
+                /*
+                 * Lingering, gRPC's end is out of the epoll set: read on while the peer takes it all
+                 * (a round that neither read nor wrote is the end of what is there now).
+                 */
+                if (!c->core_closed || c->core_eof || c->out_len > 0 || (filled == before && c->out_len == filled))
+                        break;
         }
-        if (!drain(c->peer_fd, c->out, &c->out_len, c->out_len) ||
-            (c->core_closed && ((c->core_eof && c->out_len == 0) || now_ms() >= c->linger_until)))
+        if (c->core_closed && ((c->core_eof && c->out_len == 0) || now_ms() >= c->linger_until))
                 conn_end(g, c);
 }
 
@@ -373,8 +387,7 @@ static void conn_watch(kdp_gate *g, gate_conn *c) {
         if (c->dead)
                 return;
         if (c->core_closed) {
-                /* each time the peer can take more, more of what gRPC wrote is read */
-                end_watch(g, &c->peer_end, c->peer_fd, EPOLLOUT);
+                end_watch(g, &c->peer_end, c->peer_fd, c->out_len > 0 ? EPOLLOUT : 0);
                 return;
         }
         if (c->in_len < GATE_BUF && c->out_len == 0)
