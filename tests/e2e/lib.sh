@@ -164,6 +164,17 @@ start_kdpd() {
         PIDS+=($KDPD_PID)
 }
 
+# start_sim_kdpd FIXTURE [ARGS...]: $KDPD_RUN on the simulated node FIXTURE (tests/fixtures/nodes/
+# *.umockdev) serving $DIR, stdout and stderr (klog) in $T/kdpd.out and $T/kdpd.err
+start_sim_kdpd() {
+        local fixture=$1
+        shift
+        "${DIE_WITH_US[@]}" "$KDP_SOURCE_DIR/tests/sim-node/sim-node" "$fixture" -- "${KDPD_RUN[@]}" \
+                --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" "$@" >"$T/kdpd.out" 2>"$T/kdpd.err" &
+        KDPD_PID=$!
+        PIDS+=($KDPD_PID)
+}
+
 # check_valgrind: fails on any valgrind report of the kdpd processes that ended so far
 check_valgrind() {
         local f

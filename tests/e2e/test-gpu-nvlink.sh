@@ -9,7 +9,6 @@
 # (gpu-h100x8), whose NVSwitches join every GPU alike, NVLink weighs nothing.
 . "$(dirname "$0")/lib.sh"
 
-SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 NODES="$KDP_SOURCE_DIR/tests/fixtures/nodes"
 LIB="$KDP_BUILD_DIR/tests/nvml/libnvidia-ml.so.1"
 RES=nvidia.com/gpu
@@ -63,12 +62,7 @@ prefer() {
 export KDP_FAKE_NVML="$T/nvml.fixture"
 
 start_kubelet kubelet
-kdpd_command
-"${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-h100nvl.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" \
-        --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --backend gpu -o gpu.nvml="$LIB" \
-        >"$T/kdpd.out" 2>"$T/kdpd.err" &
-KDPD_PID=$!
-PIDS+=($KDPD_PID)
+start_sim_kdpd "$NODES/gpu-h100nvl.umockdev" --v 2 --backend gpu -o gpu.nvml="$LIB"
 wait_line "$T/kubelet.out" "^devices resource=$RES "
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 devices_match $RES "allocatable=7 healthy=$G0,$G3,$G2,$G5,$G1,$G6,$G4 unhealthy= "
@@ -138,12 +132,7 @@ gpu 0000:3a:00.0 GPU-2c119aa3-e093-cdf7-cc30-8b33c4369abc
 nvlink 0000:18:00.0 0 up 0000:3a:00.0
 nvlink 0000:3a:00.0 0 up 0000:18:00.0
 EOF
-: >"$T/kdpd.err"
-"${DIE_WITH_US[@]}" "$SIM" "$NODES/gpu-h100x8.umockdev" -- "${KDPD_RUN[@]}" --kubelet-dir "$DIR" \
-        --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --backend gpu -o gpu.nvml="$LIB" \
-        >"$T/kdpd.out" 2>"$T/kdpd.err" &
-KDPD_PID=$!
-PIDS+=($KDPD_PID)
+start_sim_kdpd "$NODES/gpu-h100x8.umockdev" --v 2 --backend gpu -o gpu.nvml="$LIB"
 wait_line "$T/kdpd.err" '"NVSwitches changed: NVLink weighs in preferred allocation only without them" backend="gpu" nvSwitches=4$'
 wait_line "$T/kdpd.err" '"NVLink links changed" backend="gpu" pci="0000:18:00.0" activeLinks=1 peers="0000:3a:00.0=1"$'
 wait_count "$T/kubelet.out" '^registered ' 2
