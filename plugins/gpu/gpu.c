@@ -868,8 +868,8 @@ static void nvlink_peers_text(const gpu *g, char *out, size_t size) {
 }
 
 /*
- * Every scan reads the active NVLinks of each NVIDIA GPU anew (NVML sends no event when a link
- * trains or drops), and counts the NVSwitches; a change is logged, and the next
+ * Every scan reads the active NVLinks of each healthy NVIDIA GPU anew (NVML sends no event when a
+ * link trains or drops), and counts the NVSwitches; a change is logged, and the next
  * GetPreferredAllocation weighs what was read.
  */
 static void refresh_nvlinks(gpu_state *s, const bool *present) {
@@ -888,7 +888,8 @@ static void refresh_nvlinks(gpu_state *s, const bool *present) {
                         continue;
                 memcpy(old, g->nvlink, sizeof(old));
                 g->n_nvlink = 0;
-                if (s->nvml && present[i] && g->bound &&
+                /* an Unhealthy GPU is not asked: one that fell off the bus can stall NVML */
+                if (s->nvml && present[i] && g->bound && !g->reason[0] &&
                     gpu_nvlink_read(s->nvml, g->bdf, g->nvlink, GPU_NVLINKS_MAX, &g->n_nvlink) < 0)
                         g->n_nvlink = 0;
                 if (g->n_nvlink == n_old && memcmp(old, g->nvlink, n_old * sizeof(old[0])) == 0)

@@ -22,12 +22,7 @@ G5=GPU-5a25d721-f284-666a-7b94-de51cb0b247b     # 0000:9a:00.0  switch C (NUMA 1
 G6=GPU-dcd10830-e363-ea0e-b550-db9aa3ef0ec5     # 0000:9b:00.0  switch C
 [ -f "$LIB" ] || fail "no fake NVML at $LIB (build the kdp-fake-nvml target)"
 
-mkfifo "$T/nvml-events"
-exec 8<>"$T/nvml-events"
-# nvml LINE: one line to the fake NVML, read while kdpd's event worker waits
-nvml() {
-        echo "$*" >&8
-}
+nvml_fifos
 # links A B FIRST LAST STATE: links FIRST..LAST of the bridge between A and B, both ends
 links() {
         local i
@@ -62,7 +57,8 @@ prefer() {
 export KDP_FAKE_NVML="$T/nvml.fixture"
 
 start_kubelet kubelet
-start_sim_kdpd "$NODES/gpu-h100nvl.umockdev" --v 2 --backend gpu -o gpu.nvml="$LIB"
+start_sim_kdpd "$NODES/gpu-h100nvl.umockdev" --control "$T/ctl" -- --v 2 --health-hold-ms 300 --backend gpu \
+        -o gpu.nvml="$LIB"
 wait_line "$T/kubelet.out" "^devices resource=$RES "
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 devices_match $RES "allocatable=7 healthy=$G0,$G3,$G2,$G5,$G1,$G6,$G4 unhealthy= "
@@ -95,6 +91,20 @@ prefer --size 9 "$G0,$G3,$G2,$G5,$G1,$G6,$G4"
 prefer --size 2 --must "$G5" --must "$G1" "$G5,$G1"
 grep -q '"Replaced backend preferred allocation by the default"' "$T/kdpd.err" && fail "an answer of the backend was refused"
 pass "every GPU, more than there are, must_include of the size: the answers they had"
+
+# an Unhealthy GPU's links are not read (a GPU off the bus can stall NVML); they are again once
+# it is reset
+nvml "event 0000:19:00.0 79"
+wait_line "$T/kdpd.err" '"NVLink links changed" backend="gpu" pci="0000:19:00.0" activeLinks=0 peers=""$'
+devices_match $RES "allocatable=6 healthy=$G0,$G3,$G2,$G5,$G6,$G4 unhealthy=$G1 "
+prefer --size 2 --available "$G0" --available "$G2" --available "$G3" --available "$G4" --available "$G5" \
+        --available "$G6" "$G3,$G4"
+ctl uevent 0000:19:00.0 change
+wait_line "$T/kdpd.err" '"GPU recovered: reset or rebound after its Xid" backend="gpu" pci="0000:19:00.0" xid=79 event="change"'
+wait_count "$T/kdpd.err" '"NVLink links changed" backend="gpu" pci="0000:19:00.0" activeLinks=12 peers="0000:1a:00.0=12"$' 2
+devices_match $RES "allocatable=7 healthy=$G0,$G3,$G2,$G5,$G1,$G6,$G4 unhealthy= "
+prefer --size 2 "$G2,$G1"
+pass "an Xid: the GPU's links were left unread until its reset"
 
 # one of G1-G2's three bridges goes down (both ends): 4 links against G3-G4's 8
 links 0000:19:00.0 0000:1a:00.0 0 7 down
