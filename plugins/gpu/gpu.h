@@ -174,8 +174,8 @@ int gpu_replicas_preferred(gpu_replica_policy policy, const kdp_pref_request *re
 /* ---- nvlink.c ---- */
 
 #define GPU_NVLINKS_MAX 18              /* NVML_NVLINK_MAX_LINKS */
-/* The most score steps of one pick (candidate sets × devices added): 16 GPUs, 8 of them, fit. */
-#define GPU_NVLINK_SETS_MAX 131072
+/* The most score steps of one pick (candidate sets × devices added): 15 GPUs, 7 of them, fit. */
+#define GPU_NVLINK_SETS_MAX 65536
 
 typedef struct gpu_nvml gpu_nvml;
 

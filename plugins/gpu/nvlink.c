@@ -133,6 +133,8 @@ static void search_from(search *s, size_t depth, size_t from, score cur) {
                         next.free_links += l;   /* the pair was taken off twice */
                         next.free_close += c;
                 }
+                if (s->found && next.worst < s->best_score.worst)
+                        continue;       /* adding devices never raises the worst pair: no set below beats the best */
                 s->chosen[depth] = f;
                 search_from(s, depth + 1, i + 1, next);
         }
