@@ -11,7 +11,8 @@
  *   kmsg   readable -> Xids -> a critical one marks its GPU and asks for a scan
  *   nvml   the event worker's eventfd readable -> Xids -> the same on_xid() as kmsg
  *   device_event (pci add/bind/change) -> the GPU was reset: its Xid is cleared
- *   allocate / preferred -> from gpus[] (gRPC thread, under the backend lock)
+ *   allocate / preferred -> from gpus[] (gRPC thread, under the backend lock); with NVML, every
+ *          scan reads each NVIDIA GPU's active NVLinks, which preferred weighs (nvlink.c)
  *
  * A GPU it looks at and does not take (another vendor's driver or none, vfio-pci, filtered out by
  * allow/deny or vendors, procfs missing or malformed, excluded, an Intel PF with VFs), and a PCI
@@ -81,6 +82,8 @@ typedef struct gpu {
         uint64_t xid_scan;                      /* gpu_state.n_scans when the Xid was read */
         uint64_t unbound_scan;                  /* the n_scans of the last scan that found it unbound or gone */
         char reason[REASON_MAX];                /* "" when healthy */
+        char nvlink[GPU_NVLINKS_MAX][KDP_PCI_ADDRESS_MAX];      /* NVIDIA: each active NVLink's remote */
+        size_t n_nvlink;
 } gpu;
 
 typedef struct gpu_state {
@@ -99,6 +102,7 @@ typedef struct gpu_state {
         gpu *gpus;
         size_t n_gpus;
         int kfd_error;                          /* reading the KFD topology failed so at the last scan */
+        size_t n_nvswitch;                      /* NVIDIA NVSwitches on the PCI bus at the last scan */
 } gpu_state;
 
 /* The framework's clock (CLOCK_MONOTONIC, which printk stamps kernel log records with) in µs. */
@@ -833,6 +837,69 @@ static void forget_recut(gpu_state *s) {
         s->n_gpus = k;
 }
 
+/* NVIDIA's NVSwitches: bridges of class 0x0680 (HARDWARE-GPU §1.2), whether a driver holds them or not. */
+static size_t count_nvswitches(const kdp_pci_list *l) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < kdp_pci_list_size(l); i++) {
+                const kdp_pci_device *p = kdp_pci_list_get(l, i);
+
+                n += p->vendor_id == 0x10de && p->class_code >> 8 == 0x0680;
+        }
+        return n;
+}
+
+/* "0000:1a:00.0=12,0000:3a:00.0=2": each peer once, with its links, in link order. */
+static void nvlink_peers_text(const gpu *g, char *out, size_t size) {
+        size_t len = 0;
+
+        out[0] = '\0';
+        for (size_t i = 0; i < g->n_nvlink; i++) {
+                size_t count = 0;
+                bool seen = false;
+
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = strcmp(g->nvlink[j], g->nvlink[i]) == 0;
+                for (size_t j = i; j < g->n_nvlink && !seen; j++)
+                        count += strcmp(g->nvlink[j], g->nvlink[i]) == 0;
+                if (!seen && len < size)
+                        len += (size_t) snprintf(out + len, size - len, "%s%s=%zu", len ? "," : "", g->nvlink[i], count);
+        }
+}
+
+/*
+ * Every scan reads the active NVLinks of each healthy NVIDIA GPU anew (NVML sends no event when a
+ * link trains or drops), and counts the NVSwitches; a change is logged, and the next
+ * GetPreferredAllocation weighs what was read.
+ */
+static void refresh_nvlinks(gpu_state *s, const bool *present) {
+        size_t n_switches = count_nvswitches(s->pci.list);
+
+        if (n_switches != s->n_nvswitch)
+                kdp_backend_log_info(s->ctx, "NVSwitches changed: NVLink weighs in preferred allocation only without them",
+                                     KDP_F_INT("nvSwitches", n_switches));
+        s->n_nvswitch = n_switches;
+        for (size_t i = 0; i < s->n_gpus; i++) {
+                gpu *g = &s->gpus[i];
+                char old[GPU_NVLINKS_MAX][KDP_PCI_ADDRESS_MAX], peers[GPU_NVLINKS_MAX * (KDP_PCI_ADDRESS_MAX + 4)];
+                size_t n_old = g->n_nvlink;
+
+                if (g->vendor != GPU_NVIDIA || g->recut)
+                        continue;
+                memcpy(old, g->nvlink, sizeof(old));
+                g->n_nvlink = 0;
+                /* an Unhealthy GPU is not asked: one that fell off the bus can stall NVML */
+                if (s->nvml && present[i] && g->bound && !g->reason[0] &&
+                    gpu_nvlink_read(s->nvml, g->bdf, g->nvlink, GPU_NVLINKS_MAX, &g->n_nvlink) < 0)
+                        g->n_nvlink = 0;
+                if (g->n_nvlink == n_old && memcmp(old, g->nvlink, n_old * sizeof(old[0])) == 0)
+                        continue;
+                nvlink_peers_text(g, peers, sizeof(peers));
+                kdp_backend_log_info(s->ctx, "NVLink links changed", KDP_F_STR("pci", g->bdf),
+                                     KDP_F_INT("activeLinks", g->n_nvlink), KDP_F_STR("peers", peers));
+        }
+}
+
 static int gpu_scan(void *state, kdp_device_tree *tree) {
         _cleanup_free_ bool *present = NULL;
         gpu_state *s = state;
@@ -903,6 +970,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 (void) kdp_device_tree_add_resource(tree, g->resource);
                 (void) emit_gpu(s, tree, g);
         }
+        refresh_nvlinks(s, present);
         forget_recut(s);
         if (next_expiry)
                 (void) kdp_backend_rescan_after(s->ctx, (uint32_t) (next_expiry - now));
@@ -1060,11 +1128,104 @@ static int gpu_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_res
                                           ids);
 }
 
+/* The whole NVIDIA GPU an ID of the request names, else NULL. */
+static const gpu *whole_nvidia_gpu(const gpu_state *s, const char *resource, const char *id) {
+        gpu_unit u;
+
+        if (!unit_by_id(s, resource, id, &u) || u.part || u.g->vendor != GPU_NVIDIA)
+                return NULL;
+        return u.g;
+}
+
+static size_t count_peer(const gpu *g, const char *bdf) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < g->n_nvlink; i++)
+                n += strcmp(g->nvlink[i], bdf) == 0;
+        return n;
+}
+
+/* The links joining two GPUs: those both ends report active. */
+static unsigned links_between(const gpu *a, const gpu *b) {
+        size_t x = count_peer(a, b->bdf), y = count_peer(b, a->bdf);
+
+        return (unsigned) (x < y ? x : y);
+}
+
+static bool has_gpu(const gpu *const *list, size_t n, const gpu *g) {
+        for (size_t i = 0; i < n; i++)
+                if (list[i] == g)
+                        return true;
+        return false;
+}
+
+/*
+ * Whole NVIDIA GPUs, with NVML and without NVSwitches, when NVLink joins two of the request's
+ * GPUs and there is a choice to make (gpu_nvlink_pick); -EOPNOTSUPP otherwise: the framework's
+ * answer, which is the same when no link joins them.
+ */
+static int nvlink_preferred(const gpu_state *s, const kdp_pref_request *req, kdp_pref_response *resp) {
+        _cleanup_free_ const gpu **cand = NULL;
+        _cleanup_free_ gpu_nvlink_gpu *gpus = NULL;
+        _cleanup_free_ unsigned *links = NULL;
+        _cleanup_free_ size_t *picked = NULL;
+        size_t n = 0, n_must = 0, total = 0;
+        int r = 0;
+
+        if (!s->nvml || s->n_nvswitch > 0)
+                return -EOPNOTSUPP;     /* without NVML no links are known; with NVSwitches all GPUs are alike */
+        cand = calloc(req->n_must_include + req->n_available + 1, sizeof(*cand));
+        if (!cand)
+                return -ENOMEM;
+        for (size_t i = 0; i < req->n_must_include + req->n_available; i++) {
+                bool must = i < req->n_must_include;
+                const gpu *g = whole_nvidia_gpu(s, req->resource,
+                                                must ? req->must_include[i] : req->available[i - req->n_must_include]);
+
+                if (!g)
+                        return -EOPNOTSUPP;
+                if ((!must || n < req->size) && !has_gpu(cand, n, g))
+                        cand[n++] = g;
+                if (must)
+                        n_must = n;     /* M: deduplicated, cut to its first req->size */
+        }
+        if (n_must >= req->size || req->size - n_must >= n - n_must)
+                return -EOPNOTSUPP;     /* no choice: M, or every GPU */
+        links = calloc(n * n, sizeof(unsigned));
+        gpus = calloc(n, sizeof(*gpus));
+        picked = calloc(req->size - n_must, sizeof(size_t));
+        if (!links || !gpus || !picked)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const kdp_pci_device *p = s->pci.list ? kdp_pci_list_find(s->pci.list, cand[i]->bdf) : NULL;
+
+                gpus[i] = (gpu_nvlink_gpu){ .id = cand[i]->id, .numa_node = cand[i]->numa_node,
+                                            .pci_path = p ? p->path : NULL };
+                for (size_t j = 0; j < i; j++) {
+                        links[i * n + j] = links[j * n + i] = links_between(cand[i], cand[j]);
+                        total += links[i * n + j];
+                }
+        }
+        if (total == 0)
+                return -EOPNOTSUPP;
+        r = gpu_nvlink_pick(gpus, n, n_must, links, req->size - n_must, picked);
+        if (r == -E2BIG) {
+                kdp_backend_log_v(s->ctx, 4, "Left NVLink out of a preferred allocation: too many sets to weigh",
+                                  KDP_F_STR("resource", req->resource), KDP_F_INT("gpus", n));
+                return -EOPNOTSUPP;
+        }
+        for (size_t i = 0; r >= 0 && i < n_must; i++)
+                r = kdp_pref_response_add(resp, cand[i]->id);
+        for (size_t i = 0; r >= 0 && i < req->size - n_must; i++)
+                r = kdp_pref_response_add(resp, cand[picked[i]]->id);
+        return r < 0 ? r : 0;
+}
+
 static int gpu_preferred(void *state, const kdp_pref_request *req, kdp_pref_response *resp) {
         const gpu_state *s = state;
 
         if (gpu_config_replicas(&s->cfg, req->resource) == 1)
-                return -EOPNOTSUPP;     /* whole GPUs: the framework's PCIe locality */
+                return nvlink_preferred(s, req, resp);  /* whole GPUs: NVLink, else the framework's PCIe locality */
         return gpu_replicas_preferred(s->cfg.policy, req, resp);
 }
 

@@ -9,6 +9,7 @@
  *   share.c   replicas: "<id>::<k>" IDs, Allocate, GetPreferredAllocation
  *   xid.c     Xid errors from the kernel log (xid.h)
  *   nvml.c    NVML loaded at run time, its Xid events (nvml.h)
+ *   nvlink.c  NVLink links from NVML, and the preferred allocation that weighs them
  *
  * Everything runs under the backend's lock (kdp/backend.h): scan and the Xid
  * callback on the loop thread, allocate and preferred on the gRPC thread.
@@ -169,3 +170,39 @@ size_t gpu_replica_base_len(const char *id);
  * the request cannot be met (the framework then chooses).
  */
 int gpu_replicas_preferred(gpu_replica_policy policy, const kdp_pref_request *req, kdp_pref_response *resp);
+
+/* ---- nvlink.c ---- */
+
+#define GPU_NVLINKS_MAX 18              /* NVML_NVLINK_MAX_LINKS */
+/* The most score steps of one pick (candidate sets × devices added): 15 GPUs, 7 of them, fit. */
+#define GPU_NVLINK_SETS_MAX 65536
+
+typedef struct gpu_nvml gpu_nvml;
+
+/*
+ * The remote PCI address of each active NVLink of GPU `bdf` (one entry per link, so a peer
+ * joined by 4 links is there 4 times), at most `max`, into ret; a link that is down, or whose
+ * state or remote NVML cannot say, is left out. The gpu_nvml_errno() of the handle lookup.
+ */
+int gpu_nvlink_read(gpu_nvml *n, const char *bdf, char (*ret)[KDP_PCI_ADDRESS_MAX], size_t max, size_t *ret_n);
+
+/* A candidate of a pick: what places it (borrowed). */
+typedef struct gpu_nvlink_gpu {
+        const char *id;                 /* its device ID: the framework orders devices by it */
+        int numa_node;                  /* -1: none */
+        const char *pci_path;           /* "pci0000:15/0000:15:01.0/..."; NULL: unknown */
+} gpu_nvlink_gpu;
+
+/*
+ * The framework's objective (framework/src/daemon/preferred.h) with NVLink: gpus[0, n_must)
+ * are M, gpus[n_must, n) are A, links[i * n + j] the active links joining gpus i and j
+ * (symmetric, 0 on the diagonal). Writes the m indices of the best F, by ascending ID, to ret.
+ * A pair is closer by more links, then by the framework's closeness (NUMA node, then the PCI
+ * path components in common); the sets compare by 1. their worst pair, 2. the links, 3. the
+ * closeness summed over their pairs, 4. the links, then the closeness, summed over the pairs of
+ * A \ F (what stays free), 5. the lowest IDs. Without links that is the framework's answer.
+ * -EINVAL unless 0 < m < n - n_must; -E2BIG when the sets to weigh exceed GPU_NVLINK_SETS_MAX;
+ * -ENOMEM.
+ */
+int gpu_nvlink_pick(const gpu_nvlink_gpu *gpus, size_t n, size_t n_must, const unsigned *links, size_t m,
+                    size_t *ret);

@@ -164,6 +164,39 @@ start_kdpd() {
         PIDS+=($KDPD_PID)
 }
 
+# start_sim_kdpd FIXTURE [SIM-NODE ARGS... --] [ARGS...]: $KDPD_RUN with ARGS on the simulated node
+# FIXTURE (tests/fixtures/nodes/*.umockdev) serving $DIR, stdout and stderr (klog) in $T/kdpd.out
+# and $T/kdpd.err
+start_sim_kdpd() {
+        local sim=("$1")
+        shift
+        if [[ " $* " == *" -- "* ]]; then
+                while [ "$1" != -- ]; do
+                        sim+=("$1")
+                        shift
+                done
+                shift
+        fi
+        "${DIE_WITH_US[@]}" "$KDP_SOURCE_DIR/tests/sim-node/sim-node" "${sim[@]}" -- "${KDPD_RUN[@]}" \
+                --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" "$@" >"$T/kdpd.out" 2>"$T/kdpd.err" &
+        KDPD_PID=$!
+        PIDS+=($KDPD_PID)
+}
+
+# nvml_fifos: $T/ctl (for sim-node's --control) open on fd 9 and $T/nvml-events (for the fake
+# NVML's `events` line) on fd 8; `ctl LINE` is a sim-node command, `nvml LINE` a line to the fake
+# NVML (event, fail, clear, nvlink), read while kdpd's NVML event worker waits
+nvml_fifos() {
+        mkfifo "$T/ctl" "$T/nvml-events"
+        exec 9<>"$T/ctl" 8<>"$T/nvml-events"
+}
+ctl() {
+        echo "$*" >&9
+}
+nvml() {
+        echo "$*" >&8
+}
+
 # check_valgrind: fails on any valgrind report of the kdpd processes that ended so far
 check_valgrind() {
         local f

@@ -21,15 +21,7 @@ G7=GPU-2f9885ef-6659-ebc4-1750-e75cdbc10a17     # 0000:bb:00.0
 ALL="$G2,$G7,$G1,$G0,$G6,$G5,$G3,$G4"
 [ -f "$LIB" ] || fail "no fake NVML at $LIB (build the kdp-fake-nvml target)"
 
-mkfifo "$T/ctl" "$T/nvml-events"
-exec 9<>"$T/ctl" 8<>"$T/nvml-events"
-ctl() {
-        echo "$*" >&9
-}
-# nvml LINE: one line to the fake NVML while kdpd's event worker waits (event BDF XID [GI CI], fail, clear)
-nvml() {
-        echo "$*" >&8
-}
+nvml_fifos
 healthy() {
         devices_match $RES "allocatable=$1 healthy=$2 unhealthy=$3 " "${4:-30}"
 }

@@ -6,13 +6,14 @@
  *
  *   gpu BDF UUID [device=0x2330] [mig=0|1] [pending=0|1] [maxmig=N]
  *   mig BDF GI CI UUID SLICES MEMORY_MB        a MIG device of GPU BDF (in order of index)
- *   nvlink BDF LINK up|down REMOTE_BDF
+ *   nvlink BDF LINK up|down REMOTE_BDF         link LINK of GPU BDF; a later line for the same
+ *                                              BDF and LINK replaces it (a link that goes down)
  *   fail FUNCTION CODE [BDF]                   FUNCTION (its exported name) returns CODE, e.g.
  *                                              "fail nvmlDeviceGetUUID GPU_IS_LOST 0000:18:00.0";
  *                                              "fail nvmlInit_v2 NO_PERMISSION"
  *   clear FUNCTION                             drops the fail lines of FUNCTION
  *   event BDF XID [GI CI]                      a critical Xid that nvmlEventSetWait_v2 returns
- *   events FIFO                                more lines (event, fail, clear) are read from FIFO
+ *   events FIFO                                more lines (event, fail, clear, nvlink) are read from FIFO
  *                                              while nvmlEventSetWait_v2 waits
  *
  * CODE is an nvmlReturn_t name without NVML_ERROR_ (SUCCESS, NOT_SUPPORTED, GPU_IS_LOST, ...) or
@@ -194,11 +195,18 @@ static int parse_line(char *line) {
                 n_migs++;
                 return 0;
         }
-        if (strcmp(w[0], "nvlink") == 0 && n == 5 && n_links < MAX_LINKS && find_gpu(w[1]) >= 0) {
-                links[n_links] = (fake_link){ .gpu = find_gpu(w[1]), .link = (unsigned) strtoul(w[2], NULL, 10),
-                                              .up = strcmp(w[3], "up") == 0 };
-                snprintf(links[n_links].remote, sizeof(links[0].remote), "%s", w[4]);
-                n_links++;
+        if (strcmp(w[0], "nvlink") == 0 && n == 5 && find_gpu(w[1]) >= 0) {
+                fake_link l = { .gpu = find_gpu(w[1]), .link = (unsigned) strtoul(w[2], NULL, 10),
+                                .up = strcmp(w[3], "up") == 0 };
+                size_t i = 0;
+
+                while (i < n_links && (links[i].gpu != l.gpu || links[i].link != l.link))
+                        i++;            /* a later line for the same link replaces the earlier one */
+                if (i == MAX_LINKS)
+                        return -EINVAL;
+                snprintf(l.remote, sizeof(l.remote), "%s", w[4]);
+                links[i] = l;
+                n_links += i == n_links;
                 return 0;
         }
         if (strcmp(w[0], "fail") == 0 && (n == 3 || n == 4) && n_fails < MAX_FAILS) {

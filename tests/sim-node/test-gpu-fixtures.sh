@@ -150,6 +150,20 @@ expect "gpu-mixed: the two L40S in procfs and /dev" <(head -2 "$tmp/out") <<'EOF
 EOF
 [ "$(sort -u "$tmp/uuids" | wc -l)" = 2 ] && ok "gpu-mixed: 2 distinct GPU UUIDs" || fail "UUIDs: $(cat "$tmp/uuids")"
 
+# the switches and the BMC are gpu-h100x8's (above); its GPUs, and the first switch's third port
+run "h100nvl discover" gpu-h100nvl bash -c '"$0" discover | grep -e " 10de:" -e "0000:17:02.0" -e "0000:b7:01.0"' "$kdpctl"
+expect "gpu-h100nvl: 7 H100 NVL behind 3 switches (no fourth), no NVSwitch" "$tmp/out" <<'EOF'
+      0000:18:00.0  10de:2321  030200  nvidia    0     30
+      0000:19:00.0  10de:2321  030200  nvidia    0     31
+    0000:17:02.0    1000:c030  060400  pcieport  0     24
+      0000:1a:00.0  10de:2321  030200  nvidia    0     32
+      0000:3a:00.0  10de:2321  030200  nvidia    0     40
+      0000:3b:00.0  10de:2321  030200  nvidia    0     41
+      0000:9a:00.0  10de:2321  030200  nvidia    1     70
+      0000:9b:00.0  10de:2321  030200  nvidia    1     71
+EOF
+# its procfs and /dev are served end to end by e2e/gpu-nvlink (every GPU Healthy with its UUID)
+
 P=/proc/driver/nvidia
 run "h100x8 files" gpu-h100x8 "$check" files $P/gpus/0000:18:00.0/information $P/capabilities/mig/config \
         $P/capabilities/mig/monitor /proc/driver/nvidia-caps/nvlink-minors /proc/driver/nvidia-caps/sys-minors \
