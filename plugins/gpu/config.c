@@ -222,6 +222,20 @@ static int parse_amd_partitions(gpu_config *s) {
         return param_error(s, "gpu.amd_partitions", p, "not whole, single or mixed");
 }
 
+static int parse_mig_strategy(gpu_config *s) {
+        static const char *const names[_GPU_MIG_STRATEGY_MAX] = {
+                [GPU_MIG_NONE] = "none", [GPU_MIG_SINGLE] = "single", [GPU_MIG_MIXED] = "mixed",
+        };
+        const char *p = kdp_backend_param(s->ctx, "mig_strategy");
+
+        for (gpu_mig_strategy m = 0; m < _GPU_MIG_STRATEGY_MAX; m++)
+                if (strcmp(p, names[m]) == 0) {
+                        s->mig_strategy = m;
+                        return 0;
+                }
+        return param_error(s, "gpu.mig_strategy", p, "not none, single or mixed");
+}
+
 static int parse_xid(gpu_config *s) {
         const char *ignore = kdp_backend_param(s->ctx, "xid_ignore");
         int64_t recovery;
@@ -242,7 +256,8 @@ static int parse_params(gpu_config *s) {
         int r;
 
         if ((r = parse_vendors(s)) < 0 || (r = parse_models(s)) < 0 || (r = parse_replicas(s)) < 0 ||
-            (r = parse_policy(s)) < 0 || (r = parse_amd_partitions(s)) < 0 || (r = parse_xid(s)) < 0)
+            (r = parse_policy(s)) < 0 || (r = parse_amd_partitions(s)) < 0 || (r = parse_mig_strategy(s)) < 0 ||
+            (r = parse_xid(s)) < 0)
                 return r;
         if ((r = split_list(kdp_backend_param(s->ctx, "allow"), &s->allow)) < 0 ||
             (r = split_list(kdp_backend_param(s->ctx, "deny"), &s->deny)) < 0)
@@ -365,6 +380,8 @@ const kdp_param_spec gpu_params[] = {
         { "xe_resource", "gpu.intel.com/xe", "resource of Intel GPUs bound to xe" },
         { "amd_partitions", "whole", "AMD partitions (MI300 CPX, ...): whole (a GPU is one device with every partition's "
           "nodes), single (each partition a device of amd_resource) or mixed (of <domain>/<compute>_<memory>)" },
+        { "mig_strategy", "none", "NVIDIA MIG: none (a GPU in MIG mode is served whole), single (each MIG device a "
+          "device of nvidia_resource) or mixed (of <domain>/mig-<profile>); needs NVML" },
         { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10de:2330=nvidia.com/h100)" },
         { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..64)" },
         { "replica_policy", "spread", "spread (replicas on distinct GPUs first) or pack" },

@@ -9,6 +9,7 @@
  *   share.c   replicas: "<id>::<k>" IDs, Allocate, GetPreferredAllocation
  *   xid.c     Xid errors from the kernel log (xid.h)
  *   nvml.c    NVML loaded at run time, its Xid events (nvml.h)
+ *   mig.c     NVIDIA MIG devices: NVML's layout, profile names, capability files (mig.h)
  *
  * Everything runs under the backend's lock (kdp/backend.h): scan and the Xid
  * callback on the loop thread, allocate and preferred on the gRPC thread.
@@ -55,6 +56,14 @@ typedef enum gpu_amd_partitions {
         _GPU_AMD_PARTITIONS_INVALID = -EINVAL,
 } gpu_amd_partitions;
 
+typedef enum gpu_mig_strategy {
+        GPU_MIG_NONE,                   /* a GPU in MIG mode is served whole */
+        GPU_MIG_SINGLE,                 /* each MIG device is a device of the GPU's resource */
+        GPU_MIG_MIXED,                  /* each MIG device is a device of <domain>/mig-<profile> */
+        _GPU_MIG_STRATEGY_MAX,
+        _GPU_MIG_STRATEGY_INVALID = -EINVAL,
+} gpu_mig_strategy;
+
 typedef struct model_resource {
         uint16_t vendor, device;
         char *resource;
@@ -75,6 +84,7 @@ typedef struct gpu_config {
         size_t n_replicas;
         gpu_replica_policy policy;
         gpu_amd_partitions amd_partitions;
+        gpu_mig_strategy mig_strategy;
         bool device_specs, cdi;
         gpu_xid_set xid_ignore;
         bool xid_off;                           /* xid_ignore: all */
