@@ -263,10 +263,6 @@ static void open_kmsg(gpu_state *s) {
         /* what the log already holds is read by the first scan, once the GPUs it names are known */
 }
 
-static const char *const mig_strategy_names[_GPU_MIG_STRATEGY_MAX] = {
-        [GPU_MIG_NONE] = "none", [GPU_MIG_SINGLE] = "single", [GPU_MIG_MIXED] = "mixed",
-};
-
 /*
  * At the first NVIDIA GPU: NVML when Xids or MIG devices need it, Xids from its events when it
  * is there, else from the kernel log; says once which serves what. A MIG strategy without NVML
@@ -284,11 +280,11 @@ static void open_nvidia_sources(gpu_state *s) {
                 s->nvml = gpu_nvml_free(s->nvml);
         if (mig && !s->nvml)
                 kdp_backend_log_error(s->ctx, -ENOPKG, "MIG strategy needs NVML: GPUs in MIG mode are served whole, as with none",
-                                      KDP_F_STR("strategy", mig_strategy_names[s->cfg.mig_strategy]),
+                                      KDP_F_STR("strategy", gpu_mig_strategy_names[s->cfg.mig_strategy]),
                                       KDP_F_STR("reason", why ? why : "?"));
         else if (mig)
                 kdp_backend_log_info(s->ctx, "MIG devices from NVML",
-                                     KDP_F_STR("strategy", mig_strategy_names[s->cfg.mig_strategy]));
+                                     KDP_F_STR("strategy", gpu_mig_strategy_names[s->cfg.mig_strategy]));
         if (!xid)
                 return;
         if (nvml_xid) {

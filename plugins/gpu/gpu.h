@@ -91,6 +91,8 @@ typedef struct gpu_config {
         uint64_t xid_recovery_ms;               /* 0: only a reset or rebind recovers */
 } gpu_config;
 
+/* mig_strategy's values by gpu_mig_strategy ("none", "single", "mixed"). */
+extern const char *const gpu_mig_strategy_names[];
 /* The { 0 }-terminated params of the backend (its ops table's .params). */
 extern const kdp_param_spec gpu_params[];
 
@@ -132,6 +134,8 @@ typedef struct nvidia_info {
  * disagree with `bdf`; then *reterr_why (may be NULL) says what is wrong (static text).
  */
 int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret, const char **reterr_why);
+/* Reads <proc root>/<rel> (a procfs file of the NVIDIA driver) into *ret; -ENOENT when there is none. */
+int nvidia_read_proc(const kdp_backend_ctx *ctx, const char *rel, char **ret);
 /* Reads <proc root>/driver/nvidia/gpus/<bdf>/information; -ENOENT when the driver lists no such GPU. */
 int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret, const char **reterr_why);
 /* The node-wide NVIDIA nodes a container needs beside /dev/nvidia<minor>, in this order. */

@@ -214,19 +214,14 @@ int gpu_mig_parse_access(const char *text, unsigned *ret_minor, const char **ret
 
 int gpu_mig_read_access(const kdp_backend_ctx *ctx, unsigned gpu_minor, unsigned gi, int ci, unsigned *ret_minor,
                         const char **reterr_why) {
-        _cleanup_free_ char *rel = NULL, *path = NULL, *text = NULL;
+        _cleanup_free_ char *rel = NULL, *text = NULL;
         int r;
 
         r = ci < 0 ? asprintf(&rel, "driver/nvidia/capabilities/gpu%u/mig/gi%u/access", gpu_minor, gi)
                    : asprintf(&rel, "driver/nvidia/capabilities/gpu%u/mig/gi%u/ci%d/access", gpu_minor, gi, ci);
         if (r < 0)
                 return -ENOMEM;
-        r = kdp_backend_path(ctx, KDP_PATH_PROC, rel, &path);
-        if (r < 0)
-                return r;
-        r = kdp_sysfs_read_text(path, &text);          /* procfs reports size 0 */
-        if (r == -ENOTDIR)
-                r = -ENOENT;
+        r = nvidia_read_proc(ctx, rel, &text);
         if (r < 0)
                 return r;
         return gpu_mig_parse_access(text, ret_minor, reterr_why);

@@ -76,56 +76,56 @@ END_TEST
 #define H100_80GB (81559ULL << 20)      /* nvmlDeviceGetMemoryInfo's total of an H100 80GB HBM3 */
 #define A100_40GB (40536ULL << 20)
 
-START_TEST(test_gpu_mig_profile_names_follow_nvidia) {
-        static const struct {
-                unsigned profile, gi_slices, ci_slices;
-                unsigned long long mib, total;
-                const char *name;
-        } cases[] = {
-                { NVML_GPU_INSTANCE_PROFILE_1_SLICE, 1, 1, 9984, H100_80GB, "1g.10gb" },
-                { NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 1, 1, 19968, H100_80GB, "1g.20gb" },
-                { NVML_GPU_INSTANCE_PROFILE_2_SLICE, 2, 2, 20096, H100_80GB, "2g.20gb" },
-                { NVML_GPU_INSTANCE_PROFILE_3_SLICE, 3, 3, 40320, H100_80GB, "3g.40gb" },
-                { NVML_GPU_INSTANCE_PROFILE_3_SLICE, 3, 1, 40320, H100_80GB, "1c.3g.40gb" },
-                { NVML_GPU_INSTANCE_PROFILE_4_SLICE, 4, 4, 40320, H100_80GB, "4g.40gb" },
-                { NVML_GPU_INSTANCE_PROFILE_7_SLICE, 7, 7, 80896, H100_80GB, "7g.80gb" },
-                { NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 1, 1, 9984, H100_80GB, "1g.10gb+me" },
-                { NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME, 1, 1, 9984, H100_80GB, "1g.10gb+me.all" },
-                { NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME, 1, 1, 9984, H100_80GB, "1g.10gb-me" },
-                { NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX, 2, 2, 20096, H100_80GB, "2g.20gb+gfx" },
-                { NVML_GPU_INSTANCE_PROFILE_1_SLICE, 1, 1, 4864, A100_40GB, "1g.5gb" },
-                { NVML_GPU_INSTANCE_PROFILE_3_SLICE, 3, 3, 19968, A100_40GB, "3g.20gb" },
-                /* a profile ID this build does not know: the slices NVML gives, no suffix */
-                { 0x40, 2, 2, 20096, H100_80GB, "2g.20gb" },
-        };
-        char name[GPU_MIG_PROFILE_MAX];
+/* gpu_mig_profile_name()'s answer, or its error as text */
+static const char *name_of(unsigned profile, unsigned gi_slices, unsigned ci_slices, unsigned long long mib,
+                           unsigned long long total) {
+        static char name[GPU_MIG_PROFILE_MAX];
+        int r = gpu_mig_profile_name(profile, gi_slices, ci_slices, mib, total, name, sizeof(name));
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                ck_assert_int_eq(gpu_mig_profile_name(cases[i].profile, cases[i].gi_slices, cases[i].ci_slices,
-                                                      cases[i].mib, cases[i].total, name, sizeof(name)), 0);
-                ck_assert_str_eq(name, cases[i].name);
-        }
-        ck_assert_int_eq(gpu_mig_profile_name(0x40, 0, 1, 9984, H100_80GB, name, sizeof(name)), -EINVAL);
-        ck_assert_int_eq(gpu_mig_profile_name(0, 1, 0, 9984, H100_80GB, name, sizeof(name)), -EINVAL);
-        ck_assert_int_eq(gpu_mig_profile_name(0, 1, 1, 0, H100_80GB, name, sizeof(name)), -EINVAL);
-        ck_assert_int_eq(gpu_mig_profile_name(0, 1, 1, 9984, 0, name, sizeof(name)), -EINVAL);
-        ck_assert_int_eq(gpu_mig_profile_name(0, 1, 1, 90000, H100_80GB, name, sizeof(name)), -EINVAL);
-        ck_assert_int_eq(gpu_mig_profile_name(0, 1, 1, 9984, H100_80GB, name, 7), -ENAMETOOLONG);
+        return r < 0 ? strerror(-r) : name;
+}
+
+START_TEST(test_gpu_mig_profile_names_follow_nvidia) {
+        /* GPU instance profile ID, its slices, the compute instance's, MiB; on an H100 80GB (an A100 40GB) */
+        static const unsigned long long h100[][4] = {
+                { 0x0, 1, 1, 9984 }, { 0x9, 1, 1, 19968 }, { 0x1, 2, 2, 20096 }, { 0x2, 3, 3, 40320 }, { 0x2, 3, 1, 40320 },
+                { 0x3, 4, 4, 40320 }, { 0x4, 7, 7, 80896 }, { 0x7, 1, 1, 9984 }, { 0xf, 1, 1, 9984 }, { 0xd, 1, 1, 9984 },
+                { 0xb, 2, 2, 20096 }, { 0x40, 2, 2, 20096 },
+        }, a100[][4] = { { 0x0, 1, 1, 4864 }, { 0x2, 3, 3, 19968 } };
+        char names[512] = "";
+
+        for (size_t i = 0; i < sizeof(h100) / sizeof(h100[0]); i++)
+                strcat(strcat(names, name_of(h100[i][0], h100[i][1], h100[i][2], h100[i][3], H100_80GB)), " ");
+        for (size_t i = 0; i < sizeof(a100) / sizeof(a100[0]); i++)
+                strcat(strcat(names, name_of(a100[i][0], a100[i][1], a100[i][2], a100[i][3], A100_40GB)), " ");
+        /* the variants of a size by the profile ID (0x7 REV1, 0xf ALL_ME, 0xd NO_ME, 0xb 2_SLICE_GFX); an
+         * ID this build does not know (0x40): the slices NVML gives, no suffix */
+        ck_assert_str_eq(names, "1g.10gb 1g.20gb 2g.20gb 3g.40gb 1c.3g.40gb 4g.40gb 7g.80gb 1g.10gb+me 1g.10gb+me.all "
+                                "1g.10gb-me 2g.20gb+gfx 2g.20gb 1g.5gb 3g.20gb ");
+        ck_assert_int_eq(NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 0x7);
+        ck_assert_int_eq(NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME, 0xf);
+        /* nothing to name: no slices, no memory, more memory than the GPU has */
+        ck_assert_str_eq(name_of(0x40, 0, 1, 9984, H100_80GB), strerror(EINVAL));
+        ck_assert_str_eq(name_of(0x0, 1, 0, 9984, H100_80GB), strerror(EINVAL));
+        ck_assert_str_eq(name_of(0x0, 1, 1, 0, H100_80GB), strerror(EINVAL));
+        ck_assert_str_eq(name_of(0x0, 1, 1, 9984, 0), strerror(EINVAL));
+        ck_assert_str_eq(name_of(0x0, 1, 1, 90000, H100_80GB), strerror(EINVAL));
+        ck_assert_int_eq(gpu_mig_profile_name(0, 1, 1, 9984, H100_80GB, (char[8]){ 0 }, 7), -ENAMETOOLONG);
 }
 END_TEST
 
-START_TEST(test_gpu_mig_resource_names_are_valid_resource_names) {
-        char res[GPU_RESOURCE_MAX];
+static const char *resource_of(const char *base, const char *profile) {
+        static char res[GPU_RESOURCE_MAX];
 
-        ck_assert_int_eq(gpu_mig_resource("nvidia.com/gpu", "1g.10gb", res, sizeof(res)), 0);
-        ck_assert_str_eq(res, "nvidia.com/mig-1g.10gb");
-        ck_assert_int_eq(gpu_mig_resource("nvidia.com/gpu", "1c.3g.40gb", res, sizeof(res)), 0);
-        ck_assert_str_eq(res, "nvidia.com/mig-1c.3g.40gb");
-        ck_assert_int_eq(gpu_mig_resource("example.org/accel", "1g.10gb+me.all", res, sizeof(res)), 0);
-        ck_assert_str_eq(res, "example.org/mig-1g.10gb.me.all");
-        ck_assert_int_eq(gpu_mig_resource("nvidia.com/gpu", "1g.10gb-me", res, sizeof(res)), 0);
-        ck_assert_str_eq(res, "nvidia.com/mig-1g.10gb-me");
-        ck_assert_int_eq(gpu_mig_resource("nvidia.com/gpu", "1g.10gb", res, 12), -ENAMETOOLONG);
+        return gpu_mig_resource(base, profile, res, sizeof(res)) < 0 ? "error" : res;
+}
+
+START_TEST(test_gpu_mig_resource_names_are_valid_resource_names) {
+        ck_assert_str_eq(resource_of("nvidia.com/gpu", "1g.10gb"), "nvidia.com/mig-1g.10gb");
+        ck_assert_str_eq(resource_of("nvidia.com/gpu", "1c.3g.40gb"), "nvidia.com/mig-1c.3g.40gb");
+        ck_assert_str_eq(resource_of("example.org/accel", "1g.10gb+me.all"), "example.org/mig-1g.10gb.me.all");
+        ck_assert_str_eq(resource_of("nvidia.com/gpu", "1g.10gb-me"), "nvidia.com/mig-1g.10gb-me");
+        ck_assert_int_eq(gpu_mig_resource("nvidia.com/gpu", "1g.10gb", (char[16]){ 0 }, 12), -ENAMETOOLONG);
 }
 END_TEST
 
@@ -203,19 +203,14 @@ START_TEST(test_gpu_mig_query_reports_the_failing_call) {
                 const char *call, *code;
                 int r;
         } cases[] = {
-                { "nvmlDeviceGetHandleByPciBusId_v2", "GPU_IS_LOST", -ENODEV },
-                { "nvmlDeviceGetMigMode", "GPU_IS_LOST", -ENODEV },
-                { "nvmlDeviceGetMigMode", "NO_PERMISSION", -EACCES },
-                { "nvmlDeviceGetMaxMigDeviceCount", "NOT_SUPPORTED", -EOPNOTSUPP },
-                { "nvmlDeviceGetMemoryInfo", "GPU_IS_LOST", -ENODEV },
-                { "nvmlDeviceGetMigDeviceHandleByIndex", "NO_PERMISSION", -EACCES },
-                { "nvmlDeviceGetMigDeviceHandleByIndex", "UNKNOWN", -EIO },
-                { "nvmlDeviceGetUUID", "GPU_IS_LOST", -ENODEV },
+                { "nvmlDeviceGetHandleByPciBusId_v2", "GPU_IS_LOST", -ENODEV }, { "nvmlDeviceGetMigMode", "GPU_IS_LOST", -ENODEV },
+                { "nvmlDeviceGetMigMode", "NO_PERMISSION", -EACCES }, { "nvmlDeviceGetMaxMigDeviceCount", "NOT_SUPPORTED", -EOPNOTSUPP },
+                { "nvmlDeviceGetMemoryInfo", "GPU_IS_LOST", -ENODEV }, { "nvmlDeviceGetMigDeviceHandleByIndex", "NO_PERMISSION", -EACCES },
+                { "nvmlDeviceGetMigDeviceHandleByIndex", "UNKNOWN", -EIO }, { "nvmlDeviceGetUUID", "GPU_IS_LOST", -ENODEV },
                 { "nvmlDeviceGetGpuInstanceId", "NOT_SUPPORTED", -EOPNOTSUPP },
                 { "nvmlDeviceGetComputeInstanceId", "NO_PERMISSION", -EACCES },
                 { "nvmlDeviceGetAttributes_v2", "NOT_SUPPORTED", -EOPNOTSUPP },
-                { "nvmlDeviceGetGpuInstanceById", "NO_PERMISSION", -EACCES },
-                { "nvmlGpuInstanceGetInfo", "INSUFFICIENT_SIZE", -ENOBUFS },
+                { "nvmlDeviceGetGpuInstanceById", "NO_PERMISSION", -EACCES }, { "nvmlGpuInstanceGetInfo", "INSUFFICIENT_SIZE", -ENOBUFS },
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
