@@ -66,6 +66,8 @@ typedef struct gpu_part {
         unsigned gi, ci;                        /* MIG: its GPU and compute instance */
         char profile[GPU_MIG_PROFILE_MAX];      /* MIG: "1g.10gb" */
         char why[128];                          /* MIG: what is wrong with it alone ("" when nothing) */
+        unsigned xid;                           /* MIG: the last critical Xid of its instance, 0: none */
+        uint64_t xid_at_ms;                     /* CLOCK_MONOTONIC when it was logged */
 } gpu_part;
 
 typedef struct gpu {
@@ -129,6 +131,41 @@ static gpu *find_gpu(gpu_state *s, const char *bdf) {
         return NULL;
 }
 
+/*
+ * An Xid that names a MIG instance (NVML's gpuInstanceId/computeInstanceId, the kernel log's
+ * "GPU-I:nn GPU-CI:nn") marks the MIG devices served of that GPU instance (and compute instance,
+ * when named); true when it marked one. An Xid of the whole GPU, or naming an instance no MIG
+ * device served is of, marks the GPU (all its devices).
+ */
+static bool mark_mig_xid(gpu_state *s, gpu *g, const gpu_xid *x, uint64_t at_ms, bool replay) {
+        bool marked = false;
+
+        if (x->gpu_instance < 0)
+                return false;
+        for (size_t i = 0; i < g->n_parts; i++) {
+                gpu_part *p = &g->parts[i];
+
+                if (!p->mig || p->gi != (unsigned) x->gpu_instance ||
+                    (x->compute_instance >= 0 && p->ci != (unsigned) x->compute_instance))
+                        continue;
+                p->xid = x->code;
+                p->xid_at_ms = at_ms;
+                marked = true;
+                kdp_backend_log_warning(s->ctx, "MIG device reported a critical Xid", KDP_F_STR("pci", x->bdf),
+                                        KDP_F_STR("uuid", p->id), KDP_F_INT("gpuInstance", p->gi),
+                                        KDP_F_INT("computeInstance", p->ci), KDP_F_INT("xid", x->code),
+                                        KDP_F_STR("bucket", gpu_xid_bucket(x->code)),
+                                        KDP_F_STR("replay", replay ? "true" : "false"));
+        }
+        return marked;
+}
+
+/* A reset or rebind ends the Xids of a GPU's MIG devices too. */
+static void clear_mig_xids(gpu *g) {
+        for (size_t i = 0; i < g->n_parts; i++)
+                g->parts[i].xid = 0;
+}
+
 typedef struct xid_batch {
         gpu_state *s;
         bool changed;
@@ -150,6 +187,9 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
         age_ms = x->ts_usec <= now_us ? (now_us - x->ts_usec) / 1000 : 0;
         if (replay && (!s->cfg.xid_recovery_ms || x->ts_usec > now_us || age_ms >= s->cfg.xid_recovery_ms))
                 return;                 /* logged before we started and already over (or unbounded) */
+        b->changed = true;
+        if (mark_mig_xid(s, g, x, now_us / 1000 - (replay ? age_ms : 0), replay))
+                return;
         g->xid = x->code;
         g->xid_at_ms = now_us / 1000 - (replay ? age_ms : 0);
         g->xid_scan = s->n_scans;
@@ -498,6 +538,7 @@ static void log_mig_layout(gpu_state *s, const gpu *g, const gpu_mig_layout *l) 
  * devices NVML cannot list now keeps those it had, Unhealthy with the reason.
  */
 static bool refresh_mig(gpu_state *s, gpu *g, char *why, size_t why_size) {
+        gpu_part parts[GPU_PARTS_MAX];
         const char *call = "?";
         nvmlReturn_t code = NVML_ERROR_UNKNOWN;
         gpu_mig_layout l;
@@ -522,11 +563,15 @@ static bool refresh_mig(gpu_state *s, gpu *g, char *why, size_t why_size) {
                 return false;
         }
         log_mig_layout(s, g, &l);
-        g->n_parts = l.n;
         for (size_t i = 0; i < l.n; i++) {
-                gpu_part *p = &g->parts[i];
+                gpu_part *p = &parts[i];
 
                 *p = (gpu_part){ .mig = true, .gi = l.devices[i].gi, .ci = l.devices[i].ci };
+                for (size_t k = 0; k < g->n_parts; k++)
+                        if (g->parts[k].mig && strcmp(g->parts[k].id, l.devices[i].uuid) == 0) {
+                                p->xid = g->parts[k].xid;       /* the same MIG device: its Xid stays */
+                                p->xid_at_ms = g->parts[k].xid_at_ms;
+                        }
                 snprintf(p->id, sizeof(p->id), "%s", l.devices[i].uuid);
                 snprintf(p->profile, sizeof(p->profile), "%s", l.devices[i].profile);
                 if (s->cfg.mig_strategy == GPU_MIG_MIXED &&
@@ -537,6 +582,8 @@ static bool refresh_mig(gpu_state *s, gpu *g, char *why, size_t why_size) {
                 mig_cap_node(s, g, p, -1);
                 mig_cap_node(s, g, p, (int) p->ci);
         }
+        memcpy(g->parts, parts, sizeof(parts));
+        g->n_parts = l.n;
         return true;
 }
 
@@ -682,8 +729,10 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
                  * only this scan sees came after the last scan that found the GPU unbound: an Xid
                  * read before that scan is over, one read after it is the new binding's.
                  */
-                if (!g->rebound && g->xid_scan < g->unbound_scan)
+                if (!g->rebound && g->xid_scan < g->unbound_scan) {
                         g->xid = 0;
+                        clear_mig_xids(g);
+                }
         }
         g->bound = bound;
         g->rebound = false;
@@ -699,10 +748,28 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
         g->numa_node = p->numa_node;
 }
 
+/* The Xids of a GPU's MIG devices: over after xid_recovery_s (their text is added when emitted). */
+static void refresh_mig_xids(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expiry) {
+        for (size_t i = 0; i < g->n_parts; i++) {
+                gpu_part *p = &g->parts[i];
+                uint64_t due = p->xid_at_ms + s->cfg.xid_recovery_ms;
+
+                if (!p->xid || !s->cfg.xid_recovery_ms)
+                        continue;
+                if (now >= due) {
+                        kdp_backend_log_info(s->ctx, "MIG device recovered: its Xid is older than xid_recovery_s",
+                                             KDP_F_STR("pci", g->bdf), KDP_F_STR("uuid", p->id), KDP_F_INT("xid", p->xid));
+                        p->xid = 0;
+                } else if (!*next_expiry || due < *next_expiry)
+                        *next_expiry = due;
+        }
+}
+
 static void refresh_xid(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expiry) {
         char text[64];
         uint64_t due;
 
+        refresh_mig_xids(s, g, now, next_expiry);
         if (!g->xid)
                 return;
         due = g->xid_at_ms + s->cfg.xid_recovery_ms;
@@ -923,6 +990,9 @@ static int emit_unit(const gpu_state *s, kdp_device_tree *tree, const gpu_unit *
         if (u->part && u->part->why[0])
                 snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason), "%s%s", reason[0] ? "; " : "",
                          u->part->why);
+        if (u->part && u->part->xid)
+                snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason), "%sXid %u (%s)", reason[0] ? "; " : "",
+                         u->part->xid, gpu_xid_bucket(u->part->xid));
         if (u->part && !u->part->mig && !part_has_render(u->part) && !strstr(reason, "no DRM render node"))
                 snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason), "%sno DRM render node",
                          reason[0] ? "; " : "");
@@ -1085,7 +1155,10 @@ static void gpu_device_event(void *state, const kdp_device_event *ev) {
         bind = strcmp(ev->action, "bind") == 0 || strcmp(ev->action, "add") == 0;
         if (bind)
                 g->rebound = true;
-        if (!g->xid || (!bind && strcmp(ev->action, "change") != 0))
+        if (!bind && strcmp(ev->action, "change") != 0)
+                return;
+        clear_mig_xids(g);
+        if (!g->xid)
                 return;
         kdp_backend_log_info(s->ctx, "GPU recovered: reset or rebound after its Xid", KDP_F_STR("pci", g->bdf),
                              KDP_F_INT("xid", g->xid), KDP_F_STR("event", ev->action));

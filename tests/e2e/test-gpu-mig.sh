@@ -29,12 +29,16 @@ M11=MIG-75922d22-d653-0213-caf1-a4994ca03f4c    # GPU 0, GI 11 CI 0, 1g.10gb: ca
 M0=MIG-3c0e94c6-1d7a-4c4e-8d55-0a1b2c3d4e5f     # GPU 1, GI 0 CI 0, 7g.80gb (created below): caps 138, 139
 SHARED="device /dev/nvidia-modeset /dev/nvidia-modeset rw|device /dev/nvidia-uvm /dev/nvidia-uvm rw|device /dev/nvidia-uvm-tools /dev/nvidia-uvm-tools rw"
 
-mkfifo "$T/ctl"
-exec 9<>"$T/ctl"
+mkfifo "$T/ctl" "$T/nvml-events"
+exec 9<>"$T/ctl" 8<>"$T/nvml-events"
 ctl() {
         echo "$*" >&9
 }
-cp "$NODES/gpu-h100x8-mig.nvml" "$T/nvml.fixture"
+# nvml LINE: one line to the fake NVML while kdpd's event worker waits (event BDF XID [GI CI])
+nvml() {
+        echo "$*" >&8
+}
+{ cat "$NODES/gpu-h100x8-mig.nvml"; echo "events $T/nvml-events"; } >"$T/nvml.fixture"
 export KDP_FAKE_NVML="$T/nvml.fixture"
 
 # run_kdpd ARGS...: kdpd on the node with the fake NVML and ARGS, beside a new stand-in kubelet
@@ -111,6 +115,29 @@ assert_eq "$(grep -c '"GPU in MIG mode' "$T/kdpd.err")" 1 "GPU 0's MIG devices l
 assert_eq "$(grep -c '"Device not served"' "$T/kdpd.err")" 1 "GPU 1 logged once"
 pass "what is served and what is not is logged once, not at every rescan; kdpctl not-served names GPU 1"
 
+# health: an Xid of a MIG instance marks that MIG device; one of the GPU, and the GPU's own state, all
+nvml "event 0000:18:00.0 94 9 0"
+devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=3 allocatable=2 healthy=$(sorted_ids "$M10,$M11") unhealthy=$M9 "
+wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"nvidia.com/mig-1g.10gb\" device=\"$M9\" reason=\"Xid 94 \\(RESTART_APP\\)\""
+wait_line "$T/kdpd.err" "\"MIG device reported a critical Xid\" backend=\"gpu\" pci=\"0000:18:00.0\" uuid=\"$M9\" gpuInstance=9 computeInstance=0 xid=94 bucket=\"RESTART_APP\" replay=\"false\""
+devices_match nvidia.com/mig-3g.40gb "^devices resource=nvidia.com/mig-3g.40gb capacity=1 allocatable=1 healthy=$M2 unhealthy= "
+nvml "event 0000:18:00.0 79"
+devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=3 allocatable=0 healthy= unhealthy=$(sorted_ids "$M9,$M10,$M11") "
+devices_match nvidia.com/mig-3g.40gb "^devices resource=nvidia.com/mig-3g.40gb capacity=1 allocatable=0 healthy= unhealthy=$M2 "
+wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"nvidia.com/mig-3g.40gb\" device=\"$M2\" reason=\"Xid 79 \\(RESTART_BM\\)\""
+ctl "uevent 0000:18:00.0 change"
+devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=3 allocatable=3 healthy=$(sorted_ids "$M9,$M10,$M11") unhealthy= "
+devices_match nvidia.com/mig-3g.40gb "^devices resource=nvidia.com/mig-3g.40gb capacity=1 allocatable=1 healthy=$M2 unhealthy= "
+pass "NVML Xid 94 of GI 9/CI 0 marked that MIG device only; Xid 79 of the GPU all four; the GPU's reset cleared both"
+
+ctl "unbind 0000:18:00.0"
+devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=3 allocatable=0 healthy= unhealthy=$(sorted_ids "$M9,$M10,$M11") "
+wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"nvidia.com/mig-3g.40gb\" device=\"$M2\" reason=\"driver unbound; disabled \\(enable=0\\)\""
+ctl "bind 0000:18:00.0 nvidia"
+devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=3 allocatable=3 healthy=$(sorted_ids "$M9,$M10,$M11") unhealthy= "
+devices_match nvidia.com/mig-3g.40gb "^devices resource=nvidia.com/mig-3g.40gb capacity=1 allocatable=1 healthy=$M2 unhealthy= "
+pass "GPU 0 unbound: its MIG devices stay, Unhealthy (driver unbound); bound again: healthy"
+
 # the layout changes while kdpd runs: GPU 0's GIs 2 (3g) and 10 go, GPU 1 gets a 7g.80gb (GI 0)
 hold_kdpd
 P=proc/driver/nvidia/capabilities
@@ -147,8 +174,9 @@ devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb c
 pass "NVML losing GPU 0 (GPU_IS_LOST): its MIG devices stay, Unhealthy with NVML's error, and come back"
 stop_kdpd
 
-# single: every MIG device and every whole GPU under nvidia.com/gpu
-cp "$NODES/gpu-h100x8-mig.nvml" "$T/nvml.fixture"
+# single: every MIG device and every whole GPU under nvidia.com/gpu; NVML's Xid events cannot start
+# (no GPU registers), so the kernel log serves Xids, NVML still the MIG devices
+{ cat "$NODES/gpu-h100x8-mig.nvml"; echo "fail nvmlDeviceRegisterEvents NOT_SUPPORTED"; } >"$T/nvml.fixture"
 run_kdpd -o gpu.mig_strategy=single -o gpu.nvidia_device_specs=true
 ALL=$(sorted_ids "$WHOLE,$M2,$M9,$M10,$M11")
 devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=10 allocatable=10 healthy=$ALL unhealthy= "
@@ -158,8 +186,18 @@ S=$(plugin_socket nvidia.com_gpu)
 assert_eq "$("$KDPCTL" allocate --socket "$S" "$M2" "$G3" | tr '\n' '|')" \
         "env NVIDIA_VISIBLE_DEVICES=$M2,$G3|device /dev/nvidia-caps/nvidia-cap21 /dev/nvidia-caps/nvidia-cap21 rw|device /dev/nvidia-caps/nvidia-cap22 /dev/nvidia-caps/nvidia-cap22 rw|$SHARED|device /dev/nvidia0 /dev/nvidia0 rw|device /dev/nvidia3 /dev/nvidia3 rw|device /dev/nvidiactl /dev/nvidiactl rw|" \
         "allocate a MIG device and a whole GPU"
-stop_kdpd
 pass "single: 4 MIG devices and 6 whole GPUs as nvidia.com/gpu; GPU 1 not served"
+
+wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="kmsg" discovery="sysfs\+procfs"$'
+ctl "kmsg 4,9001,9001000,c;NVRM: Xid (PCI:0000:18:00 GPU-I:02 GPU-CI:00): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No"
+devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=10 allocatable=9 healthy=$(sorted_ids "$WHOLE,$M9,$M10,$M11") unhealthy=$M2 "
+ctl "kmsg 4,9002,9002000,c;NVRM: Xid (PCI:0000:18:00 GPU-I:10): 95, pid=7062, Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No"
+devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=10 allocatable=8 healthy=$(sorted_ids "$WHOLE,$M9,$M11") unhealthy=$(sorted_ids "$M2,$M10") "
+wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"nvidia.com/gpu\" device=\"$M10\" reason=\"Xid 95 \\(RESET_GPU\\)\""
+ctl "uevent 0000:18:00.0 change"
+devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=10 allocatable=10 healthy=$ALL unhealthy= "
+stop_kdpd
+pass "kernel log Xids with GPU-I (and GPU-CI) marked only those MIG devices; the reset cleared them"
 
 # none (the default), with NVML: every GPU whole, MIG or not
 run_kdpd
