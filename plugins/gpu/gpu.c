@@ -534,10 +534,10 @@ static void log_mig_layout(gpu_state *s, const gpu *g, const gpu_mig_layout *l) 
 /*
  * mig_strategy single or mixed, with NVML: a GPU in MIG mode is served as its MIG devices (parts),
  * never whole. Returns false when the GPU is not served at all (`why` says why): MIG mode without
- * MIG devices, or NVML cannot list them for a GPU not seen in MIG mode before. A GPU whose MIG
- * devices NVML cannot list now keeps those it had, Unhealthy with the reason.
+ * MIG devices, or NVML cannot tell a new GPU's MIG mode. A GPU seen before whose MIG devices NVML
+ * cannot list now keeps what it was served as (its MIG devices, or itself), Unhealthy with the reason.
  */
-static bool refresh_mig(gpu_state *s, gpu *g, char *why, size_t why_size) {
+static bool refresh_mig(gpu_state *s, gpu *g, bool is_new, char *why, size_t why_size) {
         gpu_part parts[GPU_PARTS_MAX];
         const char *call = "?";
         nvmlReturn_t code = NVML_ERROR_UNKNOWN;
@@ -546,7 +546,7 @@ static bool refresh_mig(gpu_state *s, gpu *g, char *why, size_t why_size) {
 
         if (r < 0) {
                 snprintf(why, why_size, "NVML cannot list its MIG devices: %s: %s", call, gpu_nvml_strerror(s->nvml, code));
-                if (g->n_parts == 0)
+                if (is_new)
                         return false;
                 reason_add(g, why);
                 return true;
@@ -861,7 +861,7 @@ static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_lis
                 return;
         }
         if (v == GPU_NVIDIA && s->nvml && s->cfg.mig_strategy != GPU_MIG_NONE && g->bound &&
-            !refresh_mig(s, g, why, sizeof(why))) {
+            !refresh_mig(s, g, is_new, why, sizeof(why))) {
                 if (is_new)
                         s->n_gpus--;
                 else {

@@ -166,12 +166,26 @@ assert_eq "$("$KDPCTL" allocate --socket "$S7" "$M0" | tr '\n' '|')" \
 pass "layout change followed within a scan: destroyed MIG devices leave, GPU 1's new 7g.80gb is served with its nodes"
 
 # a GPU whose MIG devices NVML cannot list any more keeps those it had, Unhealthy with the reason
-echo "fail nvmlDeviceGetMigMode GPU_IS_LOST 0000:18:00.0" >>"$T/nvml.fixture"
+printf 'fail nvmlDeviceGetMigMode GPU_IS_LOST 0000:18:00.0\nfail nvmlDeviceGetMigMode NO_PERMISSION 0000:3a:00.0\n' >>"$T/nvml.fixture"
 devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=2 allocatable=0 healthy= unhealthy=$ONEG "
 wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"nvidia.com/mig-1g.10gb\" device=\"$M9\" reason=\"NVML cannot list its MIG devices: nvmlDeviceGetMigMode: GPU_IS_LOST\""
+devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=6 allocatable=5 healthy=$(sorted_ids "$G3,$G4,$G5,$G6,$G7") unhealthy=$G2 "
+wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"nvidia.com/gpu\" device=\"$G2\" reason=\"NVML cannot list its MIG devices: nvmlDeviceGetMigMode: NO_PERMISSION\""
 sed -i '/^fail /d' "$T/nvml.fixture"
 devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=2 allocatable=2 healthy=$ONEG unhealthy= "
-pass "NVML losing GPU 0 (GPU_IS_LOST): its MIG devices stay, Unhealthy with NVML's error, and come back"
+devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=6 allocatable=6 healthy=$WHOLE unhealthy= "
+pass "NVML losing GPU 0 (GPU_IS_LOST) and refused GPU 2 (NO_PERMISSION): GPU 0's MIG devices and GPU 2 stay, Unhealthy with NVML's error, and come back"
+
+# a GPU whose MIG mode NVML cannot tell at first sight is not served: kdpd started again with it so
+stop_kdpd
+echo "fail nvmlDeviceGetMigMode NOT_READY 0000:3b:00.0" >>"$T/nvml.fixture"
+run_kdpd -o gpu.mig_strategy=mixed
+devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=5 allocatable=5 healthy=$(sorted_ids "$G2,$G4,$G5,$G6,$G7") unhealthy= "
+wait_line "$T/kdpd.err" '"Device not served" backend="gpu" address="0000:3b:00.0" reason="NVML cannot list its MIG devices: nvmlDeviceGetMigMode: NOT_READY"$'
+sed -i '/^fail /d' "$T/nvml.fixture"
+devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=6 allocatable=6 healthy=$WHOLE unhealthy= "
+wait_line "$T/kdpd.err" '"Device served now" backend="gpu" address="0000:3b:00.0"'
+pass "GPU 3's MIG mode unknown at start (NOT_READY): not served, with NVML's error; served once NVML answers"
 stop_kdpd
 
 # single: every MIG device and every whole GPU under nvidia.com/gpu; NVML's Xid events cannot start

@@ -421,7 +421,8 @@ seen_reason() {
         case ${reason%%;*} in
         "removed from the PCI bus" | "driver unbound" | "driver unbound (expected "*")" | "bound to "* | \
                 "excluded by the driver"* | "not listed in /proc/driver/nvidia/gpus" | *" gone from sysfs" | \
-                "its pool's selectors no longer take it" | "carries the default route")
+                "its pool's selectors no longer take it" | "carries the default route" | \
+                "NVML cannot list its MIG devices: "*)
                 echo "$reason" ;;
         *) return 1 ;;
         esac
