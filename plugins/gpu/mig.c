@@ -124,7 +124,7 @@ static bool query_device(const gpu_nvml *n, nvmlDevice_t gpu, nvmlDevice_t m, un
                 c->code = NVML_ERROR_UNKNOWN;
                 return false;
         }
-        snprintf(ret->uuid, sizeof(ret->uuid), "%s", uuid);
+        memcpy(ret->uuid, uuid, strlen(uuid) + 1);          /* fits: checked above */
         return true;
 }
 
