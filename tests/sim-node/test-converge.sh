@@ -546,7 +546,7 @@ cp "$here/converge-node.sh" "$here/asan-runtime" "$tmp/"
 # Under valgrind: each fixture's random script (every kind of event its GPUs get), the Xid cases,
 # the switch that goes and comes back (the longest burst of uevents), SR-IOV off and on, and the
 # SR-IOV backend's VFs going and coming with sriov_numvfs
-valgrind_cases='/random-seed[0-9]+$|^gpu-h100x8/(xid|fall-off-bus|unplug-replug)$|^gpu-flex170x2/sriov-(disable|vfs)$|^sriov-e810/numvfs$'
+valgrind_cases='/random-seed[0-9]+$|^gpu-h100x8/(xid|fall-off-bus|unplug-replug)$|^gpu-h100x8-mig/layout$|^gpu-flex170x2/sriov-(disable|vfs)$|^sriov-e810/numvfs$'
 only=${KDP_CONVERGE_ONLY:-.}
 [ "${KDP_VALGRIND:-}" = 1 ] && [ -z "${KDP_CONVERGE_ONLY:-}" ] && only=$valgrind_cases
 skipped=()
