@@ -31,13 +31,10 @@ SHARED="device /dev/nvidia-modeset /dev/nvidia-modeset rw|device /dev/nvidia-uvm
 
 mkfifo "$T/ctl" "$T/nvml-events"
 exec 9<>"$T/ctl" 8<>"$T/nvml-events"
-ctl() {
-        echo "$*" >&9
-}
-# nvml LINE: one line to the fake NVML while kdpd's event worker waits (event BDF XID [GI CI])
-nvml() {
-        echo "$*" >&8
-}
+# ctl LINE: a sim-node command; nvml LINE: a line the fake NVML reads while kdpd's event worker
+# waits (event BDF XID [GI CI])
+ctl() { echo "$*" >&9; }
+nvml() { echo "$*" >&8; }
 { cat "$NODES/gpu-h100x8-mig.nvml"; echo "events $T/nvml-events"; } >"$T/nvml.fixture"
 export KDP_FAKE_NVML="$T/nvml.fixture"
 
