@@ -758,8 +758,9 @@ backend_of() {
 main() {
         local fixture script name seed=1
         local -a backend
-        for fixture in gpu-h100x8 gpu-h100x8-mig gpu-mi300x4 gpu-mi300x4-cpx gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
-                sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae fpga-ofs; do
+        for fixture in gpu-h100x8 gpu-mi300x4 gpu-mi300x4-cpx gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
+                sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae fpga-ofs \
+                gpu-h100x8-mig; do       # last: the random scripts of the others keep their seeds
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
                         [ -f "$script" ] || continue
