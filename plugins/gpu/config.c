@@ -208,18 +208,34 @@ static int parse_policy(gpu_config *s) {
         return 0;
 }
 
-static int parse_amd_partitions(gpu_config *s) {
-        static const char *const names[_GPU_AMD_PARTITIONS_MAX] = {
-                [GPU_AMD_WHOLE] = "whole", [GPU_AMD_SINGLE] = "single", [GPU_AMD_MIXED] = "mixed",
-        };
-        const char *p = kdp_backend_param(s->ctx, "amd_partitions");
+const char *const gpu_mig_strategy_names[_GPU_MIG_STRATEGY_MAX] = {
+        [GPU_MIG_NONE] = "none", [GPU_MIG_SINGLE] = "single", [GPU_MIG_MIXED] = "mixed",
+};
 
-        for (gpu_amd_partitions m = 0; m < _GPU_AMD_PARTITIONS_MAX; m++)
+/* The index in names[] (n of them) of param `key`'s value into *ret; -EINVAL (logged, with `choices`) for another. */
+static int parse_choice(gpu_config *s, const char *key, const char *const *names, int n, const char *choices, int *ret) {
+        const char *p = kdp_backend_param(s->ctx, key + strlen("gpu."));
+
+        for (int m = 0; m < n; m++)
                 if (strcmp(p, names[m]) == 0) {
-                        s->amd_partitions = m;
+                        *ret = m;
                         return 0;
                 }
-        return param_error(s, "gpu.amd_partitions", p, "not whole, single or mixed");
+        return param_error(s, key, p, choices);
+}
+
+static int parse_modes(gpu_config *s) {
+        static const char *const amd[_GPU_AMD_PARTITIONS_MAX] = {
+                [GPU_AMD_WHOLE] = "whole", [GPU_AMD_SINGLE] = "single", [GPU_AMD_MIXED] = "mixed",
+        };
+        int a = 0, m = 0, r;
+
+        r = parse_choice(s, "gpu.amd_partitions", amd, _GPU_AMD_PARTITIONS_MAX, "not whole, single or mixed", &a);
+        if (r >= 0)
+                r = parse_choice(s, "gpu.mig_strategy", gpu_mig_strategy_names, _GPU_MIG_STRATEGY_MAX, "not none, single or mixed", &m);
+        s->amd_partitions = (gpu_amd_partitions) a;
+        s->mig_strategy = (gpu_mig_strategy) m;
+        return r;
 }
 
 static int parse_xid(gpu_config *s) {
@@ -242,7 +258,7 @@ static int parse_params(gpu_config *s) {
         int r;
 
         if ((r = parse_vendors(s)) < 0 || (r = parse_models(s)) < 0 || (r = parse_replicas(s)) < 0 ||
-            (r = parse_policy(s)) < 0 || (r = parse_amd_partitions(s)) < 0 || (r = parse_xid(s)) < 0)
+            (r = parse_policy(s)) < 0 || (r = parse_modes(s)) < 0 || (r = parse_xid(s)) < 0)
                 return r;
         if ((r = split_list(kdp_backend_param(s->ctx, "allow"), &s->allow)) < 0 ||
             (r = split_list(kdp_backend_param(s->ctx, "deny"), &s->deny)) < 0)
@@ -365,6 +381,8 @@ const kdp_param_spec gpu_params[] = {
         { "xe_resource", "gpu.intel.com/xe", "resource of Intel GPUs bound to xe" },
         { "amd_partitions", "whole", "AMD partitions (MI300 CPX, ...): whole (a GPU is one device with every partition's "
           "nodes), single (each partition a device of amd_resource) or mixed (of <domain>/<compute>_<memory>)" },
+        { "mig_strategy", "none", "NVIDIA MIG: none (a GPU in MIG mode is served whole), single (each MIG device a "
+          "device of nvidia_resource) or mixed (of <domain>/mig-<profile>); needs NVML" },
         { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10de:2330=nvidia.com/h100)" },
         { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..64)" },
         { "replica_policy", "spread", "spread (replicas on distinct GPUs first) or pack" },

@@ -44,6 +44,7 @@
 #include <kdp/subsystem.h>
 
 #include "gpu.h"
+#include "mig.h"
 #include "nvml.h"
 #include "xid.h"
 
@@ -53,11 +54,21 @@
 #define NODE_MAX 32                     /* "dri/renderD128", relative to the dev root */
 #define PART_NODES_MAX 4
 
-/* An AMD compute partition served as a device of its own (amd_partitions single or mixed). */
+/*
+ * A part of a GPU served as a device of its own: an AMD compute partition (amd_partitions single or
+ * mixed) or an NVIDIA MIG device (mig_strategy single or mixed).
+ */
 typedef struct gpu_part {
-        char id[GPU_UUID_MAX];                  /* the PCI address (one partition), else "<address>-p<index>" */
-        char nodes[PART_NODES_MAX][NODE_MAX];   /* its card and render node */
+        char id[GPU_UUID_MAX];                  /* the PCI address (one partition), "<address>-p<index>", "MIG-..." */
+        char nodes[PART_NODES_MAX][NODE_MAX];   /* its card and render node; /dev/nvidia<minor> and its 2 caps nodes */
         size_t n_nodes;
+        char resource[GPU_RESOURCE_MAX];        /* "": the GPU's; mig_strategy mixed: <domain>/mig-<profile> */
+        bool mig;
+        unsigned gi, ci;                        /* MIG: its GPU and compute instance */
+        char profile[GPU_MIG_PROFILE_MAX];      /* MIG: "1g.10gb" */
+        char why[128];                          /* MIG: what is wrong with it alone ("" when nothing) */
+        unsigned xid;                           /* MIG: the last critical Xid of its instance, 0: none */
+        uint64_t xid_at_ms;                     /* CLOCK_MONOTONIC when it was logged */
 } gpu_part;
 
 typedef struct gpu {
@@ -68,7 +79,8 @@ typedef struct gpu {
         char id[GPU_UUID_MAX];                  /* UUID (NVIDIA) or PCI address */
         char nodes[GPU_NODES_MAX][NODE_MAX];    /* its own nodes, relative to the dev root */
         size_t n_nodes;
-        gpu_part parts[GPU_PARTS_MAX];          /* AMD with amd_partitions single/mixed: its devices */
+        unsigned nv_minor;                      /* NVIDIA: /dev/nvidia<minor>, as procfs last said */
+        gpu_part parts[GPU_PARTS_MAX];          /* AMD partitions, NVIDIA MIG devices: its devices */
         size_t n_parts;                         /* 0: the GPU is the device */
         int numa_node;
         kdp_health_pci pci;
@@ -123,6 +135,41 @@ static gpu *find_gpu(gpu_state *s, const char *bdf) {
         return NULL;
 }
 
+/*
+ * An Xid that names a MIG instance (NVML's gpuInstanceId/computeInstanceId, the kernel log's
+ * "GPU-I:nn GPU-CI:nn") marks the MIG devices served of that GPU instance (and compute instance,
+ * when named); true when it marked one. An Xid of the whole GPU, or naming an instance no MIG
+ * device served is of, marks the GPU (all its devices).
+ */
+static bool mark_mig_xid(gpu_state *s, gpu *g, const gpu_xid *x, uint64_t at_ms, bool replay) {
+        bool marked = false;
+
+        if (x->gpu_instance < 0)
+                return false;
+        for (size_t i = 0; i < g->n_parts; i++) {
+                gpu_part *p = &g->parts[i];
+
+                if (!p->mig || p->gi != (unsigned) x->gpu_instance ||
+                    (x->compute_instance >= 0 && p->ci != (unsigned) x->compute_instance))
+                        continue;
+                p->xid = x->code;
+                p->xid_at_ms = at_ms;
+                marked = true;
+                kdp_backend_log_warning(s->ctx, "MIG device reported a critical Xid", KDP_F_STR("pci", x->bdf),
+                                        KDP_F_STR("uuid", p->id), KDP_F_INT("gpuInstance", p->gi),
+                                        KDP_F_INT("computeInstance", p->ci), KDP_F_INT("xid", x->code),
+                                        KDP_F_STR("bucket", gpu_xid_bucket(x->code)),
+                                        KDP_F_STR("replay", replay ? "true" : "false"));
+        }
+        return marked;
+}
+
+/* A reset or rebind ends the Xids of a GPU's MIG devices too. */
+static void clear_mig_xids(gpu *g) {
+        for (size_t i = 0; i < g->n_parts; i++)
+                g->parts[i].xid = 0;
+}
+
 typedef struct xid_batch {
         gpu_state *s;
         bool changed;
@@ -144,6 +191,9 @@ static void on_xid(void *userdata, const gpu_xid *x, bool replay) {
         age_ms = x->ts_usec <= now_us ? (now_us - x->ts_usec) / 1000 : 0;
         if (replay && (!s->cfg.xid_recovery_ms || x->ts_usec > now_us || age_ms >= s->cfg.xid_recovery_ms))
                 return;                 /* logged before we started and already over (or unbounded) */
+        b->changed = true;
+        if (mark_mig_xid(s, g, x, now_us / 1000 - (replay ? age_ms : 0), replay))
+                return;
         g->xid = x->code;
         g->xid_at_ms = now_us / 1000 - (replay ? age_ms : 0);
         g->xid_scan = s->n_scans;
@@ -188,17 +238,18 @@ static int on_nvml_events(void *state, int fd) {
 #define NVML_WAIT_MS 500        /* bounds how long stopping the event worker takes */
 
 /*
- * Loads NVML and starts its Xid events. Returns true when NVML serves Xids, false (logged) when
- * the kernel log has to: no library (the normal case without NVIDIA's driver), or it failed.
+ * Loads NVML into s->nvml. False (logged) without it: no library (the normal case without
+ * NVIDIA's driver), or one that cannot be used; *ret_why then says why.
  */
-static bool open_nvml(gpu_state *s) {
+static bool load_nvml(gpu_state *s, const char **ret_why) {
         const char *lib = kdp_backend_param(s->ctx, "nvml"), *why = NULL;
-        unsigned skipped = 0;
         int r;
 
+        *ret_why = "gpu.nvml is empty";
         if (!lib || !*lib)
                 return false;
         r = gpu_nvml_open(lib, &s->nvml, &why);
+        *ret_why = why ? why : "?";
         if (r == -ENOENT) {
                 kdp_backend_log_v(s->ctx, 2, "NVML not loaded", KDP_F_STR("library", lib),
                                   KDP_F_STR("reason", why ? why : "?"));
@@ -209,6 +260,15 @@ static bool open_nvml(gpu_state *s) {
                                         KDP_F_STR("reason", why ? why : "?"), KDP_F_STR("err", strerror(-r)));
                 return false;
         }
+        return true;
+}
+
+/* Starts NVML's Xid events. Returns true when NVML serves Xids, false (logged) when the kernel log has to. */
+static bool start_nvml_events(gpu_state *s) {
+        const char *lib = kdp_backend_param(s->ctx, "nvml");
+        unsigned skipped = 0;
+        int r;
+
         r = gpu_nvml_events_start(s->nvml, NVML_WAIT_MS, &s->nvml_events, &skipped);
         if (r >= 0) {
                 r = kdp_backend_watch_fd(s->ctx, gpu_nvml_events_fd(s->nvml_events), on_nvml_events);
@@ -247,17 +307,36 @@ static void open_kmsg(gpu_state *s) {
         /* what the log already holds is read by the first scan, once the GPUs it names are known */
 }
 
-/* Xids from NVML's events when it is there, else from the kernel log; says once which serves what. */
-static void open_xid_source(gpu_state *s) {
-        if (!s->cfg.vendor_on[GPU_NVIDIA] || s->cfg.xid_off)
+/*
+ * At the first NVIDIA GPU: NVML when Xids or MIG devices need it, Xids from its events when it
+ * is there, else from the kernel log; says once which serves what. A MIG strategy without NVML
+ * is logged once as an error and works as none.
+ */
+static void open_nvidia_sources(gpu_state *s) {
+        bool xid = !s->cfg.xid_off, mig = s->cfg.mig_strategy != GPU_MIG_NONE, nvml_xid = false;
+        const char *why = NULL;
+
+        if (!s->cfg.vendor_on[GPU_NVIDIA] || (!xid && !mig))
                 return;
-        if (open_nvml(s)) {
+        if (load_nvml(s, &why) && xid)
+                nvml_xid = start_nvml_events(s);
+        if (!nvml_xid && !mig)
+                s->nvml = gpu_nvml_free(s->nvml);
+        if (mig && !s->nvml)
+                kdp_backend_log_error(s->ctx, -ENOPKG, "MIG strategy needs NVML: GPUs in MIG mode are served whole, as with none",
+                                      KDP_F_STR("strategy", gpu_mig_strategy_names[s->cfg.mig_strategy]),
+                                      KDP_F_STR("reason", why ? why : "?"));
+        else if (mig)
+                kdp_backend_log_info(s->ctx, "MIG devices from NVML",
+                                     KDP_F_STR("strategy", gpu_mig_strategy_names[s->cfg.mig_strategy]));
+        if (!xid)
+                return;
+        if (nvml_xid) {
                 kdp_backend_log_info(s->ctx, "NVIDIA sources chosen", KDP_F_STR("xid", "nvml"),
                                      KDP_F_STR("discovery", "sysfs+procfs"),
                                      KDP_F_INT("nvmlGpus", gpu_nvml_events_n_gpus(s->nvml_events)));
                 return;
         }
-        s->nvml = gpu_nvml_free(s->nvml);
         open_kmsg(s);
         kdp_backend_log_info(s->ctx, "NVIDIA sources chosen", KDP_F_STR("xid", s->kmsg ? "kmsg" : "none"),
                              KDP_F_STR("discovery", "sysfs+procfs"));
@@ -407,10 +486,108 @@ static bool refresh_nvidia(gpu_state *s, gpu *g, bool is_new, char *why, size_t 
                 return true;
         }
         snprintf(g->id, sizeof(g->id), "%s", info.uuid);
+        g->nv_minor = info.minor;
         snprintf(rel, sizeof(rel), "nvidia%u", info.minor);    /* the minor may change after a rescan */
         g->n_nodes = 0;
         node_add(g, rel);
         check_node(s, g, rel);
+        return true;
+}
+
+/* A MIG device's capability node (ci < 0: its GPU instance's) into p->nodes; what is wrong into p->why. */
+static void mig_cap_node(gpu_state *s, const gpu *g, gpu_part *p, int ci) {
+        _cleanup_free_ char *bad_node = NULL;
+        const char *bad = NULL;
+        char file[64], rel[NODE_MAX];
+        unsigned minor;
+        size_t n = strlen(p->why);
+        int r = gpu_mig_read_access(s->ctx, g->nv_minor, p->gi, ci, &minor, &bad);
+
+        if (ci < 0)
+                snprintf(file, sizeof(file), "gpu%u/mig/gi%u/access", g->nv_minor, p->gi);
+        else
+                snprintf(file, sizeof(file), "gpu%u/mig/gi%u/ci%d/access", g->nv_minor, p->gi, ci);
+        if (r < 0) {
+                snprintf(p->why + n, sizeof(p->why) - n, "%sits capability file %s is %s%s%s", n ? "; " : "", file,
+                         r == -ENOENT ? "missing" : r == -EBADMSG ? "malformed: " : "unreadable: ",
+                         r == -EBADMSG ? (bad ? bad : "?") : "", r != -ENOENT && r != -EBADMSG ? strerror(-r) : "");
+                return;
+        }
+        snprintf(rel, sizeof(rel), "nvidia-caps/nvidia-cap%u", minor);
+        snprintf(p->nodes[p->n_nodes++], NODE_MAX, "%s", rel);
+        if (kdp_health_check_dev_node(s->ctx, rel, &bad_node) == KDP_UNHEALTHY && bad_node)
+                snprintf(p->why + n, sizeof(p->why) - n, "%s%s", n ? "; " : "", bad_node);
+}
+
+/* Logs the MIG devices a GPU is served as, when that starts or they change. */
+static void log_mig_layout(gpu_state *s, const gpu *g, const gpu_mig_layout *l) {
+        char profiles[GPU_MIG_MAX * (GPU_MIG_PROFILE_MAX + 1)] = "";
+        bool same = g->n_parts == l->n;
+
+        for (size_t i = 0; i < l->n; i++) {
+                same = same && g->parts[i].mig && strcmp(g->parts[i].id, l->devices[i].uuid) == 0;
+                snprintf(profiles + strlen(profiles), sizeof(profiles) - strlen(profiles), "%s%s", i ? "," : "",
+                         l->devices[i].profile);
+        }
+        if (!same)
+                kdp_backend_log_info(s->ctx, "GPU in MIG mode: its MIG devices are served, not the GPU",
+                                     KDP_F_STR("pci", g->bdf), KDP_F_STR("uuid", g->id), KDP_F_INT("migDevices", l->n),
+                                     KDP_F_STR("profiles", profiles));
+}
+
+/*
+ * mig_strategy single or mixed, with NVML: a GPU in MIG mode is served as its MIG devices (parts),
+ * never whole. Returns false when the GPU is not served at all (`why` says why): MIG mode without
+ * MIG devices, or NVML cannot tell a new GPU's MIG mode. A GPU seen before whose MIG devices NVML
+ * cannot list now keeps what it was served as (its MIG devices, or itself), Unhealthy with the reason.
+ */
+static bool refresh_mig(gpu_state *s, gpu *g, bool is_new, char *why, size_t why_size) {
+        gpu_part parts[GPU_PARTS_MAX];
+        const char *call = "?";
+        nvmlReturn_t code = NVML_ERROR_UNKNOWN;
+        gpu_mig_layout l;
+        int r = gpu_mig_query(s->nvml, g->bdf, &l, &call, &code);
+
+        if (r < 0) {
+                snprintf(why, why_size, "NVML cannot list its MIG devices: %s: %s", call, gpu_nvml_strerror(s->nvml, code));
+                if (is_new)
+                        return false;
+                reason_add(g, why);
+                return true;
+        }
+        if (!l.enabled) {
+                if (g->n_parts > 0)
+                        kdp_backend_log_info(s->ctx, "GPU left MIG mode: served whole", KDP_F_STR("pci", g->bdf),
+                                             KDP_F_STR("uuid", g->id));
+                g->n_parts = 0;
+                return true;
+        }
+        if (l.n == 0) {
+                snprintf(why, why_size, "in MIG mode without MIG devices (no GPU and compute instances)");
+                return false;
+        }
+        log_mig_layout(s, g, &l);
+        for (size_t i = 0; i < l.n; i++) {
+                gpu_part *p = &parts[i];
+
+                *p = (gpu_part){ .mig = true, .gi = l.devices[i].gi, .ci = l.devices[i].ci };
+                for (size_t k = 0; k < g->n_parts; k++)
+                        if (g->parts[k].mig && strcmp(g->parts[k].id, l.devices[i].uuid) == 0) {
+                                p->xid = g->parts[k].xid;       /* the same MIG device: its Xid stays */
+                                p->xid_at_ms = g->parts[k].xid_at_ms;
+                        }
+                snprintf(p->id, sizeof(p->id), "%s", l.devices[i].uuid);
+                snprintf(p->profile, sizeof(p->profile), "%s", l.devices[i].profile);
+                if (s->cfg.mig_strategy == GPU_MIG_MIXED &&
+                    gpu_mig_resource(kdp_backend_param(s->ctx, "nvidia_resource"), p->profile, p->resource,
+                                     sizeof(p->resource)) < 0)
+                        snprintf(p->why, sizeof(p->why), "its resource name is too long");
+                snprintf(p->nodes[p->n_nodes++], NODE_MAX, "nvidia%u", g->nv_minor);
+                mig_cap_node(s, g, p, -1);
+                mig_cap_node(s, g, p, (int) p->ci);
+        }
+        memcpy(g->parts, parts, sizeof(parts));
+        g->n_parts = l.n;
         return true;
 }
 
@@ -556,8 +733,10 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
                  * only this scan sees came after the last scan that found the GPU unbound: an Xid
                  * read before that scan is over, one read after it is the new binding's.
                  */
-                if (!g->rebound && g->xid_scan < g->unbound_scan)
+                if (!g->rebound && g->xid_scan < g->unbound_scan) {
                         g->xid = 0;
+                        clear_mig_xids(g);
+                }
         }
         g->bound = bound;
         g->rebound = false;
@@ -573,10 +752,28 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
         g->numa_node = p->numa_node;
 }
 
+/* The Xids of a GPU's MIG devices: over after xid_recovery_s (their text is added when emitted). */
+static void refresh_mig_xids(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expiry) {
+        for (size_t i = 0; i < g->n_parts; i++) {
+                gpu_part *p = &g->parts[i];
+                uint64_t due = p->xid_at_ms + s->cfg.xid_recovery_ms;
+
+                if (!p->xid || !s->cfg.xid_recovery_ms)
+                        continue;
+                if (now >= due) {
+                        kdp_backend_log_info(s->ctx, "MIG device recovered: its Xid is older than xid_recovery_s",
+                                             KDP_F_STR("pci", g->bdf), KDP_F_STR("uuid", p->id), KDP_F_INT("xid", p->xid));
+                        p->xid = 0;
+                } else if (!*next_expiry || due < *next_expiry)
+                        *next_expiry = due;
+        }
+}
+
 static void refresh_xid(gpu_state *s, gpu *g, uint64_t now, uint64_t *next_expiry) {
         char text[64];
         uint64_t due;
 
+        refresh_mig_xids(s, g, now, next_expiry);
         if (!g->xid)
                 return;
         due = g->xid_at_ms + s->cfg.xid_recovery_ms;
@@ -648,6 +845,10 @@ static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_lis
                 (void) kdp_device_tree_not_served(tree, p->address, why);
                 return;
         }
+        if (v == GPU_NVIDIA && !s->kmsg_opened) {
+                s->kmsg_opened = true;          /* NVML, when MIG devices need it, before the first GPU is read */
+                open_nvidia_sources(s);
+        }
         if (is_new && !(g = gpu_add(s, p, v)))
                 return;
         present[g - s->gpus] = true;
@@ -661,6 +862,19 @@ static void scan_function(gpu_state *s, kdp_device_tree *tree, const kdp_pci_lis
                         s->n_gpus--;    /* no UUID yet: try again next scan */
                         (void) kdp_device_tree_not_served(tree, p->address, why);
                 }
+                return;
+        }
+        if (v == GPU_NVIDIA && s->nvml && s->cfg.mig_strategy != GPU_MIG_NONE && g->bound &&
+            !refresh_mig(s, g, is_new, why, sizeof(why))) {
+                if (is_new)
+                        s->n_gpus--;
+                else {
+                        /* re-cut, not lost: a kdpd started now would not list it either */
+                        kdp_backend_log_info(s->ctx, "GPU left the list: in MIG mode without MIG devices it serves none",
+                                             KDP_F_STR("pci", g->bdf), KDP_F_STR("reason", why));
+                        g->recut = true;
+                }
+                (void) kdp_device_tree_not_served(tree, p->address, why);
                 return;
         }
         if (v == GPU_AMD)
@@ -734,6 +948,11 @@ static const char *unit_id(const gpu_unit *u) {
         return u->part ? u->part->id : u->g->id;
 }
 
+/* The resource of a device: a MIG device's under mig_strategy mixed, else its GPU's. */
+static const char *unit_resource(const gpu_unit *u) {
+        return u->part && u->part->resource[0] ? u->part->resource : u->g->resource;
+}
+
 static void unit_node_set(node_set *ns, const gpu_state *s, const gpu_unit *u) {
         if (u->part)
                 node_set_fill(ns, s, u->g, (const char (*)[NODE_MAX]) u->part->nodes, u->part->n_nodes);
@@ -766,12 +985,19 @@ static int emit_unit(const gpu_state *s, kdp_device_tree *tree, const gpu_unit *
                 .id = unit_id(u),
                 .pci_address = g->bdf,
         };
-        unsigned n = gpu_config_replicas(&s->cfg, g->resource);
+        const char *resource = unit_resource(u);
+        unsigned n = gpu_config_replicas(&s->cfg, resource);
         node_set ns;
         int r = 0;
 
         snprintf(reason, sizeof(reason), "%s", g->reason);
-        if (u->part && !part_has_render(u->part) && !strstr(reason, "no DRM render node"))
+        if (u->part && u->part->why[0])
+                snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason), "%s%s", reason[0] ? "; " : "",
+                         u->part->why);
+        if (u->part && u->part->xid)
+                snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason), "%sXid %u (%s)", reason[0] ? "; " : "",
+                         u->part->xid, gpu_xid_bucket(u->part->xid));
+        if (u->part && !u->part->mig && !part_has_render(u->part) && !strstr(reason, "no DRM render node"))
                 snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason), "%sno DRM render node",
                          reason[0] ? "; " : "");
         info.health = reason[0] ? KDP_UNHEALTHY : KDP_HEALTHY;
@@ -783,15 +1009,15 @@ static int emit_unit(const gpu_state *s, kdp_device_tree *tree, const gpu_unit *
                 info.n_numa_nodes = 1;
         }
         if (s->cfg.cdi) {
-                snprintf(cdi, sizeof(cdi), "%s=%s", g->resource, unit_id(u));
+                snprintf(cdi, sizeof(cdi), "%s=%s", resource, unit_id(u));
                 info.cdi_devices = cdis;
         }
         if (n == 1)
-                return kdp_device_tree_add(tree, g->resource, &info);
+                return kdp_device_tree_add(tree, resource, &info);
         info.id = id;
         for (unsigned k = 0; k < n && r >= 0; k++) {
                 snprintf(id, sizeof(id), "%s" GPU_REPLICA_SEP "%u", unit_id(u), k);
-                r = kdp_device_tree_add(tree, g->resource, &info);
+                r = kdp_device_tree_add(tree, resource, &info);
         }
         return r;
 }
@@ -934,7 +1160,7 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                 refresh_shared_nodes(s);        /* only NVIDIA GPUs' records carry them */
                 if (!s->kmsg_opened) {
                         s->kmsg_opened = true;  /* no NVML nor kernel log to read on a node without NVIDIA GPUs */
-                        open_xid_source(s);
+                        open_nvidia_sources(s);
                 }
         }
         if (s->kmsg && !s->kmsg_replayed) {
@@ -966,8 +1192,10 @@ static int gpu_scan(void *state, kdp_device_tree *tree) {
                         reason_add(g, "removed from the PCI bus");
                 }
                 refresh_xid(s, g, now, &next_expiry);
-                /* a refused resource name or device is noted by the tree, under the GPU's address */
-                (void) kdp_device_tree_add_resource(tree, g->resource);
+                /* a refused resource name or device is noted by the tree, under the GPU's address; a GPU
+                 * served as MIG devices of their own resources (mixed) declares none of its own */
+                if (g->n_parts == 0 || !g->parts[0].resource[0])
+                        (void) kdp_device_tree_add_resource(tree, g->resource);
                 (void) emit_gpu(s, tree, g);
         }
         refresh_nvlinks(s, present);
@@ -995,7 +1223,10 @@ static void gpu_device_event(void *state, const kdp_device_event *ev) {
         bind = strcmp(ev->action, "bind") == 0 || strcmp(ev->action, "add") == 0;
         if (bind)
                 g->rebound = true;
-        if (!g->xid || (!bind && strcmp(ev->action, "change") != 0))
+        if (!bind && strcmp(ev->action, "change") != 0)
+                return;
+        clear_mig_xids(g);
+        if (!g->xid)
                 return;
         kdp_backend_log_info(s->ctx, "GPU recovered: reset or rebound after its Xid", KDP_F_STR("pci", g->bdf),
                              KDP_F_INT("xid", g->xid), KDP_F_STR("event", ev->action));
@@ -1015,17 +1246,18 @@ static bool unit_by_id(const gpu_state *s, const char *resource, const char *id,
         for (size_t i = 0; i < s->n_gpus; i++) {
                 const gpu *g = &s->gpus[i];
 
-                if (strcmp(g->resource, resource) != 0)
-                        continue;
-                if (g->n_parts == 0 && id_is(g->id, id, n)) {
+                if (g->n_parts == 0 && strcmp(g->resource, resource) == 0 && id_is(g->id, id, n)) {
                         *ret = (gpu_unit){ .g = g };
                         return true;
                 }
-                for (size_t k = 0; k < g->n_parts; k++)
-                        if (id_is(g->parts[k].id, id, n)) {
-                                *ret = (gpu_unit){ .g = g, .part = &g->parts[k] };
+                for (size_t k = 0; k < g->n_parts; k++) {
+                        gpu_unit u = { .g = g, .part = &g->parts[k] };
+
+                        if (strcmp(unit_resource(&u), resource) == 0 && id_is(g->parts[k].id, id, n)) {
+                                *ret = u;
                                 return true;
                         }
+                }
         }
         return false;
 }
@@ -1091,7 +1323,7 @@ static int add_unit_edits(const gpu_state *s, const gpu_unit *u, kdp_alloc_respo
                         r = kdp_alloc_response_add_dev_node(resp, &ns.nodes[i]);
         }
         if (r >= 0 && s->cfg.cdi) {
-                snprintf(cdi, sizeof(cdi), "%s=%s", u->g->resource, unit_id(u));
+                snprintf(cdi, sizeof(cdi), "%s=%s", unit_resource(u), unit_id(u));
                 r = kdp_alloc_response_add_cdi_device(resp, cdi);
         }
         return r;
@@ -1112,7 +1344,7 @@ static int gpu_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_res
                 if (r < 0)
                         return r;
         }
-        if (list[0].part) {
+        if (list[0].part && !list[0].part->mig) {
                 parts = join_ids(list, n, false);
                 if (!parts)
                         return -ENOMEM;

@@ -10,6 +10,7 @@
  *   xid.c     Xid errors from the kernel log (xid.h)
  *   nvml.c    NVML loaded at run time, its Xid events (nvml.h)
  *   nvlink.c  NVLink links from NVML, and the preferred allocation that weighs them
+ *   mig.c     NVIDIA MIG devices: NVML's layout, profile names, capability files (mig.h)
  *
  * Everything runs under the backend's lock (kdp/backend.h): scan and the Xid
  * callback on the loop thread, allocate and preferred on the gRPC thread.
@@ -56,6 +57,14 @@ typedef enum gpu_amd_partitions {
         _GPU_AMD_PARTITIONS_INVALID = -EINVAL,
 } gpu_amd_partitions;
 
+typedef enum gpu_mig_strategy {
+        GPU_MIG_NONE,                   /* a GPU in MIG mode is served whole */
+        GPU_MIG_SINGLE,                 /* each MIG device is a device of the GPU's resource */
+        GPU_MIG_MIXED,                  /* each MIG device is a device of <domain>/mig-<profile> */
+        _GPU_MIG_STRATEGY_MAX,
+        _GPU_MIG_STRATEGY_INVALID = -EINVAL,
+} gpu_mig_strategy;
+
 typedef struct model_resource {
         uint16_t vendor, device;
         char *resource;
@@ -76,12 +85,15 @@ typedef struct gpu_config {
         size_t n_replicas;
         gpu_replica_policy policy;
         gpu_amd_partitions amd_partitions;
+        gpu_mig_strategy mig_strategy;
         bool device_specs, cdi;
         gpu_xid_set xid_ignore;
         bool xid_off;                           /* xid_ignore: all */
         uint64_t xid_recovery_ms;               /* 0: only a reset or rebind recovers */
 } gpu_config;
 
+/* mig_strategy's values by gpu_mig_strategy ("none", "single", "mixed"). */
+extern const char *const gpu_mig_strategy_names[];
 /* The { 0 }-terminated params of the backend (its ops table's .params). */
 extern const kdp_param_spec gpu_params[];
 
@@ -123,6 +135,8 @@ typedef struct nvidia_info {
  * disagree with `bdf`; then *reterr_why (may be NULL) says what is wrong (static text).
  */
 int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret, const char **reterr_why);
+/* Reads <proc root>/<rel> (a procfs file of the NVIDIA driver) into *ret; -ENOENT when there is none. */
+int nvidia_read_proc(const kdp_backend_ctx *ctx, const char *rel, char **ret);
 /* Reads <proc root>/driver/nvidia/gpus/<bdf>/information; -ENOENT when the driver lists no such GPU. */
 int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret, const char **reterr_why);
 /* The node-wide NVIDIA nodes a container needs beside /dev/nvidia<minor>, in this order. */

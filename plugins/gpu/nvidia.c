@@ -100,18 +100,23 @@ int nvidia_parse_information(const char *text, const char *bdf, nvidia_info *ret
         return 0;
 }
 
+int nvidia_read_proc(const kdp_backend_ctx *ctx, const char *rel, char **ret) {
+        _cleanup_free_ char *path = NULL;
+        int r = kdp_backend_path(ctx, KDP_PATH_PROC, rel, &path);
+
+        if (r < 0)
+                return r;
+        r = kdp_sysfs_read_text(path, ret);          /* procfs reports size 0 */
+        return r == -ENOTDIR ? -ENOENT : r;
+}
+
 int nvidia_read_information(const kdp_backend_ctx *ctx, const char *bdf, nvidia_info *ret, const char **reterr_why) {
-        _cleanup_free_ char *rel = NULL, *path = NULL, *text = NULL;
+        _cleanup_free_ char *rel = NULL, *text = NULL;
         int r;
 
         if (asprintf(&rel, "driver/nvidia/gpus/%s/information", bdf) < 0)
                 return -ENOMEM;
-        r = kdp_backend_path(ctx, KDP_PATH_PROC, rel, &path);
-        if (r < 0)
-                return r;
-        r = kdp_sysfs_read_text(path, &text);        /* procfs reports size 0 */
-        if (r == -ENOTDIR)
-                r = -ENOENT;
+        r = nvidia_read_proc(ctx, rel, &text);
         if (r < 0)
                 return r;
         return nvidia_parse_information(text, bdf, ret, reterr_why);

@@ -68,6 +68,7 @@ typedef enum nvmlReturn_enum {
 
 typedef struct nvmlDevice_st *nvmlDevice_t;            /* opaque handles */
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
+typedef struct nvmlGpuInstance_st *nvmlGpuInstance_t;
 
 typedef enum nvmlEnableState_enum {
         NVML_FEATURE_DISABLED = 0,
@@ -103,6 +104,44 @@ typedef struct nvmlDeviceAttributes_st {
         unsigned long long memorySizeMB;
 } nvmlDeviceAttributes_t;
 
+typedef struct nvmlMemory_st {
+        unsigned long long total;                       /* bytes */
+        unsigned long long free;
+        unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct nvmlGpuInstancePlacement_st {
+        unsigned int start;
+        unsigned int size;
+} nvmlGpuInstancePlacement_t;
+
+/* A GPU instance (nvmlGpuInstanceGetInfo): its profile ID says which variant of a size it is. */
+typedef struct nvmlGpuInstanceInfo_st {
+        nvmlDevice_t device;                            /* the parent GPU */
+        unsigned int id;
+        unsigned int profileId;                         /* NVML_GPU_INSTANCE_PROFILE_* */
+        nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+/* The GPU instance profile IDs (nvmlGpuInstanceInfo_t.profileId). */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_GPU_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_GPU_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7      /* with media extensions: "+me" */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8      /* "+me" */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9      /* twice the memory, no suffix */
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX 0xA       /* "+gfx" */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX 0xB
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX 0xC
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME 0xD     /* "-me" */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME 0xE
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME 0xF    /* "+me.all" */
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME 0x10
+
 #define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
 
 typedef struct nvmlEventData_st {
@@ -131,6 +170,9 @@ typedef struct nvmlEventData_st {
         X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id)) \
         X(nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id)) \
         X(nvmlDeviceGetAttributes_v2, nvmlReturn_t, (nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)) \
+        X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t *memory)) \
+        X(nvmlDeviceGetGpuInstanceById, nvmlReturn_t, (nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t *gpuInstance)) \
+        X(nvmlGpuInstanceGetInfo, nvmlReturn_t, (nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info)) \
         X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t *set)) \
         X(nvmlDeviceRegisterEvents, nvmlReturn_t, (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)) \
         X(nvmlEventSetWait_v2, nvmlReturn_t, (nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)) \

@@ -4,8 +4,15 @@
  * them), answering from the fixture file that $KDP_FAKE_NVML names. nvmlInit_v2 reads it; one line
  * each, '#' starts a comment, BDFs are "0000:18:00.0":
  *
- *   gpu BDF UUID [device=0x2330] [mig=0|1] [pending=0|1] [maxmig=N]
- *   mig BDF GI CI UUID SLICES MEMORY_MB        a MIG device of GPU BDF (in order of index)
+ *   gpu BDF UUID [device=0x2330] [mig=0|1] [pending=0|1] [maxmig=N] [mem=MB]
+ *                                              mem: nvmlDeviceGetMemoryInfo's total (default
+ *                                              81559, an H100 80GB)
+ *   mig BDF GI CI UUID SLICES MEMORY_MB [profile=ID] [cislices=N]
+ *                                              a MIG device of GPU BDF (in order of index) in GPU
+ *                                              instance GI (SLICES slices, MEMORY_MB; profile: its
+ *                                              NVML_GPU_INSTANCE_PROFILE_* ID in hex, by default the plain
+ *                                              one of SLICES) and compute instance CI (cislices:
+ *                                              its slices, default SLICES)
  *   nvlink BDF LINK up|down REMOTE_BDF         link LINK of GPU BDF; a later line for the same
  *                                              BDF and LINK replaces it (a link that goes down)
  *   fail FUNCTION CODE [BDF]                   FUNCTION (its exported name) returns CODE, e.g.
@@ -15,6 +22,11 @@
  *   event BDF XID [GI CI]                      a critical Xid that nvmlEventSetWait_v2 returns
  *   events FIFO                                more lines (event, fail, clear, nvlink) are read from FIFO
  *                                              while nvmlEventSetWait_v2 waits
+ *
+ * The file is read again when it changed (size, time or inode) at the next nvmlDeviceGetCount_v2
+ * or nvmlDeviceGetHandleByPciBusId_v2, as the real library sees MIG instances created and destroyed
+ * while it runs: gpu, mig, nvlink, fail and clear lines are taken anew (keep the gpu lines in
+ * their order: a GPU's handle is its line's place), event and events lines only at nvmlInit_v2.
  *
  * CODE is an nvmlReturn_t name without NVML_ERROR_ (SUCCESS, NOT_SUPPORTED, GPU_IS_LOST, ...) or
  * a number. Without $KDP_FAKE_NVML, nvmlInit_v2 returns DRIVER_NOT_LOADED; a malformed fixture
@@ -29,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nvml.h"
@@ -53,16 +66,23 @@ typedef struct nvmlDevice_st {
 typedef struct fake_gpu {
         char bdf[32], uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
         unsigned device_id, mig, pending, maxmig;
+        unsigned long long mem_mb;
         fake_handle handle;
         bool registered;
 } fake_gpu;
 
+struct nvmlGpuInstance_st {
+        int gpu;
+        unsigned id, profile;
+};
+
 typedef struct fake_mig {
         int gpu;
-        unsigned gi, ci, slices;
+        unsigned gi, ci, slices, ci_slices;
         unsigned long long memory_mb;
         char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
         fake_handle handle;
+        struct nvmlGpuInstance_st instance;
 } fake_mig;
 
 typedef struct fake_link {
@@ -96,6 +116,8 @@ static fake_fail fails[MAX_FAILS];
 static fake_event events[MAX_EVENTS];
 static size_t n_gpus, n_migs, n_links, n_fails, n_events, next_event;
 static int fifo = -1;
+static bool reloading;                  /* reading the file again: no event or events lines */
+static struct stat loaded;              /* the file as last read */
 static char fifo_buf[4096];
 static size_t fifo_len;
 
@@ -161,37 +183,48 @@ static int find_gpu(const char *bdf) {
 
 /* One fixture line; -EINVAL when malformed. Called with the lock held. */
 static int parse_line(char *line) {
-        char *w[8] = { 0 }, *state = NULL;
+        char *w[12] = { 0 }, *state = NULL;
         size_t n = 0;
 
         if (strchr(line, '#'))
                 *strchr(line, '#') = '\0';
-        for (char *t = strtok_r(line, " \t\r\n", &state); t && n < 8; t = strtok_r(NULL, " \t\r\n", &state))
+        for (char *t = strtok_r(line, " \t\r\n", &state); t && n < 12; t = strtok_r(NULL, " \t\r\n", &state))
                 w[n++] = t;
         if (n == 0)
                 return 0;
         if (strcmp(w[0], "gpu") == 0 && n >= 3 && n_gpus < MAX_GPUS) {
                 fake_gpu *g = &gpus[n_gpus];
 
-                *g = (fake_gpu){ .device_id = 0x2330, .handle = { .gpu = (int) n_gpus, .mig = -1 } };
+                *g = (fake_gpu){ .device_id = 0x2330, .mem_mb = 81559, .handle = { .gpu = (int) n_gpus, .mig = -1 } };
                 snprintf(g->bdf, sizeof(g->bdf), "%s", w[1]);
                 snprintf(g->uuid, sizeof(g->uuid), "%s", w[2]);
                 for (size_t i = 3; i < n; i++)
                         if (sscanf(w[i], "device=%x", &g->device_id) != 1 && sscanf(w[i], "mig=%u", &g->mig) != 1 &&
-                            sscanf(w[i], "pending=%u", &g->pending) != 1 && sscanf(w[i], "maxmig=%u", &g->maxmig) != 1)
+                            sscanf(w[i], "pending=%u", &g->pending) != 1 && sscanf(w[i], "maxmig=%u", &g->maxmig) != 1 &&
+                            sscanf(w[i], "mem=%llu", &g->mem_mb) != 1)
                                 return -EINVAL;
                 n_gpus++;
                 return 0;
         }
-        if (strcmp(w[0], "mig") == 0 && n == 7 && n_migs < MAX_MIGS && find_gpu(w[1]) >= 0) {
+        if (strcmp(w[0], "mig") == 0 && n >= 7 && n_migs < MAX_MIGS && find_gpu(w[1]) >= 0) {
+                static const unsigned plain[9] = { 0, NVML_GPU_INSTANCE_PROFILE_1_SLICE, NVML_GPU_INSTANCE_PROFILE_2_SLICE,
+                                                   NVML_GPU_INSTANCE_PROFILE_3_SLICE, NVML_GPU_INSTANCE_PROFILE_4_SLICE,
+                                                   0, NVML_GPU_INSTANCE_PROFILE_6_SLICE,
+                                                   NVML_GPU_INSTANCE_PROFILE_7_SLICE, NVML_GPU_INSTANCE_PROFILE_8_SLICE };
                 fake_mig *m = &migs[n_migs];
 
                 *m = (fake_mig){ .gpu = find_gpu(w[1]), .handle = { .gpu = find_gpu(w[1]), .mig = (int) n_migs } };
                 m->gi = (unsigned) strtoul(w[2], NULL, 10);
                 m->ci = (unsigned) strtoul(w[3], NULL, 10);
                 snprintf(m->uuid, sizeof(m->uuid), "%s", w[4]);
-                m->slices = (unsigned) strtoul(w[5], NULL, 10);
+                m->slices = m->ci_slices = (unsigned) strtoul(w[5], NULL, 10);
                 m->memory_mb = strtoull(w[6], NULL, 10);
+                m->instance = (struct nvmlGpuInstance_st){ .gpu = m->gpu, .id = m->gi,
+                                                           .profile = m->slices < 9 ? plain[m->slices] : 0 };
+                for (size_t i = 7; i < n; i++)
+                        if (sscanf(w[i], "profile=%x", &m->instance.profile) != 1 &&
+                            sscanf(w[i], "cislices=%u", &m->ci_slices) != 1)
+                                return -EINVAL;
                 n_migs++;
                 return 0;
         }
@@ -228,6 +261,8 @@ static int parse_line(char *line) {
                 n_fails = k;
                 return 0;
         }
+        if (reloading && (strcmp(w[0], "event") == 0 || strcmp(w[0], "events") == 0))
+                return 0;
         if (strcmp(w[0], "event") == 0 && (n == 3 || n == 5) && n_events < MAX_EVENTS && find_gpu(w[1]) >= 0) {
                 events[n_events++] = (fake_event){
                         .gpu = find_gpu(w[1]), .xid = (unsigned) strtoul(w[2], NULL, 10),
@@ -264,6 +299,8 @@ static nvmlReturn_t load(void) {
                 fprintf(stderr, "fake-nvml: %s: %s\n", path, strerror(errno));
                 return NVML_ERROR_UNKNOWN;
         }
+        if (fstat(fileno(f), &loaded) < 0)
+                loaded = (struct stat){ 0 };
         while (fgets(line, sizeof(line), f)) {
                 no++;
                 if (parse_line(line) < 0) {
@@ -275,6 +312,43 @@ static nvmlReturn_t load(void) {
         }
         fclose(f);
         return NVML_SUCCESS;
+}
+
+/*
+ * Reads the file again when it changed since it was read: the GPUs, MIG devices, links and fail
+ * lines it holds now (a GPU keeps its registration for events). A file that cannot be read or
+ * parsed now leaves the last state. Lock held, after init.
+ */
+static void reload(void) {
+        const char *path = getenv("KDP_FAKE_NVML");
+        bool registered[MAX_GPUS] = { false };
+        char bdfs[MAX_GPUS][32];
+        size_t n_was = n_gpus;
+        char line[512];
+        struct stat st;
+        FILE *f;
+
+        if (!path || stat(path, &st) < 0 ||
+            (st.st_ino == loaded.st_ino && st.st_size == loaded.st_size &&
+             st.st_mtim.tv_sec == loaded.st_mtim.tv_sec && st.st_mtim.tv_nsec == loaded.st_mtim.tv_nsec))
+                return;
+        f = fopen(path, "re");
+        if (!f)
+                return;
+        loaded = st;
+        for (size_t i = 0; i < n_gpus; i++) {
+                registered[i] = gpus[i].registered;
+                memcpy(bdfs[i], gpus[i].bdf, sizeof(bdfs[i]));
+        }
+        n_gpus = n_migs = n_links = n_fails = 0;
+        reloading = true;
+        while (fgets(line, sizeof(line), f))
+                if (parse_line(line) < 0)
+                        fprintf(stderr, "fake-nvml: %s: malformed line on reload\n", path);
+        reloading = false;
+        fclose(f);
+        for (size_t i = 0; i < n_gpus && i < n_was; i++)
+                gpus[i].registered = strcmp(gpus[i].bdf, bdfs[i]) == 0 && registered[i];
 }
 
 /* The code a `fail` line gives this call, else NVML_SUCCESS; UNINITIALIZED before init. Lock held. */
@@ -340,6 +414,10 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
+        pthread_mutex_lock(&lock);
+        if (n_init > 0)
+                reload();
+        pthread_mutex_unlock(&lock);
         ENTER(-1);
         if (!count)
                 LEAVE(NVML_ERROR_INVALID_ARGUMENT);
@@ -369,6 +447,11 @@ static int gpu_by_bus_id(const char *id) {
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device) {
         int g;
+
+        pthread_mutex_lock(&lock);
+        if (n_init > 0)
+                reload();
+        pthread_mutex_unlock(&lock);
         ENTER(pciBusId ? gpu_by_bus_id(pciBusId) : -1);
         if (!pciBusId || !device)
                 LEAVE(NVML_ERROR_INVALID_ARGUMENT);
@@ -471,8 +554,43 @@ EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAt
         if (device->mig < 0)
                 LEAVE(NVML_ERROR_NOT_SUPPORTED);
         *attributes = (nvmlDeviceAttributes_t){ .gpuInstanceSliceCount = migs[device->mig].slices,
-                                                .computeInstanceSliceCount = migs[device->mig].slices,
+                                                .computeInstanceSliceCount = migs[device->mig].ci_slices,
                                                 .memorySizeMB = migs[device->mig].memory_mb };
+        LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
+        ENTER(handle_gpu(device));
+        if (!device || !memory)
+                LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+        if (device->mig >= 0)
+                *memory = (nvmlMemory_t){ .total = migs[device->mig].memory_mb << 20 };
+        else
+                *memory = (nvmlMemory_t){ .total = gpus[device->gpu].mem_mb << 20 };
+        memory->free = memory->total;
+        LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t *gpuInstance) {
+        ENTER(handle_gpu(device));
+        if (!device || device->mig >= 0 || !gpuInstance)
+                LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+        if (!gpus[device->gpu].mig)
+                LEAVE(NVML_ERROR_INVALID_STATE);
+        for (size_t i = 0; i < n_migs; i++)
+                if (migs[i].gpu == device->gpu && migs[i].gi == id) {
+                        *gpuInstance = &migs[i].instance;
+                        LEAVE(NVML_SUCCESS);
+                }
+        LEAVE(NVML_ERROR_NOT_FOUND);
+}
+
+EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info) {
+        ENTER(gpuInstance ? gpuInstance->gpu : -1);
+        if (!gpuInstance || !info)
+                LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+        *info = (nvmlGpuInstanceInfo_t){ .device = &gpus[gpuInstance->gpu].handle, .id = gpuInstance->id,
+                                         .profileId = gpuInstance->profile };
         LEAVE(NVML_SUCCESS);
 }
 

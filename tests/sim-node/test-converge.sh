@@ -20,7 +20,11 @@
 # fed through its control FIFO once kdpd #1 has registered its first list, plus this harness's
 # own line "restore PATH" (a write of PATH with the fixture's text: NVIDIA's information file,
 # a KFD node's properties) and "exclude PATH" (the same text with "GPU Excluded: Yes"); a case
-# with the line "# converge: keeps nothing" fails when kdpd #1 keeps any device as seen. Each
+# with the line "# converge: keeps nothing" fails when kdpd #1 keeps any device as seen. A
+# fixture with an NVML fixture beside it (tests/fixtures/nodes/FIXTURE.nvml: gpu-h100x8-mig) runs
+# its kdpds with the fake libnvidia-ml.so.1 (tests/nvml) answering from a copy of it; a script
+# line "nvml NAME" replaces that copy with tests/sim-node/converge/NAME once the lines before it
+# are done (MIG instances created or destroyed: NVML's side of what the lines before wrote). Each
 # fixture also gets a random script (fixed seed, random_script below), and gpu-h100x8 runs the
 # fixture's own gpu-h100x8-fall-off-bus.script. The SR-IOV fixtures (backend sriov, its
 # config.json tests/sim-node/converge/FIXTURE.config.json) run each event script of their own
@@ -150,7 +154,7 @@ random_script() {
         local -a pool
         rng=$4
         case $fixture in
-        gpu-h100x8) gpus=(0000:18:00.0 0000:19:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0) ;;
+        gpu-h100x8 | gpu-h100x8-mig) gpus=(0000:18:00.0 0000:19:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0) ;;
         gpu-mi300x4) gpus=(0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0); kfdnode=(2 3 4 5) ;;
         gpu-mi300x4-cpx) gpus=(0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0); kfdnode=(2 10 18 26) ;;
         gpu-flex170x2) gpus=(0000:4d:00.0 0000:ca:00.0) ;;
@@ -417,7 +421,8 @@ seen_reason() {
         case ${reason%%;*} in
         "removed from the PCI bus" | "driver unbound" | "driver unbound (expected "*")" | "bound to "* | \
                 "excluded by the driver"* | "not listed in /proc/driver/nvidia/gpus" | *" gone from sysfs" | \
-                "its pool's selectors no longer take it" | "carries the default route")
+                "its pool's selectors no longer take it" | "carries the default route" | \
+                "NVML cannot list its MIG devices: "*)
                 echo "$reason" ;;
         *) return 1 ;;
         esac
@@ -541,7 +546,7 @@ cp "$here/converge-node.sh" "$here/asan-runtime" "$tmp/"
 # Under valgrind: each fixture's random script (every kind of event its GPUs get), the Xid cases,
 # the switch that goes and comes back (the longest burst of uevents), SR-IOV off and on, and the
 # SR-IOV backend's VFs going and coming with sriov_numvfs
-valgrind_cases='/random-seed[0-9]+$|^gpu-h100x8/(xid|fall-off-bus|unplug-replug)$|^gpu-flex170x2/sriov-(disable|vfs)$|^sriov-e810/numvfs$'
+valgrind_cases='/random-seed[0-9]+$|^gpu-h100x8/(xid|fall-off-bus|unplug-replug)$|^gpu-h100x8-mig/layout$|^gpu-flex170x2/sriov-(disable|vfs)$|^sriov-e810/numvfs$'
 only=${KDP_CONVERGE_ONLY:-.}
 [ "${KDP_VALGRIND:-}" = 1 ] && [ -z "${KDP_CONVERGE_ONLY:-}" ] && only=$valgrind_cases
 skipped=()
@@ -576,6 +581,26 @@ pf_carriers() {
 }
 
 n_cases=0
+# feed_script DIR: DIR/script to sim-node's control FIFO (fd 9); at each "nvml NAME" line, once
+# sim-node has done the lines before it, DIR/nvml.fixture (what the fake NVML reads) becomes NAME
+feed_script() {
+        local d=$1 n=0 line
+        : > "$d/segment"
+        while IFS= read -r line; do
+                if [[ $line != "nvml "* ]]; then
+                        printf '%s\n' "$line" >> "$d/segment"
+                        continue
+                fi
+                n=$((n + 1))
+                printf 'wait\necho converge-nvml-%s\n' "$n" >> "$d/segment"
+                cat "$d/segment" >&9
+                : > "$d/segment"
+                wait_for "the script's lines before its nvml line $n" 120 grep -qx "converge-nvml-$n" "$d/sim.out" || return 1
+                cp "$cases/${line#nvml }" "$d/nvml.next" && mv "$d/nvml.next" "$d/nvml.fixture" || return 1
+        done < "$d/script"
+        cat "$d/segment" >&9
+}
+
 run_case() {
         local fixture=$1 name=$2 script=$3 d k extra=() netns=() t0
         shift 3
@@ -606,8 +631,18 @@ run_case() {
         wait_for "the stand-in kubelets" 10 test -S "$d/k1/kubelet.sock" -a -S "$d/k2/kubelet.sock" || { stop_all; return; }
         mkfifo "$d/ctl"
         [ "$1" = gpu ] && export CONVERGE_KMSG_PARAM=gpu.kmsg || unset CONVERGE_KMSG_PARAM
+        unset KDP_FAKE_NVML
         case $1 in
         gpu) extra=(--backend gpu -o gpu.nvml=) ;;         # Xids from the scripted kernel log, never the host's NVML
+        esac
+        if [ "$1" = gpu ] && [ -f "$nodes/$fixture.nvml" ]; then
+                # the node's NVML: the fake library, answering from a copy of the fixture's (and serving Xids)
+                cp "$nodes/$fixture.nvml" "$d/nvml.fixture"
+                export KDP_FAKE_NVML=$d/nvml.fixture
+                extra=(--backend gpu -o gpu.nvml="$build/tests/nvml/libnvidia-ml.so.1")
+        fi
+        case $1 in
+        gpu) ;;
         sriov | fpga) extra=(--backend "$1") ;;
         *) extra=(--backend "$pcitest") ;;
         esac
@@ -619,7 +654,7 @@ run_case() {
         bg+=($sim_pid)
         exec 9<> "$d/ctl"
         wait_for "kdpd #1's first list" 60 registered "$d/kubelet1.out" "$d/kdpd1.err" || { show_logs "$d"; stop_all; return; }
-        cat "$d/script" >&9
+        feed_script "$d" || { show_logs "$d"; stop_all; return; }
         wait_for "the script's end" 120 script_done "$d/sim.out" || { show_logs "$d"; stop_all; return; }
         if ! sim_running; then
                 fail "$case_name: sim-node stopped during the script"
@@ -711,6 +746,7 @@ run_case() {
 
 backend_of() {
         case $1 in
+        gpu-h100x8-mig) echo "gpu -o gpu.mig_strategy=mixed" ;;
         gpu-*) echo gpu ;;
         two-socket-switches) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=2330 -o pcitest.driver=nvidia" ;;
         flapping-device) echo "pcitest -o pcitest.vendor=10de -o pcitest.device=20f1 -o pcitest.driver=nvidia" ;;
@@ -723,7 +759,8 @@ main() {
         local fixture script name seed=1
         local -a backend
         for fixture in gpu-h100x8 gpu-mi300x4 gpu-mi300x4-cpx gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
-                sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae fpga-ofs; do
+                sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae fpga-ofs \
+                gpu-h100x8-mig; do       # last: the random scripts of the others keep their seeds
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
                         [ -f "$script" ] || continue
@@ -746,6 +783,10 @@ main() {
                 done
                 # AMD partitions as devices: the repartition moves GPU 0 between resources (mixed)
                 # and changes its devices (single); the random script too, with partitions
+                # MIG devices as one resource: the layout change under single too
+                [ "$fixture" = gpu-h100x8-mig ] &&
+                        run_case "$fixture" layout-single "$cases/$fixture.layout.script" "${backend[@]}" \
+                                -o gpu.mig_strategy=single
                 if [ "$fixture" = gpu-mi300x4-cpx ]; then
                         run_case "$fixture" repartition-mixed "$nodes/$fixture-repartition.script" "${backend[@]}" \
                                 -o gpu.amd_partitions=mixed
