@@ -230,7 +230,7 @@ START_TEST(test_config_load_rejects_tab_indentation) {
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 
-        expect_file_error(&p, path, "line=2 column=1 reason=\"tab character may not be used as indentation\"");
+        expect_file_error(&p, path, "line=2 column=1 reason=\"a tab (indent and separate with spaces)\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -405,6 +405,25 @@ START_TEST(test_config_load_reports_every_problem_of_the_file) {
         expect_file_error(&p, path, "line=2 key=\"example.a\" reason=\"value must be a scalar\"");
         expect_file_error(&p, path, "line=4 key=\"example.b\" reason=\"duplicate key\"");
         expect_file_error(&p, path, "line=5 key=\"gpu\" reason=\"section is not a mapping\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+/*
+ * Found by fuzz/config-yaml: libfyaml 0.8 crashes freeing its parser after this input (tabs within
+ * its lines, a form feed); no tab reaches it.
+ */
+START_TEST(test_config_load_refuses_tabs_before_libfyaml_sees_them) {
+        static const char yaml[] = "\n?\n o: \t?\n\t\t\t\td:\n?\n : eLe0\n? e| \f\t\t\t\t\t\t\t\td:\n?\n : eLe0\n? h: ";
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(yaml);
+        _cleanup_(kdp_test_unlink_freep) char *inner = write_yaml("example:\n  devices:\t16\n");
+        _cleanup_free_ char *log = load_fails(path, -EINVAL), *log2 = load_fails(inner, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=3 column=5 reason=\"a tab (indent and separate with spaces)\"");
+        ck_assert_str_eq(p, "");
+        p = log2;
+        expect_file_error(&p, inner, "line=2 column=11 reason=\"a tab (indent and separate with spaces)\"");
         ck_assert_str_eq(p, "");
 }
 END_TEST
@@ -861,6 +880,7 @@ static Suite *config_suite(void) {
         tcase_add_test(tc, test_config_load_rejects_more_than_one_document);
         tcase_add_test(tc, test_config_load_reports_every_problem_of_the_file);
         tcase_add_test(tc, test_config_load_refuses_a_directive_that_is_not_utf8);
+        tcase_add_test(tc, test_config_load_refuses_tabs_before_libfyaml_sees_them);
         tcase_add_test(tc, test_config_load_fails_on_missing_file_or_directory);
         tcase_add_test(tc, test_config_load_fails_on_unreadable_file_with_eacces);
         tcase_add_loop_test(tc, test_config_load_rejects_bytes_the_parser_would_not_read, 0,

@@ -481,6 +481,36 @@ static int log_read_error(const char *path, int r, const kdp_config_file_error *
         return kdp_log_error(r, "Failed to open config file", KDP_F_STR("path", path));
 }
 
+/*
+ * kdp's YAML config takes no tab at all: YAML forbids tabs as indentation,
+ * and libfyaml 0.8 (Debian bookworm) corrupts its parser on some tabs within
+ * the lines of malformed input, then crashes when the parser is freed (found
+ * by fuzz/config-yaml). The error names the first tab, lines and columns
+ * counted as kdp_config_file_check_text() counts them.
+ */
+static int check_no_tab(const char *text, size_t size, kdp_config_file_error *reterr) {
+        unsigned line = 1, column = 1;
+
+        for (size_t i = 0; i < size; i++) {
+                unsigned char ch = (unsigned char) text[i];
+
+                if (ch == '\t') {
+                        *reterr = (kdp_config_file_error){ .reason = "a tab (indent and separate with spaces)",
+                                                           .line = line, .column = column };
+                        return -EILSEQ;
+                }
+                if (ch == '\n' || ch == '\r') {
+                        if (ch == '\r' && i + 1 < size && text[i + 1] == '\n')
+                                i++;
+                        line++;
+                        column = 1;
+                } else if ((ch & 0xc0) != 0x80) {
+                        column++;       /* a character's first byte */
+                }
+        }
+        return 0;
+}
+
 static int config_parse_file(kdp_config *c, const char *path) {
         _cleanup_(yaml_input_done) yaml_input y = {};
         config_loader ld = { .config = c, .path = path };
@@ -495,6 +525,11 @@ static int config_parse_file(kdp_config *c, const char *path) {
                 return log_read_error(path, r == -EILSEQ ? -EINVAL : r, &fe);
         if (size == 0)
                 return 0;       /* empty, also in JSON mode (where libfyaml wants a value) */
+        if (!path_is_json(path)) {
+                r = check_no_tab(y.text, size, &fe);
+                if (r < 0)
+                        return log_read_error(path, -EINVAL, &fe);
+        }
 
         fy_diag_cfg_default(&dcfg);
         dcfg.fp = NULL;
