@@ -5,9 +5,17 @@
  * directory) failing with ENOENT instead of destroying a grpc server that has a
  * listener, which grpc aborts on. The program is linked with -Wl,--wrap=chmod
  * (tests/unit/CMakeLists.txt): __wrap_chmod removes the socket first when asked.
+ *
+ * And a stop racing its own shutdown: a server with no listener of gRPC's own
+ * and no channel completes its shutdown inside grpc_server_shutdown_and_notify(),
+ * so the CQ thread can take the tag and destroy the grpc_server while that call
+ * still reads it. Wrapped (--wrap), the call lingers 20 ms after gRPC's own
+ * and counts a grpc_server_destroy() of its server meanwhile.
  */
 #include <check.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -24,6 +32,29 @@ int __real_chmod(const char *path, mode_t mode);
 int __wrap_chmod(const char *path, mode_t mode);
 
 static bool unlink_before_chmod;
+
+void __real_grpc_server_shutdown_and_notify(grpc_server *server, grpc_completion_queue *cq, void *tag);
+void __wrap_grpc_server_shutdown_and_notify(grpc_server *server, grpc_completion_queue *cq, void *tag);
+void __real_grpc_server_destroy(grpc_server *server);
+void __wrap_grpc_server_destroy(grpc_server *server);
+
+static _Atomic(grpc_server *) shutting_down;   /* inside grpc_server_shutdown_and_notify() */
+static atomic_uint destroyed_during_shutdown;
+
+void __wrap_grpc_server_shutdown_and_notify(grpc_server *server, grpc_completion_queue *cq, void *tag) {
+        const struct timespec linger = { .tv_nsec = 20 * 1000 * 1000 };
+
+        atomic_store(&shutting_down, server);
+        __real_grpc_server_shutdown_and_notify(server, cq, tag);
+        nanosleep(&linger, NULL);
+        atomic_store(&shutting_down, NULL);
+}
+
+void __wrap_grpc_server_destroy(grpc_server *server) {
+        if (atomic_load(&shutting_down) == server)
+                atomic_fetch_add(&destroyed_during_shutdown, 1);
+        __real_grpc_server_destroy(server);
+}
 
 int __wrap_chmod(const char *path, mode_t mode) {
         if (unlink_before_chmod)
@@ -109,12 +140,30 @@ START_TEST(test_server_socket_removed_after_bind_fails_with_enoent_and_serves_ag
 }
 END_TEST
 
+START_TEST(test_server_stop_keeps_its_grpc_server_until_the_shutdown_call_returned) {
+        unsigned destroyed;
+        rig g = {};
+
+        rig_start(&g);
+        for (int i = 0; i < 5; i++) {
+                kdp_server *s = NULL;
+
+                ck_assert_int_eq(serve(&g, &s), 0);
+                kdp_server_stop(s);
+        }
+        rig_end(&g);
+        destroyed = atomic_load(&destroyed_during_shutdown);
+        ck_assert_uint_eq(destroyed, 0);
+}
+END_TEST
+
 static Suite *server_suite(void) {
         Suite *suite = suite_create("server");
         TCase *tc = tcase_create("socket");
 
         tcase_add_test(tc, test_server_socket_is_0600_while_serving_and_gone_after);
         tcase_add_test(tc, test_server_socket_removed_after_bind_fails_with_enoent_and_serves_again);
+        tcase_add_test(tc, test_server_stop_keeps_its_grpc_server_until_the_shutdown_call_returned);
         suite_add_tcase(suite, tc);
         return suite;
 }

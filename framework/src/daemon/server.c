@@ -1604,8 +1604,15 @@ void kdp_server_stop(kdp_server *s) {
         s->next_stopping = rt->stopping;
         rt->stopping = s;
         pthread_mutex_unlock(&rt->lock);
+        /*
+         * The creator's reference becomes the shutdown tag's. With no listener of
+         * gRPC's own (the gate accepts) and no channel, the shutdown completes inside
+         * the call: the CQ thread may take the tag and drop that reference before the
+         * call returns, so s (and its grpc_server) is held until it has.
+         */
+        server_ref(s);
         grpc_server_shutdown_and_notify(s->server, rt->cq, &s->shutdown_tag);
-        /* the creator's reference becomes the shutdown tag's */
+        server_unref(s);
 }
 
 /* ---- the runtime: CQ thread and worker ---- */

@@ -44,7 +44,7 @@ typedef struct kdp_server_events {
         void (*stream_lost)(void *userdata);
         /* CQ thread: an Allocate was answered with success (may be NULL) */
         void (*allocated)(void *userdata);
-        /* CQ thread: a stopped server is gone (socket removed); userdata may be freed now */
+        /* CQ thread, or kdp_server_stop()'s: a stopped server is gone (socket removed); userdata may be freed now */
         void (*stopped)(void *userdata);
 } kdp_server_events;
 
