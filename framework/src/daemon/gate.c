@@ -439,20 +439,15 @@ static bool make_room(kdp_gate *g, kdp_gate_listener *l) {
         return !full || victim;
 }
 
-static int conn_new(kdp_gate_listener *l, int peer_fd, gate_conn **ret) {
+/* A connection for `peer_fd` over the socketpair `pair` (its own end, gRPC's). */
+static int conn_new(kdp_gate_listener *l, int peer_fd, const int pair[2], gate_conn **ret) {
         struct ucred cred = { .pid = 0, .uid = (uid_t) -1 };
         socklen_t cred_len = sizeof(cred);
-        int pair[2];
         gate_conn *c;
 
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0)
-                return -errno;
         c = calloc(1, sizeof(*c));
-        if (!c) {
-                close(pair[0]);
-                close(pair[1]);
+        if (!c)
                 return -ENOMEM;
-        }
         (void) getsockopt(peer_fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len);
         c->peer_end = (gate_end){ .kind = END_PEER, .owner = c };
         c->core_end = (gate_end){ .kind = END_CORE, .owner = c };
@@ -473,20 +468,35 @@ static int conn_new(kdp_gate_listener *l, int peer_fd, gate_conn **ret) {
  */
 static int accept_one(kdp_gate *g, kdp_gate_listener *l, bool room) {
         gate_conn *c = NULL;
-        int fd, r;
+        int pair[2] = { -1, -1 }, fd, r;
 
-        fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
+        /*
+         * The socketpair first: a connection is taken only with the fds to serve
+         * it. Out of fds, it stays queued on the socket for the next try; taken
+         * and closed, its client would fail at once.
+         */
+        if (room && socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0)
                 return -errno;
+        fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                if (room) {
+                        close(pair[0]);
+                        close(pair[1]);
+                }
+                return r;
+        }
         if (!room) {
                 close(fd);
                 kdp_log_v(1, "Refused a connection: every connection on this socket has a ListAndWatch stream",
                           KDP_F_STR("resource", l->resource), KDP_F_INT("limit", KDP_GATE_MAX_CONNECTIONS));
                 return 0;
         }
-        r = conn_new(l, fd, &c);
+        r = conn_new(l, fd, pair, &c);
         if (r < 0) {
                 close(fd);
+                close(pair[0]);
+                close(pair[1]);
                 return r;
         }
         if (end_add(g, &c->peer_end, c->peer_fd, EPOLLIN | EPOLLRDHUP) < 0 ||
