@@ -197,11 +197,10 @@ static void unseen_pop(gate_conn *c) {
         c->n_unseen--;
 }
 
-/* Forgets the streams that passed KDP_GATE_UNSEEN_MS ago and are still unseen; returns when the next one will be, or 0. */
-static uint64_t unseen_expire(gate_conn *c, uint64_t now) {
+/* Forgets the streams that passed KDP_GATE_UNSEEN_MS ago and are still unseen. */
+static void unseen_expire(gate_conn *c, uint64_t now) {
         while (c->n_unseen > 0 && c->unseen_at[c->unseen_first] + KDP_GATE_UNSEEN_MS <= now)
                 unseen_pop(c);
-        return c->n_unseen > 0 ? c->unseen_at[c->unseen_first] + KDP_GATE_UNSEEN_MS : 0;
 }
 
 /* ---- epoll ---- */
@@ -315,7 +314,7 @@ static void conn_pass(kdp_gate *g, gate_conn *c) {
                 return;
         now = now_ms();
         pthread_mutex_lock(&g->lock);
-        (void) unseen_expire(c, now);
+        unseen_expire(c, now);
         n = kdp_gate_scan_bytes(&c->scan, c->in + c->in_pass, c->in_len - c->in_pass,
                                 KDP_GATE_MAX_UNSEEN - c->n_unseen, &opened);
         for (unsigned i = 0; i < opened; i++)
