@@ -20,6 +20,8 @@ kdpd_command
 KDPD_PID=$!
 PIDS+=("$KDPD_PID")
 wait_line "$T/kubelet.out" '^registered resource=example.com/widget '
+# the stream is open (SIGUSR1 drops only an open one)
+wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 allocatable=8 '
 
 chmod 0555 "$DIR"
 kill -USR1 "$KUBELET_PID"      # the kubelet drops the stream: kdpd serves anew

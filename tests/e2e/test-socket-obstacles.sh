@@ -13,6 +13,8 @@ PY=/usr/bin/python3
 start_kubelet kubelet
 start_kdpd kdpd --backend example --v 2
 wait_line "$T/kubelet.out" '^registered resource=example.com/widget endpoint=kdp-example-example.com_widget\.[0-9]+\.1\.sock '
+# the stream is open (SIGUSR1 drops only an open one)
+wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 allocatable=8 '
 name() { echo "$DIR/kdp-example-example.com_widget.$KDPD_PID.$1.sock"; }
 
 foreign="$T/foreign.sock"
