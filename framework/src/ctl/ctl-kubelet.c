@@ -132,6 +132,7 @@ struct kubelet {
         resource *resources;
         admission *admits;
         size_t n_admits_done, n_admits_failed;
+        unsigned drops_before_stream;           /* of cfg->drop_before_stream, done */
 };
 
 /* ---- string sets ---- */
@@ -886,11 +887,38 @@ static void reg_on_end(reg *g, const kdp_ctl_client_status *st) {
 
 static void reg_admit_pending(reg *g);
 
+/*
+ * --drop-before-stream: the registration is dropped before its ListAndWatch,
+ * as a kubelet whose dial-back broke right after GetDevicePluginOptions does
+ * (or one that disconnects a plugin's new client, k/k#121994): the connection
+ * closes with no stream ever opened. True if `g` is dropped so.
+ */
+static bool reg_drop_before_stream(reg *g) {
+        kubelet *k = g->k;
+        resource *res;
+        bool drop;
+
+        (void) pthread_mutex_lock(&k->lock);
+        res = reg_resource(g);
+        drop = res && k->drops_before_stream < k->cfg->drop_before_stream;
+        if (drop) {
+                k->drops_before_stream++;
+                res->current = NULL;
+                printf("dropped resource=%s before its stream\n", res->name);
+                (void) resource_mark_unhealthy(res);
+                event_devices(res);
+        }
+        (void) pthread_mutex_unlock(&k->lock);
+        return drop;
+}
+
 static void reg_follow(reg *g) {
         V1beta1__ListAndWatchResponse *m;
         kdp_ctl_client_stream *s = NULL;
         kdp_ctl_client_status st;
 
+        if (reg_drop_before_stream(g))
+                return;
         if (kdp_ctl_client_watch(g->client, kdp_ctl_client_deadline(0), 0, &s, &st) >= 0) {
                 while (kdp_ctl_client_stream_next(s, &m, &st) > 0) {
                         reg_on_list(g, m);

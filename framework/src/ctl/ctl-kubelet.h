@@ -28,6 +28,7 @@ typedef struct kdp_ctl_kubelet_config {
         bool exit_after_admit;                  /* stop once every admission is done */
         int64_t duration_ms;                    /* stop after this long; 0 = at SIGTERM/SIGINT */
         const char *pod_resources;              /* serve PodResources List on this socket; NULL: not */
+        unsigned drop_before_stream;            /* the first N registrations dropped before ListAndWatch */
 } kdp_ctl_kubelet_config;
 
 /*

@@ -50,6 +50,7 @@ enum {
         OPT_STATE_DIR,
         OPT_BACKEND,
         OPT_POD_RESOURCES,
+        OPT_DROP_BEFORE_STREAM,
         OPT_V,
         OPT_HELP,
 };
@@ -75,6 +76,7 @@ static const struct option long_options[] = {
         { "state-dir", required_argument, NULL, OPT_STATE_DIR },
         { "backend", required_argument, NULL, OPT_BACKEND },
         { "pod-resources", required_argument, NULL, OPT_POD_RESOURCES },
+        { "drop-before-stream", required_argument, NULL, OPT_DROP_BEFORE_STREAM },
         { "v", required_argument, NULL, OPT_V },
         { "help", no_argument, NULL, OPT_HELP },
         {},
@@ -91,7 +93,7 @@ static const char usage_text[] =
         "                   (METHOD options, allocate, preferred or prestart with a request given as its\n"
         "                   wire bytes in hex, as a peer that is not the kubelet may send it; prints \"raw ok\")\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
-        "                   [--pod-resources SOCKET]\n"
+        "                   [--pod-resources SOCKET] [--drop-before-stream N]\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
         "                   SIGUSR2 ends every admitted pod: its devices are free again)\n"
         "  kdpctl discover  [--sysfs-root DIR]\n"
@@ -107,6 +109,8 @@ static const char usage_text[] =
         "  --sysfs-root the sysfs tree to read (default /sys)\n"
         "  --state-dir  kdpd's --state-dir (default /run/kdp)\n"
         "  --pod-resources  serve PodResources v1 List there too: the admitted pods and their devices\n"
+        "  --drop-before-stream N  drop the first N registrations before their ListAndWatch (the\n"
+        "               connection closes with no stream opened)\n"
         "  --v N        log verbosity on stderr\n"
         "Exit: 0 success, 1 RPC error, time-out, (discover) no PCI bus or (not-served) no list, 2 usage.\n";
 
@@ -130,6 +134,7 @@ typedef struct args {
         size_t n_admits;
         bool exit_after_admit;
         int64_t duration_ms;
+        unsigned long drop_before_stream;
         const char *sysfs_root;
         const char *state_dir;
         const char *backend;
@@ -314,6 +319,7 @@ static int set_option(args *a, int opt, char *value) {
         case OPT_ADMIT: return add_admit(a, value);
         case OPT_EXIT_AFTER_ADMIT: a->exit_after_admit = true; return 0;
         case OPT_DURATION: return parse_seconds(value, &a->duration_ms);
+        case OPT_DROP_BEFORE_STREAM: return parse_ulong(value, UINT_MAX, &a->drop_before_stream);
         case OPT_POD_RESOURCES:
                 if (!*value)
                         return -EINVAL;
@@ -621,6 +627,7 @@ static int cmd_kubelet(args *a) {
                 .exit_after_admit = a->exit_after_admit,
                 .duration_ms = a->duration_ms,
                 .pod_resources = a->pod_resources,
+                .drop_before_stream = (unsigned) a->drop_before_stream,
         };
 
         if (!a->dir)
@@ -671,7 +678,7 @@ static const command commands[] = {
         { "raw", OPTS_CLIENT, true, cmd_raw },
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
-                  OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES),
+                  OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM),
           false, cmd_kubelet },
         { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), false, cmd_discover },
         { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), false, cmd_not_served },

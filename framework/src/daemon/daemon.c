@@ -42,6 +42,7 @@
 #define SERVE_BACKOFF_FIRST_MS 5
 #define SERVE_BACKOFF_MAX_MS 5000
 #define SERVE_WARN_AFTER_VANISHED 16     /* failures in a row, as REGISTER_WARN_AFTER */
+#define STREAM_WAIT_MS 10000             /* registered, no ListAndWatch yet: ask whether the kubelet dropped us */
 #define STOP_TIMEOUT_MS 20000           /* below the kubelet's 30 s grace period of a pod */
 #define UNIX_PATH_MAX_LEN 107
 
@@ -83,6 +84,7 @@ struct kdp_resource {
         char *socket_name;
         kdp_registration *reg;
         kdp_loop_source *serve_retry;   /* serving failed: the next socket name after a back-off */
+        kdp_loop_source *stream_wait;   /* registered: STREAM_WAIT_MS for the kubelet's ListAndWatch */
         unsigned serve_attempts;        /* failed in a row */
         unsigned incarnation;
         uint64_t seen_in_scan;          /* the last scan of its backend that listed it */
@@ -275,6 +277,31 @@ static void on_kubelet_dropped(kdp_registration *reg, const char *resource, void
                 reregister_dropped(res);
 }
 
+/*
+ * A kubelet opens ListAndWatch right after it answers Register (KUBELET.md
+ * §1.5). One that dropped its connection to us before (k/k#121994, a dial-back
+ * that broke) ended no stream of ours: nothing else would tell. So a resource
+ * registered STREAM_WAIT_MS ago without a stream is handled as a stream lost.
+ */
+static void on_registered(const char *resource, void *userdata) {
+        kdp_resource *res = find_resource(userdata, resource);
+
+        if (res)
+                (void) kdp_loop_timer_arm(res->stream_wait, STREAM_WAIT_MS, 0);
+}
+
+static void on_stream_wait(kdp_loop *loop, void *userdata) {
+        kdp_resource *res = userdata;
+
+        if (!res->server || kdp_server_n_streams(res->server) > 0)
+                return;
+        kdp_log_warning("No ListAndWatch from the kubelet since registering; asking whether it dropped us",
+                        KDP_F_STR("resource", res->name), KDP_F_STR("socket", res->socket_name),
+                        KDP_F_INT("waitedMs", STREAM_WAIT_MS));
+        if (kdp_kubelet_client_stream_lost(res->reg))
+                reregister_dropped(res);
+}
+
 /* CQ thread: hands a copy of the note to the loop. */
 static void on_stream_lost(void *userdata) {
         const server_note *note = userdata;
@@ -305,6 +332,7 @@ static void on_server_stopped(void *userdata) {
 }
 
 static void stop_serving(kdp_resource *res) {
+        (void) kdp_loop_timer_disarm(res->stream_wait);
         kdp_kubelet_client_cancel(res->reg);
         res->reg = NULL;
         if (res->server) {
@@ -472,9 +500,12 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
         log_device_changes(list->resource, NULL, list);
         r = res->name ? kdp_loop_add_timer(d->loop, on_serve_retry, res, &res->serve_retry) : -ENOMEM;
         if (r >= 0)
+                r = kdp_loop_add_timer(d->loop, on_stream_wait, res, &res->stream_wait);
+        if (r >= 0)
                 r = make_snapshot(res, list, &res->snap);
         if (r < 0) {
                 kdp_loop_remove(res->serve_retry);
+                kdp_loop_remove(res->stream_wait);
                 kdp_cdi_remove(cdi_dir(d), &res->cdi);
                 free(res->name);
                 free(res);
@@ -491,6 +522,7 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
 static void free_resource(kdp_resource *res) {
         stop_serving(res);
         kdp_loop_remove(res->serve_retry);
+        kdp_loop_remove(res->stream_wait);
         kdp_cdi_specs_free(res->cdi);
         kdp_snapshot_unref(res->snap);
         free(res->name);
@@ -1178,6 +1210,7 @@ static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
 int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         static const kdp_kubelet_client_events kubelet_events = {
                 .restarted = on_kubelet_restarted,
+                .registered = on_registered,
                 .dropped = on_kubelet_dropped,
         };
         _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
