@@ -41,6 +41,8 @@
  *     exiting kubelet may still have its listener for a moment after its
  *     streams ended, but then closes it with our connection unaccepted, and a
  *     killed one leaves kubelet.sock behind, refusing.
+ *   - registered, but no ListAndWatch stream within 10 s (a kubelet that
+ *     dropped its connection to us before opening it): taken as a stream lost.
  *   - an attempt is not started while its endpoint is gone (the kubelet
  *     could only fail to dial it back); the event of the kubelet.sock whose
  *     cleanup deleted it re-serves.
