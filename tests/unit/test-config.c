@@ -428,6 +428,44 @@ START_TEST(test_config_load_refuses_tabs_before_libfyaml_sees_them) {
 }
 END_TEST
 
+/*
+ * Found by fuzz/config-yaml: libfyaml 0.8 leaks the text it builds for a single-quoted scalar with
+ * several escaped quotes (''). Such a key or value is refused before its text is read; one escape,
+ * an empty scalar and double quotes still read.
+ */
+START_TEST(test_config_load_refuses_escaped_quotes_libfyaml_leaks) {
+        _cleanup_(kdp_test_unlink_freep) char *found = write_yaml("\n'''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''': m");
+        _cleanup_(kdp_test_unlink_freep) char *path = write_yaml(
+                "example:\n"
+                "  'it''s ''x''': 1\n"
+                "  a: 'x\n"
+                "    ''y'' z'\n"
+                "  b: 'it''s'\n");
+        _cleanup_(kdp_test_unlink_freep) char *fine = write_yaml(
+                "example:\n"
+                "  'it''s': ''\n"
+                "  b: \"''''''\"\n");
+        _cleanup_free_ char *log = load_fails(found, -EINVAL), *log2 = load_fails(path, -EINVAL);
+        _cleanup_(kdp_config_freep) kdp_config *c = NULL;
+        const char *p = log;
+
+        expect_file_error(&p, found, "line=2 reason=\"more than one escaped quote ('') in single quotes "
+                                     "(write the value in double quotes)\"");
+        ck_assert_str_eq(p, "");
+        p = log2;
+        expect_file_error(&p, path, "line=2 key=\"example\" reason=\"more than one escaped quote ('') in single "
+                                    "quotes (write the value in double quotes)\"");
+        expect_file_error(&p, path, "line=3 key=\"example.a\" reason=\"more than one escaped quote ('') in single "
+                                    "quotes (write the value in double quotes)\"");
+        ck_assert_str_eq(p, "");
+
+        ck_assert_int_eq(kdp_config_load(fine, &c), 0);
+        ck_assert_uint_eq(c->n_entries, 2);
+        expect_origin_line(c, "example", "it's", "", fine, 2);
+        expect_origin_line(c, "example", "b", "''''''", fine, 3);
+}
+END_TEST
+
 /* Found by fuzz/config-yaml: libfyaml 0.7 loops forever on a byte that is not UTF-8 in a directive. */
 START_TEST(test_config_load_refuses_a_directive_that_is_not_utf8) {
         _cleanup_(kdp_test_unlink_freep) char *path = write_yaml("example:\n%\xec");
@@ -881,6 +919,7 @@ static Suite *config_suite(void) {
         tcase_add_test(tc, test_config_load_reports_every_problem_of_the_file);
         tcase_add_test(tc, test_config_load_refuses_a_directive_that_is_not_utf8);
         tcase_add_test(tc, test_config_load_refuses_tabs_before_libfyaml_sees_them);
+        tcase_add_test(tc, test_config_load_refuses_escaped_quotes_libfyaml_leaks);
         tcase_add_test(tc, test_config_load_fails_on_missing_file_or_directory);
         tcase_add_test(tc, test_config_load_fails_on_unreadable_file_with_eacces);
         tcase_add_loop_test(tc, test_config_load_rejects_bytes_the_parser_would_not_read, 0,
