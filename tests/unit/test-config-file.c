@@ -49,6 +49,22 @@ START_TEST(test_config_file_check_text_names_the_first_bad_byte) {
 }
 END_TEST
 
+/* Every byte's line and column: CR LF is one break (its LF on the CR's line), a lone CR breaks. */
+START_TEST(test_config_file_position_counts_lines_and_characters) {
+        static const char text[] = "ab\r\nc\xc3\xa9" "d\re";
+        static const unsigned want[][2] = { { 1, 1 }, { 1, 2 }, { 1, 3 }, { 1, 3 }, { 2, 1 },
+                                            { 2, 2 }, { 2, 3 }, { 2, 3 }, { 2, 4 }, { 3, 1 } };
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(want); i++) {
+                unsigned line = 0, column = 0;
+
+                kdp_config_file_position(text, i, &line, &column);
+                ck_assert_msg(line == want[i][0] && column == want[i][1], "byte %zu: %u:%u, want %u:%u", i,
+                              line, column, want[i][0], want[i][1]);
+        }
+}
+END_TEST
+
 START_TEST(test_config_file_read_returns_text_with_a_terminator) {
         _cleanup_(kdp_test_unlink_freep) char *path = kdp_test_write_temp("config-file", ".yaml", "a: 1\n", 5);
         _cleanup_free_ char *text = NULL;
@@ -107,6 +123,7 @@ static Suite *config_file_suite(void) {
 
         tc = tcase_create("read");
         tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, test_config_file_position_counts_lines_and_characters);
         tcase_add_test(tc, test_config_file_read_returns_text_with_a_terminator);
         tcase_add_test(tc, test_config_file_read_refuses_what_is_not_a_small_regular_file);
         suite_add_tcase(s, tc);

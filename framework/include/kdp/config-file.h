@@ -47,6 +47,13 @@ int kdp_config_file_read(const char *path, size_t max_size, char **ret_text, siz
  */
 int kdp_config_file_check_text(const char *text, size_t size, kdp_config_file_error *reterr);
 
+/*
+ * The 1-based line and column (in characters) of byte `offset` of `text` (a
+ * byte that exists), as kdp_config_file_check_text() counts them (line breaks
+ * LF, CR LF, CR). Since kdp 1.6.
+ */
+void kdp_config_file_position(const char *text, size_t offset, unsigned *ret_line, unsigned *ret_column);
+
 #ifdef __cplusplus
 }
 #endif

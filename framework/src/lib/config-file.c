@@ -54,34 +54,44 @@ static size_t utf8_length(const unsigned char *p, size_t left) {
         return n;
 }
 
+void kdp_config_file_position(const char *text, size_t offset, unsigned *ret_line, unsigned *ret_column) {
+        unsigned line = 1, column = 1;
+
+        for (size_t i = 0; text && i < offset; i++) {
+                unsigned char ch = (unsigned char) text[i];
+
+                if (ch == '\n' || (ch == '\r' && text[i + 1] != '\n')) {
+                        line++;
+                        column = 1;
+                } else if (ch != '\r' && (ch & 0xC0) != 0x80) {
+                        column++;       /* a character's first byte */
+                }
+        }
+        *ret_line = line;
+        *ret_column = column;
+}
+
+/* Sets *reterr to `reason` at byte `offset` of `text`; returns -EILSEQ. */
+static int text_error(const char *text, size_t offset, const char *reason, kdp_config_file_error *reterr) {
+        unsigned line, column;
+
+        kdp_config_file_position(text, offset, &line, &column);
+        set_error(reterr, reason, line, column);
+        return -EILSEQ;
+}
+
 int kdp_config_file_check_text(const char *text, size_t size, kdp_config_file_error *reterr) {
         const unsigned char *p = (const unsigned char *) text;
-        unsigned line = 1, column = 1;
-        size_t i = 0;
 
         if (!text && size > 0)
                 return -EINVAL;
 
-        while (i < size) {
-                size_t n;
-
-                if (p[i] == '\0') {
-                        set_error(reterr, "a NUL byte", line, column);
-                        return -EILSEQ;
-                }
-                if (p[i] == '\n' || p[i] == '\r') {
-                        i += (p[i] == '\r' && i + 1 < size && p[i + 1] == '\n') ? 2 : 1;
-                        line++;
-                        column = 1;
-                        continue;
-                }
+        for (size_t i = 0, n; i < size; i += n) {
+                if (p[i] == '\0')
+                        return text_error(text, i, "a NUL byte", reterr);
                 n = utf8_length(p + i, size - i);
-                if (n == 0) {
-                        set_error(reterr, "a byte that is not UTF-8", line, column);
-                        return -EILSEQ;
-                }
-                i += n;
-                column++;
+                if (n == 0)
+                        return text_error(text, i, "a byte that is not UTF-8", reterr);
         }
         return 0;
 }

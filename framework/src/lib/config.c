@@ -531,26 +531,13 @@ static int log_read_error(const char *path, int r, const kdp_config_file_error *
  * counted as kdp_config_file_check_text() counts them.
  */
 static int check_no_tab(const char *text, size_t size, kdp_config_file_error *reterr) {
-        unsigned line = 1, column = 1;
+        const char *tab = memchr(text, '\t', size);
 
-        for (size_t i = 0; i < size; i++) {
-                unsigned char ch = (unsigned char) text[i];
-
-                if (ch == '\t') {
-                        *reterr = (kdp_config_file_error){ .reason = "a tab (indent and separate with spaces)",
-                                                           .line = line, .column = column };
-                        return -EILSEQ;
-                }
-                if (ch == '\n' || ch == '\r') {
-                        if (ch == '\r' && i + 1 < size && text[i + 1] == '\n')
-                                i++;
-                        line++;
-                        column = 1;
-                } else if ((ch & 0xc0) != 0x80) {
-                        column++;       /* a character's first byte */
-                }
-        }
-        return 0;
+        if (!tab)
+                return 0;
+        *reterr = (kdp_config_file_error){ .reason = "a tab (indent and separate with spaces)" };
+        kdp_config_file_position(text, (size_t) (tab - text), &reterr->line, &reterr->column);
+        return -EILSEQ;
 }
 
 static int config_parse_file(kdp_config *c, const char *path) {
