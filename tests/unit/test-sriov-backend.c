@@ -112,6 +112,12 @@ static void run_scan(run *r) {
         kdp_test_backend_scan(&r->b, r->root);
 }
 
+/* A net uevent (a rename is "move"), as kdpd hands it over before the scan it triggers. */
+static void run_net_event(run *r, const char *action, const char *ifname) {
+        r->b.ops->device_event(r->b.state, &(kdp_device_event){ .action = action, .subsystem = "net",
+                                                                .sysname = ifname });
+}
+
 /* A pci uevent, as kdpd hands it over before the scan it triggers. */
 static void run_event(run *r, const char *action, const char *address) {
         r->b.ops->device_event(r->b.state, &(kdp_device_event){ .action = action, .subsystem = "pci",
@@ -498,6 +504,52 @@ static void e810_vf_remove(const char *root, int fn, bool from_pf) {
         ck_assert_int_ge(asprintf(&virtfn, "sys/devices/%s/virtfn%d", KDP_TEST_E810_PF0, fn), 0);
         kdp_test_tree_remove(root, virtfn);
 }
+
+/*
+ * A member whose driver stays but whose pool's selectors no longer fit it (its PF renamed away from
+ * the pool's pfNames) is kept, Unhealthy with that reason, and Healthy again once they fit; a
+ * backend started on the renamed node has no such member and names the VFs not served.
+ */
+START_TEST(test_sriov_backend_a_member_its_selectors_no_longer_take) {
+        static const char config[] =
+                "{\"resourceList\": [{\"resourceName\": \"e810_netdev\",\n"
+                "  \"selectors\": [{\"drivers\": [\"iavf\"], \"pfNames\": [\"ens3f0np0\"]}]}]}\n";
+        _cleanup_(run_done) run r = { .root = node_tree(config) };
+        _cleanup_(run_done) run fresh = { .root = node_tree(config) };
+        _cleanup_free_ char *not_served = NULL;
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+
+        kdp_test_sriov_net_remove(r.root, KDP_TEST_E810_PF0, "ens3f0np0");
+        kdp_test_sriov_net_add(r.root, KDP_TEST_E810_PF0, "ens3f0", "1", "p0", NULL);
+        run_net_event(&r, "move", "ens3f0");
+        run_scan(&r);
+        expect_devices(&r, NETDEV,
+                       "0000:8a:01.0 1 Unhealthy: its pool's selectors no longer take it\n"
+                       "0000:8a:01.1 1 Unhealthy: its pool's selectors no longer take it\n"
+                       "0000:8a:01.2 1 Unhealthy: its pool's selectors no longer take it\n"
+                       "0000:8a:01.3 1 Unhealthy: its pool's selectors no longer take it\n"
+                       "0000:8a:01.4 1 Unhealthy: its pool's selectors no longer take it\n"
+                       "0000:8a:01.5 1 Unhealthy: its pool's selectors no longer take it\n");
+
+        kdp_test_sriov_net_remove(fresh.root, KDP_TEST_E810_PF0, "ens3f0np0");
+        kdp_test_sriov_net_add(fresh.root, KDP_TEST_E810_PF0, "ens3f0", "1", "p0", NULL);
+        ck_assert_int_eq(run_open(&fresh, NULL), 0);
+        run_scan(&fresh);
+        expect_devices(&fresh, NETDEV, "");
+        not_served = kdp_test_not_served_text(fresh.b.tree);
+        ck_assert_ptr_nonnull(strstr(not_served, "0000:8a:01.0: no pool's selectors take it\n"));
+        ck_assert_ptr_nonnull(strstr(not_served, "0000:8a:01.5: no pool's selectors take it\n"));
+
+        kdp_test_sriov_net_remove(r.root, KDP_TEST_E810_PF0, "ens3f0");
+        kdp_test_sriov_net_add(r.root, KDP_TEST_E810_PF0, "ens3f0np0", "1", "p0", NULL);
+        run_net_event(&r, "move", "ens3f0np0");
+        run_scan(&r);
+        expect_devices(&r, NETDEV, E810_NETDEV_ALL);
+}
+END_TEST
 
 /* A VF lost alone stays, Unhealthy; the VFs of a sriov_numvfs 8 -> 0 leave; the PF is seen again. */
 START_TEST(test_sriov_backend_numvfs_to_zero_takes_the_vfs_away) {
@@ -1835,6 +1887,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_vf_unbound_then_rebound);
         tcase_add_test(tc, test_sriov_backend_a_vf_before_its_probe_is_in_no_pool);
         tcase_add_test(tc, test_sriov_backend_numvfs_to_zero_takes_the_vfs_away);
+        tcase_add_test(tc, test_sriov_backend_a_member_its_selectors_no_longer_take);
         tcase_add_test(tc, test_sriov_backend_pf_leaves_when_its_vfs_are_enabled);
         tcase_add_test(tc, test_sriov_backend_netdev_moved_into_a_pod_stays);
         tcase_add_test(tc, test_sriov_backend_allocate_answers_as_sriovdp);
