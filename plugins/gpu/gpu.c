@@ -308,20 +308,19 @@ static void open_kmsg(gpu_state *s) {
 }
 
 /*
- * At the first NVIDIA GPU: NVML when Xids or MIG devices need it, Xids from its events when it
- * is there, else from the kernel log; says once which serves what. A MIG strategy without NVML
- * is logged once as an error and works as none.
+ * At the first NVIDIA GPU: NVML when the node has it (MIG devices, NVLink in preferred
+ * allocation and, unless every Xid is ignored, Xids from its events), else Xids from the kernel
+ * log; says once which serves what. A MIG strategy without NVML is logged once as an error and
+ * works as none.
  */
 static void open_nvidia_sources(gpu_state *s) {
         bool xid = !s->cfg.xid_off, mig = s->cfg.mig_strategy != GPU_MIG_NONE, nvml_xid = false;
         const char *why = NULL;
 
-        if (!s->cfg.vendor_on[GPU_NVIDIA] || (!xid && !mig))
+        if (!s->cfg.vendor_on[GPU_NVIDIA])
                 return;
         if (load_nvml(s, &why) && xid)
                 nvml_xid = start_nvml_events(s);
-        if (!nvml_xid && !mig)
-                s->nvml = gpu_nvml_free(s->nvml);
         if (mig && !s->nvml)
                 kdp_backend_log_error(s->ctx, -ENOPKG, "MIG strategy needs NVML: GPUs in MIG mode are served whole, as with none",
                                       KDP_F_STR("strategy", gpu_mig_strategy_names[s->cfg.mig_strategy]),
@@ -329,17 +328,16 @@ static void open_nvidia_sources(gpu_state *s) {
         else if (mig)
                 kdp_backend_log_info(s->ctx, "MIG devices from NVML",
                                      KDP_F_STR("strategy", gpu_mig_strategy_names[s->cfg.mig_strategy]));
-        if (!xid)
-                return;
-        if (nvml_xid) {
-                kdp_backend_log_info(s->ctx, "NVIDIA sources chosen", KDP_F_STR("xid", "nvml"),
+        if (xid && !nvml_xid)
+                open_kmsg(s);
+        if (nvml_xid)
+                kdp_backend_log_info(s->ctx, "NVIDIA sources chosen", KDP_F_STR("xid", "nvml"), KDP_F_STR("nvlink", "nvml"),
                                      KDP_F_STR("discovery", "sysfs+procfs"),
                                      KDP_F_INT("nvmlGpus", gpu_nvml_events_n_gpus(s->nvml_events)));
-                return;
-        }
-        open_kmsg(s);
-        kdp_backend_log_info(s->ctx, "NVIDIA sources chosen", KDP_F_STR("xid", s->kmsg ? "kmsg" : "none"),
-                             KDP_F_STR("discovery", "sysfs+procfs"));
+        else
+                kdp_backend_log_info(s->ctx, "NVIDIA sources chosen", KDP_F_STR("xid", s->kmsg ? "kmsg" : "none"),
+                                     KDP_F_STR("nvlink", s->nvml ? "nvml" : "none"),
+                                     KDP_F_STR("discovery", "sysfs+procfs"));
 }
 
 /* ---- ops ---- */

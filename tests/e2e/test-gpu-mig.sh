@@ -199,7 +199,7 @@ assert_eq "$("$KDPCTL" allocate --socket "$S" "$M2" "$G3" | tr '\n' '|')" \
         "allocate a MIG device and a whole GPU"
 pass "single: 4 MIG devices and 6 whole GPUs as nvidia.com/gpu; GPU 1 not served"
 
-wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="kmsg" discovery="sysfs\+procfs"$'
+wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="kmsg" nvlink="nvml" discovery="sysfs\+procfs"$'
 ctl "kmsg 4,9001,9001000,c;NVRM: Xid (PCI:0000:18:00 GPU-I:02 GPU-CI:00): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No"
 devices_match nvidia.com/gpu "^devices resource=nvidia.com/gpu capacity=10 allocatable=9 healthy=$(sorted_ids "$WHOLE,$M9,$M10,$M11") unhealthy=$M2 "
 ctl "kmsg 4,9002,9002000,c;NVRM: Xid (PCI:0000:18:00 GPU-I:10): 95, pid=7062, Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No"

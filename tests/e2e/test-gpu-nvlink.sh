@@ -62,7 +62,7 @@ start_sim_kdpd "$NODES/gpu-h100nvl.umockdev" --control "$T/ctl" -- --v 2 --healt
 wait_line "$T/kubelet.out" "^devices resource=$RES "
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 devices_match $RES "allocatable=7 healthy=$G0,$G3,$G2,$G5,$G1,$G6,$G4 unhealthy= "
-wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="nvml" discovery="sysfs\+procfs" nvmlGpus=7$'
+wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="nvml" nvlink="nvml" discovery="sysfs\+procfs" nvmlGpus=7$'
 for p in "0000:19:00.0 12 0000:1a:00.0" "0000:1a:00.0 12 0000:19:00.0" "0000:3a:00.0 8 0000:3b:00.0" \
          "0000:3b:00.0 8 0000:3a:00.0"; do
         set -- $p
@@ -134,6 +134,17 @@ pass "no active NVLink left: the framework's PCIe locality answers"
 stop_kdpd
 pass "kdpd stopped cleanly"
 
+# every Xid ignored: NVML still serves NVLink (and no Xid)
+start_sim_kdpd "$NODES/gpu-h100nvl.umockdev" --v 2 --backend gpu -o gpu.nvml="$LIB" -o gpu.xid_ignore=all
+wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="none" nvlink="nvml" discovery="sysfs\+procfs"$'
+wait_line "$T/kdpd.err" '"NVLink links changed" backend="gpu" pci="0000:3b:00.0" activeLinks=8 peers="0000:3a:00.0=8"$'
+wait_count "$T/kubelet.out" '^registered ' 2
+S=$(plugin_socket nvidia.com_gpu)
+prefer --size 2 "$G2,$G1"
+prefer --size 2 --must "$G4" "$G4,$G3"
+stop_kdpd
+pass "xid_ignore: all: NVLink still weighs, read from NVML"
+
 # The HGX node: 4 NVSwitches join every GPU at full bandwidth; a GPU-to-GPU link NVML reports
 # changes nothing
 cat >"$T/nvml.fixture" <<EOF
@@ -145,7 +156,7 @@ EOF
 start_sim_kdpd "$NODES/gpu-h100x8.umockdev" --v 2 --backend gpu -o gpu.nvml="$LIB"
 wait_line "$T/kdpd.err" '"NVSwitches changed: NVLink weighs in preferred allocation only without them" backend="gpu" nvSwitches=4$'
 wait_line "$T/kdpd.err" '"NVLink links changed" backend="gpu" pci="0000:18:00.0" activeLinks=1 peers="0000:3a:00.0=1"$'
-wait_count "$T/kubelet.out" '^registered ' 2
+wait_count "$T/kubelet.out" '^registered ' 3
 S=$(plugin_socket nvidia.com_gpu)
 # 0000:18:00.0's switch sibling 0000:19:00.0, not its NVLink peer 0000:3a:00.0
 prefer --size 2 --must GPU-7e22a81e-6b76-b0ca-e885-cc1f6ba67a93 \

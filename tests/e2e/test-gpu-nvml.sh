@@ -48,7 +48,7 @@ PIDS+=($KDPD_PID)
 wait_line "$T/kubelet.out" "^devices resource=$RES "
 grep -q 'sim-node: .*preload\|not built' "$T/kdpd.err" && { echo "skip: no simulated node"; exit 77; }
 healthy 8 "$ALL" ""
-wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="nvml" discovery="sysfs\+procfs" nvmlGpus=8$'
+wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="nvml" nvlink="nvml" discovery="sysfs\+procfs" nvmlGpus=8$'
 assert_eq "$(grep -c '"NVIDIA sources chosen"' "$T/kdpd.err")" 1 "the sources are logged once"
 pass "NVML loaded from $LIB: it serves Xids for the 8 GPUs, sysfs and procfs the rest"
 
@@ -100,7 +100,7 @@ EOF
 KDPD_PID=$!
 PIDS+=($KDPD_PID)
 wait_line "$T/kdpd.err" '"NVML library unusable" backend="gpu" library="[^"]*libnvidia-ml.so.1" reason="NO_PERMISSION" err="Permission denied"'
-wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="kmsg" discovery="sysfs\+procfs"$'
+wait_line "$T/kdpd.err" '"NVIDIA sources chosen" backend="gpu" xid="kmsg" nvlink="none" discovery="sysfs\+procfs"$'
 wait_count "$T/kubelet.out" '^registered ' 2        # its first scan (which reads what the log held) is over
 ctl "kmsg 4,9101,9101000,c;NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
 wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"$RES\" device=\"$G3\" reason=\"Xid 79 \\(RESTART_BM\\)\""
