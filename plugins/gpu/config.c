@@ -147,7 +147,11 @@ static int parse_count(const gpu_config *s, const char *text, unsigned *ret) {
         return 0;
 }
 
-/* "4" (every resource) or "nvidia.com/gpu=4,amd.com/gpu=2". */
+/*
+ * "4" (every resource) or "nvidia.com/gpu=4,amd.com/gpu=2". A resource may be named as NVIDIA's
+ * plugin names a MIG profile's ("nvidia.com/mig-1g.10gb+me"): no resource name holds a '+', and
+ * mig_strategy mixed serves that one as "nvidia.com/mig-1g.10gb.me" (gpu_mig_resource()).
+ */
 static int parse_replicas(gpu_config *s) {
         _cleanup_(strv_freep) char **list = NULL;
         int r = split_list(kdp_backend_param(s->ctx, "replicas"), &list);
@@ -166,6 +170,8 @@ static int parse_replicas(gpu_config *s) {
                         rr.resource = strdup(list[i]);
                         if (!rr.resource)
                                 return -ENOMEM;
+                        for (char *p = strchr(rr.resource, '+'); p; p = strchr(p, '+'))
+                                *p = '.';
                 }
                 nr = realloc(s->replicas, (s->n_replicas + 1) * sizeof(*nr));
                 if (!nr) {

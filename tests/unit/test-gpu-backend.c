@@ -17,9 +17,11 @@
 
 #include <kdp/backend.h>
 
+#include "alloc.h"
 #include "backend-ctx.h"
 #include "config.h"
 #include "device-tree.h"
+#include "preferred.h"
 #include "kdp-test.h"
 #include "kdp-test-sysfs.h"
 #include "kdp-test-backend.h"
@@ -540,6 +542,264 @@ START_TEST(test_gpu_handles_pci_functions_that_cannot_be_read) {
 }
 END_TEST
 
+/* ---- MIG devices shared (replicas) and their preferred allocation ---- */
+
+/* GPU A (0000:18:00.0, NUMA 0): 1g.10gb in GPU instances 9 and 10, 1g.10gb+me in 11; GPU B (0000:19:00.0,
+ * NUMA 1): 1g.10gb in 9, 10 and 12; each with compute instance 0 */
+#define MA9 "MIG-a0000000-0000-4000-8000-000000000009"
+#define MA10 "MIG-a0000000-0000-4000-8000-000000000010"
+#define MA11 "MIG-a0000000-0000-4000-8000-000000000011"
+#define MB9 "MIG-b0000000-0000-4000-8000-000000000009"
+#define MB10 "MIG-b0000000-0000-4000-8000-000000000010"
+#define MB12 "MIG-b0000000-0000-4000-8000-000000000012"
+
+/* The capability files and /dev/nvidia-caps nodes of GPU instance `gi` (and its CI 0) of the GPU of `minor`. */
+static void mig_caps(const char *root, unsigned minor, unsigned gi) {
+        unsigned m = 3 + 135 * minor + 9 * gi;          /* the driver's mig-minors table */
+
+        for (unsigned k = 0; k < 2; k++) {
+                _cleanup_free_ char *file = NULL, *text = NULL, *node = NULL;
+
+                ck_assert_int_ge(asprintf(&file, "proc/driver/nvidia/capabilities/gpu%u/mig/gi%u%s/access", minor, gi,
+                                          k ? "/ci0" : ""), 0);
+                ck_assert_int_ge(asprintf(&text, "DeviceFileMinor: %u\nDeviceFileMode: 292\n", m + k), 0);
+                ck_assert_int_ge(asprintf(&node, "dev/nvidia-caps/nvidia-cap%u", m + k), 0);
+                kdp_test_tree_write(root, file, text);
+                kdp_test_tree_write(root, node, "");
+        }
+}
+
+/* hgx_tree() with both H100s in MIG mode, and the fake NVML's fixture of it (its path into *ret_fixture). */
+static char *mig_tree(char **ret_fixture) {
+        static const char nvml[] = "gpu 0000:18:00.0 " UUID_A " mig=1 maxmig=7\n"
+                                   "gpu 0000:19:00.0 " UUID_B " mig=1 maxmig=7\n"
+                                   "mig 0000:18:00.0 9 0 " MA9 " 1 9984\n"
+                                   "mig 0000:18:00.0 10 0 " MA10 " 1 9984\n"
+                                   "mig 0000:18:00.0 11 0 " MA11 " 1 9984 profile=7\n"
+                                   "mig 0000:19:00.0 9 0 " MB9 " 1 9984\n"
+                                   "mig 0000:19:00.0 10 0 " MB10 " 1 9984\n"
+                                   "mig 0000:19:00.0 12 0 " MB12 " 1 9984\n";
+        char *root = hgx_tree();
+
+        for (unsigned gi = 9; gi <= 12; gi++) {
+                if (gi != 12)
+                        mig_caps(root, 0, gi);
+                if (gi != 11)
+                        mig_caps(root, 1, gi);
+        }
+        *ret_fixture = kdp_test_write_temp("gpu-nvml", ".fixture", nvml, strlen(nvml));
+        ck_assert_int_eq(setenv("KDP_FAKE_NVML", *ret_fixture, 1), 0);
+        return root;
+}
+
+#define STRS(...) ((const char *const[]){ __VA_ARGS__ }), KDP_ELEMENTSOF(((const char *const[]){ __VA_ARGS__ }))
+#define NO_STRS NULL, 0
+
+/* The fake NVML, then the overrides given. */
+#define MIG_OPTS(...) ((const char *const[]){ "gpu.nvml=" KDP_FAKE_NVML_LIB, __VA_ARGS__, NULL })
+
+/* The IDs of a resource's list, "a,b,c" (sorted, as kdpd sends them), an unhealthy one's with "-" after it. */
+static char *ids_text(const kdp_device_list *l) {
+        char *out = calloc(l->n_devices * 64 + 1, 1);
+
+        ck_assert_ptr_nonnull(out);
+        for (size_t i = 0; i < l->n_devices; i++)
+                sprintf(out + strlen(out), "%s%s%s", i ? "," : "", l->devices[i].id,
+                        l->devices[i].health == KDP_HEALTHY ? "" : "-");
+        return out;
+}
+
+#define CHECK_IDS(run, res, expected)                                          \
+        do {                                                                    \
+                const kdp_device_list *l_ = resource((run), (res));             \
+                _cleanup_free_ char *got_ = NULL;                               \
+                                                                                \
+                ck_assert_ptr_nonnull(l_);                                      \
+                got_ = ids_text(l_);                                            \
+                ck_assert_str_eq(got_, (expected));                             \
+        } while (0)
+
+/* Allocate of `ids` in `res`: its env and the container paths of its nodes, "K=V|/dev/a /dev/b" ("error N"). */
+static char *allocate_text(gpu_run *run, const char *res, const char *const *ids, size_t n) {
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp;
+        kdp_alloc_request req = { .resource = res, .device_ids = ids, .n_device_ids = n };
+        char *out = calloc(4096, 1);
+        int r;
+
+        ck_assert_ptr_nonnull(out);
+        kdp_alloc_response_init(&resp, resource(run, res));
+        r = run->ops->allocate(run->state, &req, &resp);
+        if (r < 0) {
+                sprintf(out, "error %d", r);
+                return out;
+        }
+        for (size_t i = 0; i < resp.n_envs; i++)
+                sprintf(out + strlen(out), "%s%s=%s", i ? " " : "", resp.envs[i].key, resp.envs[i].value);
+        strcat(out, "|");
+        for (size_t i = 0; i < resp.n_dev_nodes; i++)
+                sprintf(out + strlen(out), "%s%s", i ? " " : "", resp.dev_nodes[i].container_path);
+        return out;
+}
+
+START_TEST(test_gpu_mig_replicas_map_back_to_their_mig_devices) {
+        _cleanup_(kdp_test_unlink_freep) char *fixture = NULL;
+        _cleanup_(kdp_test_rm_rfp) char *root = mig_tree(&fixture);
+        _cleanup_free_ char *alloc = NULL, *refused = NULL;
+        gpu_run run;
+
+        /* mixed: 2 replicas of each 1g.10gb, 3 of the 1g.10gb+me named as NVIDIA's plugin names its resource */
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed", "gpu.nvidia_device_specs=true",
+                                                       "gpu.replicas=nvidia.com/mig-1g.10gb=2,"
+                                                       "nvidia.com/mig-1g.10gb+me=3")), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(run.tree->n_resources, 2);
+        CHECK_IDS(&run, "nvidia.com/mig-1g.10gb", MA9 "::0," MA9 "::1," MA10 "::0," MA10 "::1," MB9 "::0," MB9 "::1,"
+                  MB10 "::0," MB10 "::1," MB12 "::0," MB12 "::1");
+        CHECK_IDS(&run, "nvidia.com/mig-1g.10gb.me", MA11 "::0," MA11 "::1," MA11 "::2");
+
+        /* each MIG device once, in request order, with its GPU's node and its two caps nodes; each node once */
+        alloc = allocate_text(&run, "nvidia.com/mig-1g.10gb", STRS(MB9 "::1", MA10 "::0", MB9 "::0"));
+        ck_assert_str_eq(alloc, "NVIDIA_VISIBLE_DEVICES=" MB9 "," MA10 "|/dev/nvidia1 /dev/nvidia-caps/nvidia-cap219 "
+                                "/dev/nvidia-caps/nvidia-cap220 /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia0 "
+                                "/dev/nvidia-caps/nvidia-cap93 /dev/nvidia-caps/nvidia-cap94");
+        refused = allocate_text(&run, "nvidia.com/mig-1g.10gb", STRS(MA11 "::0"));
+        ck_assert_str_eq(refused, "error -95");         /* the +me device is another resource's */
+
+        /* a replica's health is its MIG device's: GI 10's compute instance file gone */
+        kdp_test_tree_remove(root, "proc/driver/nvidia/capabilities/gpu0/mig/gi10/ci0/access");
+        gpu_scan(&run, root);
+        CHECK_IDS(&run, "nvidia.com/mig-1g.10gb", MA9 "::0," MA9 "::1," MA10 "::0-," MA10 "::1-," MB9 "::0," MB9 "::1,"
+                  MB10 "::0," MB10 "::1," MB12 "::0," MB12 "::1");
+        ck_assert_str_eq(resource(&run, "nvidia.com/mig-1g.10gb")->devices[3].health_reason,
+                         "its capability file gpu0/mig/gi10/ci0/access is missing");
+        gpu_done(&run);
+
+        /* single: every MIG device's replicas under nvidia.com/gpu, the +me one too */
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=single", "gpu.replicas=2")), 0);
+        mig_caps(root, 0, 10);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(run.tree->n_resources, 1);
+        CHECK_IDS(&run, "nvidia.com/gpu", MA9 "::0," MA9 "::1," MA10 "::0," MA10 "::1," MA11 "::0," MA11 "::1,"
+                  MB9 "::0," MB9 "::1," MB10 "::0," MB10 "::1," MB12 "::0," MB12 "::1");
+        gpu_done(&run);
+}
+END_TEST
+
+/* The backend's answer for `res` ("a b c"; "error N" when it leaves the answer to the framework). */
+static char *preferred_text(gpu_run *run, const char *res, const char *const *avail, size_t n_avail,
+                            const char *const *must, size_t n_must, size_t size) {
+        kdp_pref_request req = { .resource = res, .available = avail, .n_available = n_avail, .must_include = must,
+                                 .n_must_include = n_must, .size = size };
+        kdp_pref_response resp;
+        char *out = calloc(4096, 1);
+        int r;
+
+        ck_assert_ptr_nonnull(out);
+        kdp_pref_response_init(&resp, &req);
+        r = run->ops->preferred(run->state, &req, &resp);
+        if (r < 0)
+                sprintf(out, "error %d", r);
+        for (size_t i = 0; r >= 0 && i < resp.n_ids; i++)
+                sprintf(out + strlen(out), "%s%s", i ? " " : "", resp.ids[i]);
+        kdp_pref_response_done(&resp);
+        return out;
+}
+
+#define CHECK_PREF(run, avail, must, size, expected)                                                    \
+        do {                                                                                            \
+                _cleanup_free_ char *got_ = preferred_text((run), "nvidia.com/mig-1g.10gb", avail, must, (size)); \
+                ck_assert_str_eq(got_, (expected));                                                     \
+        } while (0)
+
+/* With replicas a MIG device is what is shared: spread and pack weigh MIG devices as they weigh GPUs. */
+START_TEST(test_gpu_mig_replicas_preferred_spread_and_pack) {
+        _cleanup_(kdp_test_unlink_freep) char *fixture = NULL;
+        _cleanup_(kdp_test_rm_rfp) char *root = mig_tree(&fixture);
+        gpu_run run;
+
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed", "gpu.replicas=2")), 0);
+        gpu_scan(&run, root);
+#define ALL_R STRS(MA9 "::0", MA9 "::1", MA10 "::0", MA10 "::1", MB9 "::0", MB9 "::1", MB10 "::0", MB10 "::1", \
+                   MB12 "::0", MB12 "::1")
+#define BUT_MA9_0 STRS(MA9 "::1", MA10 "::0", MA10 "::1", MB9 "::0", MB9 "::1", MB10 "::0", MB10 "::1", MB12 "::0", \
+                       MB12 "::1")
+        CHECK_PREF(&run, ALL_R, NO_STRS, 3, MA9 "::0 " MA10 "::0 " MB9 "::0");         /* 3 distinct MIG devices */
+        CHECK_PREF(&run, BUT_MA9_0, NO_STRS, 2, MA10 "::0 " MB9 "::0");                 /* the least shared first */
+        CHECK_PREF(&run, ALL_R, STRS(MB12 "::1"), 2, MB12 "::1 " MA9 "::0");            /* must_include, then another */
+        CHECK_PREF(&run, ALL_R, STRS(MB12 "::1", MB12 "::0"), 2, MB12 "::1 " MB12 "::0");       /* size reached */
+        CHECK_PREF(&run, ALL_R, NO_STRS, 10, MA9 "::0 " MA10 "::0 " MB9 "::0 " MB10 "::0 " MB12 "::0 " MA9 "::1 "
+                   MA10 "::1 " MB9 "::1 " MB10 "::1 " MB12 "::1");
+        CHECK_PREF(&run, ALL_R, NO_STRS, 11, "error -22");      /* more than available: the framework answers */
+        CHECK_PREF(&run, ALL_R, STRS(MA11 "::0"), 2, "error -22");      /* another resource's ID */
+        gpu_done(&run);
+
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed", "gpu.replicas=2",
+                                                       "gpu.replica_policy=pack")), 0);
+        gpu_scan(&run, root);
+        CHECK_PREF(&run, BUT_MA9_0, NO_STRS, 3, MA9 "::1 " MA10 "::0 " MA10 "::1");     /* the shared one first */
+        /* MB12 and MA9 both have one free left then: the first in the request */
+        CHECK_PREF(&run, BUT_MA9_0, STRS(MB12 "::0"), 2, MB12 "::0 " MA9 "::1");
+        gpu_done(&run);
+#undef ALL_R
+#undef BUT_MA9_0
+}
+END_TEST
+
+/* The framework's pick of `size` from the MIG devices `avail` (indices into the sorted list), must first; "a b". */
+static char *framework_text(const kdp_device_list *l, const size_t *avail, size_t n_avail, const size_t *must,
+                            size_t n_must, size_t size) {
+        _cleanup_(kdp_preferred_index_freep) kdp_preferred_index *idx = NULL;
+        size_t picked[16], n;
+        char *out = calloc(1024, 1);
+
+        ck_assert_ptr_nonnull(out);
+        ck_assert_int_eq(kdp_preferred_index_new(l->devices, l->n_devices, &idx), 0);
+        n = kdp_preferred_pick(idx, avail, n_avail, must, n_must, size, picked);
+        for (size_t i = 0; i < n; i++)
+                sprintf(out + strlen(out), "%s%s", i ? " " : "", l->devices[picked[i]].id);
+        return out;
+}
+
+#define IDX(...) ((const size_t[]){ __VA_ARGS__ }), KDP_ELEMENTSOF(((const size_t[]){ __VA_ARGS__ }))
+#define NO_IDX NULL, 0
+#define CHECK_PICK(l, avail, must, size, expected)                                              \
+        do {                                                                                    \
+                _cleanup_free_ char *got_ = framework_text((l), avail, must, (size));           \
+                ck_assert_str_eq(got_, (expected));                                             \
+        } while (0)
+
+/*
+ * Without replicas the backend leaves MIG devices to the framework, whose locality keeps them
+ * together: a GPU's MIG devices share its place in the PCI tree, so a request one GPU can hold
+ * goes on one GPU, the one it fills best (fewest free), and must_include keeps its GPU.
+ */
+START_TEST(test_gpu_mig_preferred_keeps_a_gpus_devices_together) {
+        _cleanup_(kdp_test_unlink_freep) char *fixture = NULL;
+        _cleanup_(kdp_test_rm_rfp) char *root = mig_tree(&fixture);
+        _cleanup_free_ char *answer = NULL;
+        const kdp_device_list *l;
+        gpu_run run;
+
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed")), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/mig-1g.10gb");
+        CHECK_IDS(&run, "nvidia.com/mig-1g.10gb", MA9 "," MA10 "," MB9 "," MB10 "," MB12);
+        answer = preferred_text(&run, "nvidia.com/mig-1g.10gb", STRS(MA9, MA10, MB9, MB10, MB12), NO_STRS, 1);
+        ck_assert_str_eq(answer, "error -95");          /* not the backend's to answer */
+        /* 0 MA9, 1 MA10 on GPU A; 2 MB9, 3 MB10, 4 MB12 on GPU B */
+        CHECK_PICK(l, IDX(0, 1, 2, 3, 4), NO_IDX, 1, MA9);                      /* GPU A: 2 free of 5 */
+        CHECK_PICK(l, IDX(0, 1, 2, 3, 4), NO_IDX, 2, MA9 " " MA10);             /* fits A and B: A */
+        CHECK_PICK(l, IDX(0, 1, 2, 3, 4), NO_IDX, 3, MB9 " " MB10 " " MB12);    /* only B holds 3 */
+        CHECK_PICK(l, IDX(1, 2, 3, 4), NO_IDX, 1, MA10);                        /* MA9 in use: A's last */
+        CHECK_PICK(l, IDX(0, 1, 2, 3, 4), IDX(2), 2, MB9 " " MB10);             /* must_include's GPU */
+        CHECK_PICK(l, IDX(0, 1, 2, 3, 4), IDX(0), 3, MA9 " " MA10 " " MB9);     /* its GPU first, then B */
+        CHECK_PICK(l, IDX(0, 1, 2, 3, 4), IDX(4, 0), 2, MB12 " " MA9);          /* size reached by must_include */
+        CHECK_PICK(l, IDX(0, 1, 2, 3, 4), NO_IDX, 4, MA9 " " MB9 " " MB10 " " MB12);
+        CHECK_PICK(l, IDX(0, 1, 2, 3, 4), NO_IDX, 6, MA9 " " MA10 " " MB9 " " MB10 " " MB12); /* all there are */
+        gpu_done(&run);
+}
+END_TEST
+
 static Suite *gpu_backend_suite(void) {
         Suite *s = suite_create("gpu-backend");
         TCase *tc = tcase_create("core");
@@ -556,6 +816,13 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);
         tcase_add_test(tc, test_gpu_declares_every_gpu_it_does_not_serve);
         tcase_add_test(tc, test_gpu_handles_pci_functions_that_cannot_be_read);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("mig-share");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, test_gpu_mig_replicas_map_back_to_their_mig_devices);
+        tcase_add_test(tc, test_gpu_mig_replicas_preferred_spread_and_pack);
+        tcase_add_test(tc, test_gpu_mig_preferred_keeps_a_gpus_devices_together);
         suite_add_tcase(s, tc);
         return s;
 }
