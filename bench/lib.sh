@@ -75,13 +75,15 @@ need() {
         done
 }
 
-# report_start: the machine and the load when the run starts, and the call counts
+# report_start: the machine and the load when the run starts, and the call counts (of a script
+# that sets `calls`)
 report_start() {
         echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
         echo "host_cpus=$(nproc)"
         echo "host_cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
         echo "host_kernel=$(uname -r)"
         echo "host_load_start=$(cut -d' ' -f1 /proc/loadavg)"
+        [ -z "${calls:-}" ] && return 0
         echo "allocate_calls=$calls"
         echo "preferred_calls=$pcalls"
 }
