@@ -687,9 +687,18 @@ static int rescan(backend_slot *slot, bool reserve) {
         return apply_tree(slot, tree, reserve);
 }
 
-/* Every timer of a slot (interval, recheck of a held device, the backend's own request) rescans it. */
+/*
+ * Every timer of a slot (interval, recheck of a held device, the backend's own request) rescans
+ * it. The device events already queued are read first: a timer that fires in the same wake-up
+ * as a uevent (a kdpd stopped for a while, a busy node) would otherwise scan what the backend
+ * cached before the event, and log a reason that leaves out what the event changed.
+ */
 static void on_slot_timer(kdp_loop *loop, void *userdata) {
-        (void) rescan(userdata, false);
+        backend_slot *slot = userdata;
+
+        kdp_udev_monitor_drain(slot->d->udev);
+        slot->dirty = false;            /* this scan is the one an event just asked for */
+        (void) rescan(slot, false);
 }
 
 /* ---- device events ---- */

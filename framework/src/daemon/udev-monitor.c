@@ -28,10 +28,11 @@ struct kdp_udev_monitor {
         void *userdata;
 };
 
-static void on_readable(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
-        kdp_udev_monitor *m = userdata;
+void kdp_udev_monitor_drain(kdp_udev_monitor *m) {
         struct udev_device *dev;
 
+        if (!m)
+                return;
         while ((dev = udev_monitor_receive_device(m->monitor))) {
                 kdp_udev_event ev = {
                         .action = udev_device_get_action(dev),
@@ -50,6 +51,10 @@ static void on_readable(kdp_loop *loop, int fd, uint32_t events, void *userdata)
                 }
                 udev_device_unref(dev);
         }
+}
+
+static void on_readable(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
+        kdp_udev_monitor_drain(userdata);
 }
 
 static const char *default_source(void) {

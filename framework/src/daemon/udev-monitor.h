@@ -33,5 +33,8 @@ int kdp_udev_monitor_new(kdp_loop *loop, const char *const *subsystems, const ch
 kdp_udev_monitor *kdp_udev_monitor_free(kdp_udev_monitor *m);
 KDP_DEFINE_CLEANUP_FUNC(kdp_udev_monitor, kdp_udev_monitor_free)
 
+/* Hands the events queued on the socket to `fn` now, as the loop would. NULL is fine. */
+void kdp_udev_monitor_drain(kdp_udev_monitor *m);
+
 /* "udev" or "kernel". */
 const char *kdp_udev_monitor_source(const kdp_udev_monitor *m);
