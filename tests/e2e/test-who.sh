@@ -108,22 +108,27 @@ who --socket "$W" --socket "example.com/gadget=$T/gadgets.sock"
 assert_eq "$RC:$ERR" "0:" "who with --socket RESOURCE=PATH"
 assert_eq "$OUT" "$TABLE" "resource given with the socket"
 # the gadgets' IDs widget-0..2 are IDs of both resources: which one is not told
-who_fails "kdpctl who: cannot tell the resource of $T/gadgets.sock: not a kdpd socket name, and the kubelet reports none of its 3 devices; give it as --socket RESOURCE=$T/gadgets.sock" \
+who_fails "kdpctl who: cannot tell the resource of $T/gadgets.sock: not a kdpd socket name, and its 3 device IDs are not those of one resource the kubelet reports; give it as --socket RESOURCE=$T/gadgets.sock" \
         --socket "$W" --socket "$T/gadgets.sock"
 who_fails "kdpctl who: $W and $T/widgets.sock both serve example.com/widget" --socket "$W" --socket "$T/widgets.sock"
 pass "a socket's resource from its kdpd name, the kubelet's device IDs or RESOURCE=; ambiguity refused"
 
 # ---- failures, each with its own message ----
-who_fails "kdpctl who: no PodResources socket at $T/nowhere.sock" --pod-resources "$T/nowhere.sock"
+who_fails "kdpctl who: no PodResources socket at $T/nowhere.sock (is the kubelet running? --pod-resources names its socket under another --root-dir)" \
+        --pod-resources "$T/nowhere.sock"
 who_fails "kdpctl who: $DIR is not a socket (the PodResources socket)" --pod-resources "$DIR"
 who_fails "kdpctl who: no plugin socket at $T/nowhere.sock" --socket "$W" --socket "$T/nowhere.sock"
+# sockets that serve something else: the peer's own status
+who_fails "kdpctl who: ListAndWatch on $PR failed: code=UNIMPLEMENTED message=unknown service v1beta1.DevicePlugin" \
+        --socket "$PR"
+who_fails "kdpctl who: List on $W failed: code=UNIMPLEMENTED message=unknown method" --pod-resources "$W"
 kill -STOP "$KUBELET_PID"
 who_fails "kdpctl who: no answer to List on $PR within 1 s" --timeout 1
 kill -CONT "$KUBELET_PID"
 kill -STOP "$KDPD_PID"                         # the gadget kdpd
 who_fails "kdpctl who: no answer to ListAndWatch on $G within 1.5 s" --socket "$G" --timeout 1.5
 kill -CONT "$KDPD_PID"
-pass "missing sockets, a hung kubelet and a hung plugin: exit 1 with a message, nothing on stdout"
+pass "missing sockets, sockets of another service, a hung kubelet and a hung plugin: exit 1 with a message, nothing on stdout"
 
 "$KDPCTL" who extra >/dev/null 2>&1
 assert_eq "$?" 2 "who with an argument"

@@ -55,8 +55,8 @@ static int call_failed(const who *w, const char *method, const char *path, const
         return -EIO;
 }
 
-/* 0 if `path` (or unix:path) is a socket; else says why not. */
-static int check_socket(const char *what, const char *path) {
+/* 0 if `path` (or unix:path) is a socket; else says why not, `hint` after a missing one. */
+static int check_socket(const char *what, const char *path, const char *hint) {
         const char *file = strncmp(path, "unix:", 5) == 0 ? path + 5 : path;
         struct stat st;
 
@@ -64,7 +64,7 @@ static int check_socket(const char *what, const char *path) {
                 int e = errno;
 
                 if (e == ENOENT)
-                        return failed("no %s at %s", what, file);
+                        return failed("no %s at %s%s", what, file, hint);
                 return failed("cannot reach the %s at %s: %s", what, file, strerror(e));
         }
         if (!S_ISSOCK(st.st_mode))
@@ -74,7 +74,8 @@ static int check_socket(const char *what, const char *path) {
 
 static bool allocatable_not_served(const kdp_ctl_client_status *st) {
         return st->code == GRPC_STATUS_UNIMPLEMENTED ||
-               (st->code == GRPC_STATUS_UNKNOWN && strcmp(st->message, KDP_CTL_CLIENT_POD_ALLOCATABLE_DISABLED) == 0);
+               (st->code == GRPC_STATUS_UNKNOWN &&
+                strcmp(st->message, KDP_CTL_CLIENT_POD_ALLOCATABLE_DISABLED) == 0);
 }
 
 static int ask_allocatable(who *w, kdp_ctl_client *c, const char *path) {
@@ -105,7 +106,8 @@ static int ask_kubelet(who *w) {
         ProtobufCMessage *m;
         int r;
 
-        r = check_socket("PodResources socket", path);
+        r = check_socket("PodResources socket", path,
+                         " (is the kubelet running? --pod-resources names its socket under another --root-dir)");
         if (r < 0)
                 return r;
         r = kdp_ctl_client_new_max_message(path, KDP_POD_RESOURCES_MAX_MESSAGE, &c);
@@ -125,7 +127,7 @@ static int ask_plugin(who *w, kdp_ctl_who_plugin *p) {
         kdp_ctl_client_status st;
         int r;
 
-        r = check_socket("plugin socket", p->path);
+        r = check_socket("plugin socket", p->path, "");
         if (r < 0)
                 return r;
         r = kdp_ctl_client_new(p->path, &c);
@@ -144,8 +146,8 @@ static int join_failed(const who *w, int r, size_t bad) {
         const kdp_ctl_who_plugin *p = &w->in.plugins[bad];
 
         if (r == -ENXIO)
-                return failed("cannot tell the resource of %s: not a kdpd socket name, and the kubelet reports "
-                              "none of its %zu devices; give it as --socket RESOURCE=%s",
+                return failed("cannot tell the resource of %s: not a kdpd socket name, and its %zu device IDs "
+                              "are not those of one resource the kubelet reports; give it as --socket RESOURCE=%s",
                               p->path, p->list ? p->list->n_devices : 0, p->path);
         for (size_t i = 0; r == -EEXIST && i < bad; i++)
                 if (strcmp(w->in.plugins[i].resource, p->resource) == 0)
