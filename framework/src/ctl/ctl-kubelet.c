@@ -562,14 +562,21 @@ static void srv_reply(srv_call *sc, grpc_status_code code, const char *text) {
  * *__free_unpacked, which frees exactly such a tree.
  */
 
+/* An ID against an "id\x01n1,n2" of res->numa, in the order strcmp sorted them ('\x01' sorts first). */
+static int cmp_numa_id(const void *key, const void *elem) {
+        const char *id = key, *e = *(char *const *) elem;
+        size_t n = strcspn(e, "\x01");
+        int c = strncmp(id, e, n);
+
+        return c != 0 ? c : id[n] != '\0';
+}
+
 /* "n1,n2" of `id` in res->numa; NULL when it has no topology (or `res` is NULL). */
 static const char *resource_numa(const resource *res, const char *id) {
-        size_t n = strlen(id);
+        char **e = res && res->numa.n > 0 ? bsearch(id, res->numa.v, res->numa.n, sizeof(*res->numa.v), cmp_numa_id)
+                                          : NULL;
 
-        for (size_t i = 0; res && i < res->numa.n; i++)
-                if (strncmp(res->numa.v[i], id, n) == 0 && res->numa.v[i][n] == '\x01')
-                        return res->numa.v[i] + n + 1;
-        return NULL;
+        return e ? *e + strlen(id) + 1 : NULL;
 }
 
 /* A message of `desc`, initialised; NULL on allocation failure. */
