@@ -737,16 +737,17 @@ static int cmd_not_served(args *a) {
         return 0;
 }
 
-#define SOCKET OPT_BIT(OPT_SOCKET)
+#define NEEDS_SOCKET OPT_BIT(OPT_SOCKET)
 
 static const command commands[] = {
-        { "list", OPTS_CLIENT | OPT_BIT(OPT_COUNT), SOCKET, true, cmd_list },
-        { "options", OPTS_CLIENT, SOCKET, true, cmd_options },
-        { "allocate", OPTS_CLIENT | OPT_BIT(OPT_CONTAINER) | OPT_BIT(OPT_IDS_FILE), SOCKET, true, cmd_allocate },
-        { "preferred", OPTS_CLIENT | OPT_BIT(OPT_SIZE) | OPT_BIT(OPT_MUST) | OPT_BIT(OPT_AVAILABLE), SOCKET, true,
-          cmd_preferred },
-        { "prestart", OPTS_CLIENT, SOCKET, true, cmd_prestart },
-        { "raw", OPTS_CLIENT, SOCKET, true, cmd_raw },
+        { "list", OPTS_CLIENT | OPT_BIT(OPT_COUNT), NEEDS_SOCKET, true, cmd_list },
+        { "options", OPTS_CLIENT, NEEDS_SOCKET, true, cmd_options },
+        { "allocate", OPTS_CLIENT | OPT_BIT(OPT_CONTAINER) | OPT_BIT(OPT_IDS_FILE), NEEDS_SOCKET, true,
+          cmd_allocate },
+        { "preferred", OPTS_CLIENT | OPT_BIT(OPT_SIZE) | OPT_BIT(OPT_MUST) | OPT_BIT(OPT_AVAILABLE), NEEDS_SOCKET,
+          true, cmd_preferred },
+        { "prestart", OPTS_CLIENT, NEEDS_SOCKET, true, cmd_prestart },
+        { "raw", OPTS_CLIENT, NEEDS_SOCKET, true, cmd_raw },
         { "who", OPTS_CLIENT | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_OUTPUT), 0, true, cmd_who },
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
