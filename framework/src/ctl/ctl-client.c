@@ -12,6 +12,7 @@
  * lock) before its unref, so a cancel never touches a released call.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -80,12 +81,23 @@ static int status_local(kdp_ctl_client_status *st, int r) {
 }
 
 int kdp_ctl_client_new(const char *socket_path, kdp_ctl_client **ret) {
-        grpc_arg arg = {
-                .type = GRPC_ARG_STRING,
-                .key = (char *) GRPC_ARG_DEFAULT_AUTHORITY,
-                .value.string = (char *) "localhost",
+        return kdp_ctl_client_new_max_message(socket_path, 0, ret);
+}
+
+int kdp_ctl_client_new_max_message(const char *socket_path, size_t max_receive, kdp_ctl_client **ret) {
+        grpc_arg arg[2] = {
+                {
+                        .type = GRPC_ARG_STRING,
+                        .key = (char *) GRPC_ARG_DEFAULT_AUTHORITY,
+                        .value.string = (char *) "localhost",
+                },
+                {
+                        .type = GRPC_ARG_INTEGER,
+                        .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                        .value.integer = max_receive > INT_MAX ? INT_MAX : (int) max_receive,
+                },
         };
-        grpc_channel_args args = { .num_args = 1, .args = &arg };
+        grpc_channel_args args = { .num_args = max_receive > 0 ? 2 : 1, .args = arg };
         _cleanup_free_ char *target = NULL;
         grpc_channel_credentials *creds;
         kdp_ctl_client *c;
@@ -174,7 +186,7 @@ static void client_pluck(kdp_ctl_client *c, void *tag) {
         (void) grpc_completion_queue_pluck(c->cq, tag, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 }
 
-static grpc_byte_buffer *pack_buffer(const ProtobufCMessage *m) {
+grpc_byte_buffer *kdp_ctl_client_pack_buffer(const ProtobufCMessage *m) {
         grpc_slice slice = grpc_slice_malloc(protobuf_c_message_get_packed_size(m));
         grpc_byte_buffer *bb;
 
@@ -251,7 +263,8 @@ int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMe
                         const ProtobufCMessageDescriptor *resp_desc, gpr_timespec deadline,
                         unsigned flags, ProtobufCMessage **ret_resp,
                         kdp_ctl_client_status *reterr_status) {
-        return call_buffer(c, method, pack_buffer(req), resp_desc, deadline, flags, ret_resp, reterr_status);
+        return call_buffer(c, method, kdp_ctl_client_pack_buffer(req), resp_desc, deadline, flags, ret_resp,
+                           reterr_status);
 }
 
 int kdp_ctl_client_call_raw(kdp_ctl_client *c, const char *method, const uint8_t *req, size_t size,
@@ -396,7 +409,7 @@ int kdp_ctl_client_watch(kdp_ctl_client *c, gpr_timespec deadline, unsigned flag
                 (void) kdp_ctl_client_stream_free(s);
                 return status_local(reterr_status, r);
         }
-        s->request = pack_buffer(&empty.base);
+        s->request = kdp_ctl_client_pack_buffer(&empty.base);
         s->status_pending = stream_start_status(s) == GRPC_CALL_OK;
         s->send_pending = stream_start_send(s, flags) == GRPC_CALL_OK;
         if (!s->send_pending || !s->status_pending) {

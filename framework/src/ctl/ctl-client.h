@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * A client of one v1beta1 device-plugin socket: one channel, one pluck
- * completion queue, blocking unary calls and a blocking ListAndWatch reader,
- * plus the printers kdpctl and the stand-in kubelet share.
+ * A client of one v1beta1 device-plugin socket (or of any gRPC service on a
+ * unix socket, through kdp_ctl_client_call: the PodResources API): one
+ * channel, one pluck completion queue, blocking unary calls and a blocking
+ * ListAndWatch reader, plus the printers kdpctl and the stand-in kubelet share.
  *
  * Threads: each call blocks the calling thread until it ends. Up to
  * KDP_CTL_CLIENT_MAX_CALLS calls may run at once on one client (from different
@@ -29,6 +30,12 @@
 #define KDP_CTL_CLIENT_METHOD_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
 #define KDP_CTL_CLIENT_METHOD_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
 #define KDP_CTL_CLIENT_METHOD_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
+/* The kubelet's PodResources API (proto/podresources/v1/api.proto) */
+#define KDP_CTL_CLIENT_POD_RESOURCES_SERVICE "v1.PodResourcesLister"
+#define KDP_CTL_CLIENT_METHOD_POD_LIST "/v1.PodResourcesLister/List"
+#define KDP_CTL_CLIENT_METHOD_POD_ALLOCATABLE "/v1.PodResourcesLister/GetAllocatableResources"
+/* What a kubelet 1.21-1.27 with the KubeletPodResourcesGetAllocatable gate off answers it (code Unknown) */
+#define KDP_CTL_CLIENT_POD_ALLOCATABLE_DISABLED "Pod Resources API GetAllocatableResources disabled"
 
 typedef struct kdp_ctl_client kdp_ctl_client;
 typedef struct kdp_ctl_client_stream kdp_ctl_client_stream;
@@ -41,6 +48,8 @@ typedef struct kdp_ctl_client_status {
 
 /* `socket_path` is a file path, or a target already starting with "unix:". */
 int kdp_ctl_client_new(const char *socket_path, kdp_ctl_client **ret);
+/* The same, taking responses of up to `max_receive` bytes (0: gRPC's default, 4 MiB). */
+int kdp_ctl_client_new_max_message(const char *socket_path, size_t max_receive, kdp_ctl_client **ret);
 /* Cancels nothing: every call and stream must have ended. Returns NULL. */
 kdp_ctl_client *kdp_ctl_client_free(kdp_ctl_client *c);
 void kdp_ctl_client_cancel(kdp_ctl_client *c);
@@ -65,6 +74,9 @@ int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMe
 int kdp_ctl_client_call_raw(kdp_ctl_client *c, const char *method, const uint8_t *req, size_t size,
                             const ProtobufCMessageDescriptor *resp_desc, gpr_timespec deadline,
                             ProtobufCMessage **ret_resp, kdp_ctl_client_status *reterr_status);
+
+/* `m` packed into a new byte buffer (the caller's to destroy). */
+grpc_byte_buffer *kdp_ctl_client_pack_buffer(const ProtobufCMessage *m);
 
 /* A list of device IDs; the strings are borrowed. */
 typedef struct kdp_ctl_client_ids {

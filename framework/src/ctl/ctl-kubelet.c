@@ -52,7 +52,6 @@
 #define CHECKPOINT_FILE "kubelet_internal_checkpoint"
 #define REGISTER_METHOD "/v1beta1.Registration/Register"
 #define REGISTRATION_SERVICE "v1beta1.Registration"
-#define LIST_METHOD "/v1.PodResourcesLister/List"
 #define DIAL_TIMEOUT_MS 10000
 #define PRESTART_TIMEOUT_MS 30000
 #define SHUTDOWN_GRACE_MS 1000
@@ -558,82 +557,205 @@ static void srv_reply(srv_call *sc, grpc_status_code code, const char *text) {
 }
 
 /*
- * PodResources List: one pod per admission whose pod runs, one container with
- * its devices, as the kubelet's server_v1.go lists them.
+ * ---- PodResources answers (k->lock held) ----
+ * Built on the heap, every part malloc'ed, and released with
+ * *__free_unpacked, which frees exactly such a tree.
  */
-static int pod_resources_pack(kubelet *k, grpc_byte_buffer **ret, size_t *ret_n) {
-        _cleanup_free_ V1__PodResources *pods = NULL, **pod_ptrs = NULL;
-        _cleanup_free_ V1__ContainerResources *ctrs = NULL, **ctr_ptrs = NULL;
-        _cleanup_free_ V1__ContainerDevices *devs = NULL, **dev_ptrs = NULL;
-        _cleanup_free_ char *names = NULL;
-        _cleanup_free_ uint8_t *buf = NULL;
-        V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
-        size_t n = 0, na = k->cfg->n_admits ? k->cfg->n_admits : 1, size;
-        grpc_slice slice;
 
-        pods = calloc(na, sizeof(*pods));
-        pod_ptrs = calloc(na, sizeof(*pod_ptrs));
-        ctrs = calloc(na, sizeof(*ctrs));
-        ctr_ptrs = calloc(na, sizeof(*ctr_ptrs));
-        devs = calloc(na, sizeof(*devs));
-        dev_ptrs = calloc(na, sizeof(*dev_ptrs));
-        names = calloc(na, 32);
-        if (!pods || !pod_ptrs || !ctrs || !ctr_ptrs || !devs || !dev_ptrs || !names)
-                return -ENOMEM;
-        for (size_t i = 0; i < k->cfg->n_admits; i++) {
-                admission *a = &k->admits[i];
+/* An ID against an "id\x01n1,n2" of res->numa, in the order strcmp sorted them ('\x01' sorts first). */
+static int cmp_numa_id(const void *key, const void *elem) {
+        const char *id = key, *e = *(char *const *) elem;
+        size_t n = strcspn(e, "\x01");
+        int c = strncmp(id, e, n);
 
-                if (a->pod.n == 0)
-                        continue;
-                snprintf(names + 32 * n, 32, "pod-%zu", i);
-                v1__container_devices__init(&devs[n]);
-                devs[n].resource_name = (char *) a->resource;
-                devs[n].device_ids = a->pod.v;
-                devs[n].n_device_ids = a->pod.n;
-                dev_ptrs[n] = &devs[n];
-                v1__container_resources__init(&ctrs[n]);
-                ctrs[n].name = (char *) "c0";
-                ctrs[n].devices = &dev_ptrs[n];
-                ctrs[n].n_devices = 1;
-                ctr_ptrs[n] = &ctrs[n];
-                v1__pod_resources__init(&pods[n]);
-                pods[n].name = names + 32 * n;
-                pods[n].namespace_ = (char *) "default";
-                pods[n].containers = &ctr_ptrs[n];
-                pods[n].n_containers = 1;
-                pod_ptrs[n] = &pods[n];
-                n++;
+        return c != 0 ? c : id[n] != '\0';
+}
+
+/* "n1,n2" of `id` in res->numa; NULL when it has no topology (or `res` is NULL). */
+static const char *resource_numa(const resource *res, const char *id) {
+        char **e = res && res->numa.n > 0 ? bsearch(id, res->numa.v, res->numa.n, sizeof(*res->numa.v), cmp_numa_id)
+                                          : NULL;
+
+        return e ? *e + strlen(id) + 1 : NULL;
+}
+
+/* A message of `desc`, initialised; NULL on allocation failure. */
+static void *message_new(const ProtobufCMessageDescriptor *desc) {
+        ProtobufCMessage *m = calloc(1, desc->sizeof_message);
+
+        if (m)
+                protobuf_c_message_init(desc, m);
+        return m;
+}
+
+static V1__TopologyInfo *topology_new(int64_t node) {
+        V1__TopologyInfo *t = message_new(&v1__topology_info__descriptor);
+
+        if (!t)
+                return NULL;
+        t->nodes = calloc(1, sizeof(*t->nodes));
+        if (t->nodes && (t->nodes[0] = message_new(&v1__numanode__descriptor))) {
+                t->nodes[0]->id = node;
+                t->n_nodes = 1;
+                return t;
         }
-        resp.pod_resources = pod_ptrs;
-        resp.n_pod_resources = n;
-        size = v1__list_pod_resources_response__get_packed_size(&resp);
-        buf = malloc(size ? size : 1);
-        if (!buf)
+        v1__topology_info__free_unpacked(t, NULL);
+        return NULL;
+}
+
+/* One device on one NUMA node (`node` < 0: without topology). */
+static V1__ContainerDevices *devices_new(const char *name, const char *id, int64_t node) {
+        V1__ContainerDevices *d = message_new(&v1__container_devices__descriptor);
+
+        if (!d)
+                return NULL;
+        d->resource_name = strdup(name);
+        d->device_ids = calloc(1, sizeof(*d->device_ids));
+        if (d->device_ids && (d->device_ids[0] = strdup(id)))
+                d->n_device_ids = 1;
+        if (node >= 0)
+                d->topology = topology_new(node);
+        if (d->resource_name && d->n_device_ids == 1 && (node < 0 || d->topology))
+                return d;
+        v1__container_devices__free_unpacked(d, NULL);
+        return NULL;
+}
+
+static int devices_push(V1__ContainerDevices ***v, size_t *n, V1__ContainerDevices *d) {
+        V1__ContainerDevices **nv;
+
+        if (!d)
                 return -ENOMEM;
-        size = v1__list_pod_resources_response__pack(&resp, buf);
-        slice = grpc_slice_from_copied_buffer((const char *) buf, size);
-        *ret = grpc_raw_byte_buffer_create(&slice, 1);
-        grpc_slice_unref(slice);
-        *ret_n = n;
+        nv = reallocarray(*v, *n + 1, sizeof(*nv));
+        if (!nv) {
+                v1__container_devices__free_unpacked(d, NULL);
+                return -ENOMEM;
+        }
+        nv[(*n)++] = d;
+        *v = nv;
         return 0;
 }
 
-static void pod_resources_list(kubelet *k, srv_call *sc) {
+/* One ContainerDevices per NUMA node of `id`, or one without topology, as the kubelet splits them. */
+static int devices_append(V1__ContainerDevices ***v, size_t *n, const resource *res, const char *name,
+                          const char *id) {
+        const char *nodes = resource_numa(res, id);
+        int r = 0;
+
+        if (!nodes)
+                return devices_push(v, n, devices_new(name, id, -1));
+        for (const char *p = nodes; r >= 0 && *p;) {
+                char *end;
+                long long node = strtoll(p, &end, 10);
+
+                r = devices_push(v, n, devices_new(name, id, node));
+                p = *end ? end + 1 : end;
+        }
+        return r;
+}
+
+/* pod-<i> in namespace default, one container c0 without devices. */
+static V1__PodResources *pod_new(size_t i) {
+        V1__PodResources *p = message_new(&v1__pod_resources__descriptor);
+        V1__ContainerResources *c = NULL;
+
+        if (!p)
+                return NULL;
+        p->containers = calloc(1, sizeof(*p->containers));
+        if (p->containers && (c = message_new(&v1__container_resources__descriptor))) {
+                p->containers[0] = c;
+                p->n_containers = 1;
+                c->name = strdup("c0");
+        }
+        if (asprintf(&p->name, "pod-%zu", i) < 0)
+                p->name = NULL;
+        p->namespace_ = strdup("default");
+        if (c && c->name && p->name && p->namespace_)
+                return p;
+        v1__pod_resources__free_unpacked(p, NULL);
+        return NULL;
+}
+
+/* List: one pod per admission whose pod runs, its one container holding the pod's devices. */
+static int pod_list_fill(kubelet *k, ProtobufCMessage *m, size_t *ret_n) {
+        V1__ListPodResourcesResponse *resp = (V1__ListPodResourcesResponse *) m;
+        int r = 0;
+
+        resp->pod_resources = calloc(k->cfg->n_admits ? k->cfg->n_admits : 1, sizeof(*resp->pod_resources));
+        if (!resp->pod_resources)
+                return -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < k->cfg->n_admits; i++) {
+                const admission *a = &k->admits[i];
+                const resource *res = resource_find(k, a->resource, false);
+                V1__ContainerResources *c;
+
+                if (a->pod.n == 0)
+                        continue;
+                resp->pod_resources[resp->n_pod_resources] = pod_new(i);
+                if (!resp->pod_resources[resp->n_pod_resources])
+                        return -ENOMEM;
+                c = resp->pod_resources[resp->n_pod_resources++]->containers[0];
+                for (size_t j = 0; r >= 0 && j < a->pod.n; j++)
+                        r = devices_append(&c->devices, &c->n_devices, res, a->resource, a->pod.v[j]);
+        }
+        *ret_n = resp->n_pod_resources;
+        return r;
+}
+
+/* GetAllocatableResources: the healthy devices of every resource. */
+static int allocatable_fill(kubelet *k, ProtobufCMessage *m, size_t *ret_n) {
+        V1__AllocatableResourcesResponse *resp = (V1__AllocatableResourcesResponse *) m;
+        int r = 0;
+
+        *ret_n = 0;
+        for (const resource *res = k->resources; r >= 0 && res; res = res->next)
+                for (size_t i = 0; r >= 0 && i < res->healthy.n; i++, (*ret_n)++)
+                        r = devices_append(&resp->devices, &resp->n_devices, res, res->name, res->healthy.v[i]);
+        return r;
+}
+
+/* Answers with a message of `desc` that `fill` builds (k->lock held), after printing "<event>=N". */
+static void pod_resources_reply(kubelet *k, srv_call *sc, const ProtobufCMessageDescriptor *desc,
+                                int (*fill)(kubelet *k, ProtobufCMessage *m, size_t *ret_n), const char *event) {
+        ProtobufCMessage *m = message_new(desc);
         grpc_byte_buffer *bb = NULL;
         size_t n = 0;
-        int r;
+        int r = -ENOMEM;
 
         (void) pthread_mutex_lock(&k->lock);
-        r = pod_resources_pack(k, &bb, &n);
+        if (m)
+                r = fill(k, m, &n);
         if (r >= 0 && !k->stopping) {
-                printf("listed pods=%zu\n", n);
+                printf("%s=%zu\n", event, n);
                 (void) fflush(stdout);
         }
         (void) pthread_mutex_unlock(&k->lock);
+        if (r >= 0)
+                bb = kdp_ctl_client_pack_buffer(m);
+        if (m)
+                protobuf_c_message_free_unpacked(m, NULL);
         if (r < 0)
                 srv_reply(sc, GRPC_STATUS_INTERNAL, strerror(-r));
         else
                 srv_reply_message(sc, GRPC_STATUS_OK, NULL, bb);
+}
+
+/* Answers a PodResources call; false for a method this kubelet does not serve. */
+static bool pod_resources_answer(kubelet *k, srv_call *sc, const char *method) {
+        if (strcmp(method, KDP_CTL_CLIENT_METHOD_POD_LIST) == 0) {
+                pod_resources_reply(k, sc, &v1__list_pod_resources_response__descriptor, pod_list_fill,
+                                    "listed pods");
+                return true;
+        }
+        if (strcmp(method, KDP_CTL_CLIENT_METHOD_POD_ALLOCATABLE) != 0 ||
+            k->cfg->get_allocatable == KDP_CTL_KUBELET_ALLOCATABLE_UNIMPLEMENTED)
+                return false;
+        if (k->cfg->get_allocatable == KDP_CTL_KUBELET_ALLOCATABLE_DISABLED)
+                srv_reply(sc, GRPC_STATUS_UNKNOWN, KDP_CTL_CLIENT_POD_ALLOCATABLE_DISABLED);
+        else
+                pod_resources_reply(k, sc, &v1__allocatable_resources_response__descriptor, allocatable_fill,
+                                    "allocatable devices");
+        return true;
 }
 
 static void on_reply_done(ctl_tag *t, bool ok) {
@@ -698,10 +820,25 @@ static void on_register_call(ctl_tag *t, bool ok) {
         register_handle(sc->k, sc);
 }
 
+/* The service `method` names if this kubelet serves it ("/SERVICE/NAME"), else NULL. */
+static const char *method_service(const kubelet *k, const char *method) {
+        const char *const services[] = { REGISTRATION_SERVICE,
+                                         k->cfg->pod_resources ? KDP_CTL_CLIENT_POD_RESOURCES_SERVICE : NULL };
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(services); i++) {
+                size_t n = services[i] ? strlen(services[i]) : 0;
+
+                if (n > 0 && method[0] == '/' && strncmp(method + 1, services[i], n) == 0 && method[n + 1] == '/')
+                        return services[i];
+        }
+        return NULL;
+}
+
 /* Any other method: what grpc-go (the kubelet's server) answers. */
 static void on_generic_call(ctl_tag *t, bool ok) {
         srv_call *sc = container_of(t, srv_call, tag_new);
         _cleanup_free_ char *method = NULL, *text = NULL;
+        const char *service;
         char *slash;
         int r;
 
@@ -711,14 +848,12 @@ static void on_generic_call(ctl_tag *t, bool ok) {
         }
         arm_call(sc->k, true);
         method = grpc_slice_to_c_string(sc->details.method);
-        if (method && sc->k->cfg->pod_resources && strcmp(method, LIST_METHOD) == 0) {
-                pod_resources_list(sc->k, sc);
+        if (method && sc->k->cfg->pod_resources && pod_resources_answer(sc->k, sc, method))
                 return;
-        }
         slash = method ? strrchr(method, '/') : NULL;
-        if (slash && slash != method && strncmp(method + 1, REGISTRATION_SERVICE "/",
-                                                strlen(REGISTRATION_SERVICE) + 1) == 0)
-                r = asprintf(&text, "unknown method %s for service %s", slash + 1, REGISTRATION_SERVICE);
+        service = method ? method_service(sc->k, method) : NULL;
+        if (slash && slash != method && service)
+                r = asprintf(&text, "unknown method %s for service %s", slash + 1, service);
         else {
                 if (slash)
                         *slash = '\0';

@@ -7,10 +7,16 @@
  * (pod-<n> in namespace default, one container c0) and their devices, until
  * SIGUSR2 ends them all: their devices are free for later admissions and
  * List no longer names them ("freed resource=R ids=..." per pod). Each List
- * answered prints "listed pods=N".
+ * answered prints "listed pods=N". GetAllocatableResources answers the
+ * healthy devices of every resource ever registered (a plugin gone has none:
+ * its devices went unhealthy), and prints "allocatable devices=N"; or, as
+ * `get_allocatable` says, fails as a kubelet that does not serve it. Devices
+ * come one ContainerDevices per device and NUMA node, with its topology
+ * (one without topology for a device without), as the kubelet's own.
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +27,15 @@ typedef struct kdp_ctl_kubelet_admit {
         unsigned n;
 } kdp_ctl_kubelet_admit;
 
+/* How GetAllocatableResources is answered. */
+typedef enum kdp_ctl_kubelet_allocatable {
+        KDP_CTL_KUBELET_ALLOCATABLE_SERVED,
+        KDP_CTL_KUBELET_ALLOCATABLE_UNIMPLEMENTED,      /* before 1.21: "unknown method ..." */
+        KDP_CTL_KUBELET_ALLOCATABLE_DISABLED,           /* 1.21-1.27, gate off: Unknown "... disabled" */
+        _KDP_CTL_KUBELET_ALLOCATABLE_MAX,
+        _KDP_CTL_KUBELET_ALLOCATABLE_INVALID = -EINVAL,
+} kdp_ctl_kubelet_allocatable;
+
 typedef struct kdp_ctl_kubelet_config {
         const char *dir;                        /* the device-plugins directory */
         const kdp_ctl_kubelet_admit *admits;
@@ -28,6 +43,7 @@ typedef struct kdp_ctl_kubelet_config {
         bool exit_after_admit;                  /* stop once every admission is done */
         int64_t duration_ms;                    /* stop after this long; 0 = at SIGTERM/SIGINT */
         const char *pod_resources;              /* serve PodResources List on this socket; NULL: not */
+        kdp_ctl_kubelet_allocatable get_allocatable;
         unsigned drop_before_stream;            /* the first N registrations dropped before ListAndWatch */
 } kdp_ctl_kubelet_config;
 

@@ -4,7 +4,8 @@
  *
  * main() parses one command, runs it and returns its exit code: 0 success,
  * 1 failure (an RPC error, a time-out, no PCI bus; a message on stderr), 2
- * usage. Client commands run on the main thread (ctl-client.c); `kubelet`
+ * usage. Client commands run on the main thread (ctl-client.c); `who` asks
+ * the kubelet's PodResources API and plugin sockets (ctl-who.c); `kubelet`
  * owns its threads (ctl-kubelet.c); `discover` only reads sysfs
  * (ctl-discover.c). `args` owns what parsing allocated; the rest of what it
  * points to is borrowed from argv.
@@ -25,13 +26,14 @@
 #include "ctl-client.h"
 #include "ctl-discover.h"
 #include "ctl-kubelet.h"
+#include "ctl-who.h"
 #include "not-served.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
 #define CONTINUE (-1)
 #define DEFAULT_TIMEOUT_MS 10000
-#define MAX_ITEMS 4096                          /* --container, --must, --available, --admit */
+#define MAX_ITEMS 4096                          /* --container, --must, --available, --admit, --socket */
 
 enum {
         OPT_SOCKET = 1,
@@ -51,6 +53,8 @@ enum {
         OPT_BACKEND,
         OPT_POD_RESOURCES,
         OPT_DROP_BEFORE_STREAM,
+        OPT_GET_ALLOCATABLE,
+        OPT_OUTPUT,
         OPT_V,
         OPT_HELP,
 };
@@ -77,6 +81,8 @@ static const struct option long_options[] = {
         { "backend", required_argument, NULL, OPT_BACKEND },
         { "pod-resources", required_argument, NULL, OPT_POD_RESOURCES },
         { "drop-before-stream", required_argument, NULL, OPT_DROP_BEFORE_STREAM },
+        { "get-allocatable", required_argument, NULL, OPT_GET_ALLOCATABLE },
+        { "output", required_argument, NULL, OPT_OUTPUT },
         { "v", required_argument, NULL, OPT_V },
         { "help", no_argument, NULL, OPT_HELP },
         {},
@@ -92,8 +98,16 @@ static const char usage_text[] =
         "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX\n"
         "                   (METHOD options, allocate, preferred or prestart with a request given as its\n"
         "                   wire bytes in hex, as a peer that is not the kubelet may send it; prints \"raw ok\")\n"
+        "  kdpctl who       [--pod-resources SOCKET] [--socket [RESOURCE=]S]... [-o json] [--timeout SEC]\n"
+        "                   (who holds which device: one row per device and holder, RESOURCE DEVICE\n"
+        "                   HEALTH NUMA NAMESPACE POD CONTAINER, \"-\" when free or not known, from the\n"
+        "                   kubelet's PodResources List and GetAllocatableResources (the free devices),\n"
+        "                   joined with each --socket's first ListAndWatch (health, NUMA nodes, and the\n"
+        "                   unhealthy devices the kubelet does not count). -o json: {\"allocatableKnown\":\n"
+        "                   B, \"devices\": [{\"resource\", \"id\", \"health\", \"numa\": [N...], \"allocatable\",\n"
+        "                   \"namespace\", \"pod\", \"container\"}...]}, null when not known or free)\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
-        "                   [--pod-resources SOCKET] [--drop-before-stream N]\n"
+        "                   [--pod-resources SOCKET [--get-allocatable MODE]] [--drop-before-stream N]\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
         "                   SIGUSR2 ends every admitted pod: its devices are free again)\n"
         "  kdpctl discover  [--sysfs-root DIR]\n"
@@ -103,16 +117,23 @@ static const char usage_text[] =
         "                   (\"not served: ADDRESS REASON\" for each device a running kdpd's backends\n"
         "                   looked at and do not serve, whatever its --v; from DIR/BACKEND.not-served)\n"
         "\n"
-        "  --socket S   a device-plugin socket (path, or unix:PATH)\n"
+        "  --socket S   a device-plugin socket (path, or unix:PATH); (who) RESOURCE=S names its\n"
+        "               resource, else kdpd's socket name or the device IDs the kubelet reports tell it\n"
         "  --timeout    seconds for the whole command, 0 = none (default 10)\n"
         "  --count K    ListAndWatch messages to print, 0 = until the timeout (default 1)\n"
         "  --sysfs-root the sysfs tree to read (default /sys)\n"
         "  --state-dir  kdpd's --state-dir (default /run/kdp)\n"
-        "  --pod-resources  serve PodResources v1 List there too: the admitted pods and their devices\n"
+        "  --pod-resources SOCKET  (kubelet) serve PodResources v1 there too: List (the admitted pods\n"
+        "               and their devices) and GetAllocatableResources (each resource's healthy devices);\n"
+        "               (who) the kubelet's, default " KDP_CTL_WHO_POD_RESOURCES_DEFAULT "\n"
+        "  --get-allocatable MODE  served (default), unimplemented (a kubelet before 1.21) or disabled\n"
+        "               (1.21-1.27 with its feature gate off: code Unknown)\n"
+        "  -o, --output json|table  who's format (default table)\n"
         "  --drop-before-stream N  drop the first N registrations before their ListAndWatch (the\n"
         "               connection closes with no stream opened)\n"
         "  --v N        log verbosity on stderr\n"
-        "Exit: 0 success, 1 RPC error, time-out, (discover) no PCI bus or (not-served) no list, 2 usage.\n";
+        "Exit: 0 success, 1 RPC error, time-out, (who) a socket missing or its resource not told,\n"
+        "      (discover) no PCI bus or (not-served) no list, 2 usage.\n";
 
 typedef struct ptrv {
         char **v;
@@ -121,7 +142,8 @@ typedef struct ptrv {
 
 typedef struct args {
         const char *cmd;
-        const char *socket;
+        const char *socket;                     /* the last --socket */
+        ptrv sockets;                           /* every --socket, borrowed */
         int64_t timeout_ms;
         unsigned long count;
         unsigned long size;
@@ -139,6 +161,8 @@ typedef struct args {
         const char *state_dir;
         const char *backend;
         const char *pod_resources;
+        kdp_ctl_kubelet_allocatable get_allocatable;
+        bool json;
         char **positional;                      /* borrowed */
         size_t n_positional;
 } args;
@@ -146,6 +170,7 @@ typedef struct args {
 typedef struct command {
         const char *name;
         unsigned options;                       /* OPT_BIT()s accepted */
+        unsigned required;                      /* OPT_BIT()s that must be given */
         bool grpc;                              /* run between grpc_init and grpc_shutdown */
         int (*run)(args *a);
 } command;
@@ -162,6 +187,7 @@ static void args_done(args *a) {
         free(a->admits);
         free(a->must.v);
         free(a->available.v);
+        free(a->sockets.v);
 }
 
 static int usage_error(const args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -303,11 +329,26 @@ static int add_admit(args *a, const char *spec) {
         return 0;
 }
 
+static int parse_allocatable(const char *s, kdp_ctl_kubelet_allocatable *ret) {
+        static const char *const names[] = {
+                [KDP_CTL_KUBELET_ALLOCATABLE_SERVED] = "served",
+                [KDP_CTL_KUBELET_ALLOCATABLE_UNIMPLEMENTED] = "unimplemented",
+                [KDP_CTL_KUBELET_ALLOCATABLE_DISABLED] = "disabled",
+        };
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(names); i++)
+                if (strcmp(s, names[i]) == 0) {
+                        *ret = (kdp_ctl_kubelet_allocatable) i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 static int set_option(args *a, int opt, char *value) {
         unsigned long v;
 
         switch (opt) {
-        case OPT_SOCKET: a->socket = value; return 0;
+        case OPT_SOCKET: a->socket = value; return ptrv_add(&a->sockets, value);
         case OPT_TIMEOUT: return parse_seconds(value, &a->timeout_ms);
         case OPT_COUNT: return parse_ulong(value, ULONG_MAX, &a->count);
         case OPT_CONTAINER: return add_container(a, value);
@@ -320,6 +361,12 @@ static int set_option(args *a, int opt, char *value) {
         case OPT_EXIT_AFTER_ADMIT: a->exit_after_admit = true; return 0;
         case OPT_DURATION: return parse_seconds(value, &a->duration_ms);
         case OPT_DROP_BEFORE_STREAM: return parse_ulong(value, UINT_MAX, &a->drop_before_stream);
+        case OPT_GET_ALLOCATABLE: return parse_allocatable(value, &a->get_allocatable);
+        case OPT_OUTPUT:
+                if (strcmp(value, "json") != 0 && strcmp(value, "table") != 0)
+                        return -EINVAL;
+                a->json = strcmp(value, "json") == 0;
+                return 0;
         case OPT_POD_RESOURCES:
                 if (!*value)
                         return -EINVAL;
@@ -354,11 +401,14 @@ static const char *option_name(int opt) {
 
 /* Returns CONTINUE, or the exit code when parsing already decided it. */
 static int parse(args *a, const command *cmd, int argc, char **argv) {
+        unsigned given = 0;
         int opt, r;
 
         optind = 1;
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, ":o:", long_options, NULL)) != -1) {
+                if (opt == 'o')
+                        opt = OPT_OUTPUT;
                 if (opt == '?')
                         return usage_error(a, "unknown option '%s'", argv[optind - 1]);
                 if (opt == ':')
@@ -369,6 +419,7 @@ static int parse(args *a, const command *cmd, int argc, char **argv) {
                 }
                 if (!(cmd->options & OPT_BIT(opt)))
                         return usage_error(a, "option '--%s' does not apply", option_name(opt));
+                given |= OPT_BIT(opt);
                 r = set_option(a, opt, optarg);
                 if (r < 0)
                         return usage_error(a, "invalid value '%s' for '--%s'%s", optarg, option_name(opt),
@@ -376,8 +427,9 @@ static int parse(args *a, const command *cmd, int argc, char **argv) {
         }
         a->positional = argv + optind;
         a->n_positional = (size_t) (argc - optind);
-        if ((cmd->options & OPT_BIT(OPT_SOCKET)) && !a->socket)
-                return usage_error(a, "--socket is required");
+        for (int o = 0; o < OPT_HELP; o++)
+                if ((cmd->required & OPT_BIT(o)) && !(given & OPT_BIT(o)))
+                        return usage_error(a, "--%s is required", option_name(o));
         return CONTINUE;
 }
 
@@ -617,6 +669,22 @@ static int cmd_raw(args *a) {
         return 0;
 }
 
+/* ---- who holds which device ---- */
+
+static int cmd_who(args *a) {
+        kdp_ctl_who_config cfg = {
+                .pod_resources = a->pod_resources ? a->pod_resources : KDP_CTL_WHO_POD_RESOURCES_DEFAULT,
+                .sockets = a->sockets.v,
+                .n_sockets = a->sockets.n,
+                .timeout_ms = a->timeout_ms,
+                .json = a->json,
+        };
+
+        if (a->n_positional > 0)
+                return usage_error(a, "unexpected argument '%s'", a->positional[0]);
+        return kdp_ctl_who_run(&cfg);
+}
+
 /* ---- the stand-in kubelet ---- */
 
 static int cmd_kubelet(args *a) {
@@ -628,14 +696,15 @@ static int cmd_kubelet(args *a) {
                 .duration_ms = a->duration_ms,
                 .pod_resources = a->pod_resources,
                 .drop_before_stream = (unsigned) a->drop_before_stream,
+                .get_allocatable = a->get_allocatable,
         };
 
-        if (!a->dir)
-                return usage_error(a, "--dir is required");
         if (a->n_positional > 0)
                 return usage_error(a, "unexpected argument '%s'", a->positional[0]);
         if (a->exit_after_admit && a->n_admits == 0)
                 return usage_error(a, "--exit-after-admit needs --admit");
+        if (a->get_allocatable != KDP_CTL_KUBELET_ALLOCATABLE_SERVED && !a->pod_resources)
+                return usage_error(a, "--get-allocatable needs --pod-resources");
         return kdp_ctl_kubelet_run(&cfg);
 }
 
@@ -668,20 +737,25 @@ static int cmd_not_served(args *a) {
         return 0;
 }
 
+#define NEEDS_SOCKET OPT_BIT(OPT_SOCKET)
+
 static const command commands[] = {
-        { "list", OPTS_CLIENT | OPT_BIT(OPT_COUNT), true, cmd_list },
-        { "options", OPTS_CLIENT, true, cmd_options },
-        { "allocate", OPTS_CLIENT | OPT_BIT(OPT_CONTAINER) | OPT_BIT(OPT_IDS_FILE), true, cmd_allocate },
-        { "preferred", OPTS_CLIENT | OPT_BIT(OPT_SIZE) | OPT_BIT(OPT_MUST) | OPT_BIT(OPT_AVAILABLE), true,
-          cmd_preferred },
-        { "prestart", OPTS_CLIENT, true, cmd_prestart },
-        { "raw", OPTS_CLIENT, true, cmd_raw },
+        { "list", OPTS_CLIENT | OPT_BIT(OPT_COUNT), NEEDS_SOCKET, true, cmd_list },
+        { "options", OPTS_CLIENT, NEEDS_SOCKET, true, cmd_options },
+        { "allocate", OPTS_CLIENT | OPT_BIT(OPT_CONTAINER) | OPT_BIT(OPT_IDS_FILE), NEEDS_SOCKET, true,
+          cmd_allocate },
+        { "preferred", OPTS_CLIENT | OPT_BIT(OPT_SIZE) | OPT_BIT(OPT_MUST) | OPT_BIT(OPT_AVAILABLE), NEEDS_SOCKET,
+          true, cmd_preferred },
+        { "prestart", OPTS_CLIENT, NEEDS_SOCKET, true, cmd_prestart },
+        { "raw", OPTS_CLIENT, NEEDS_SOCKET, true, cmd_raw },
+        { "who", OPTS_CLIENT | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_OUTPUT), 0, true, cmd_who },
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
-                  OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM),
-          false, cmd_kubelet },
-        { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), false, cmd_discover },
-        { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), false, cmd_not_served },
+                  OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM) |
+                  OPT_BIT(OPT_GET_ALLOCATABLE),
+          OPT_BIT(OPT_DIR), false, cmd_kubelet },
+        { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), 0, false, cmd_discover },
+        { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), 0, false, cmd_not_served },
 };
 
 int main(int argc, char *argv[]) {
