@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # deploy/schema: validate.js over deploy/**/*.yaml. Skipped (77) only when node
-# is not installed; missing npm packages are a failure (scripts/install-deps
+# is not installed; missing npm packages or kubectl are a failure (scripts/install-deps
 # installs them).
 set -u
 src=${1:?usage: test-schema.sh SRCDIR}
