@@ -8,24 +8,17 @@
  *   node tests/deploy/manifest.js data DIR CONFIGMAP KEY    the ConfigMap's data[KEY], as is
  *   node tests/deploy/manifest.js args DIR DAEMONSET        its first container's args, one a line
  *
- * DIR is rendered by `kubectl kustomize` when kubectl is installed (what `kubectl apply -k`
- * sends), else by validate.js's renderer (deploy/schema checks that both agree). Exit 1 with a
- * message when the object or the value is missing.
+ * DIR is rendered by `kubectl kustomize` (what `kubectl apply -k` sends; KDP_KUBECTL names another
+ * kubectl, as for validate.js). Exit 1 with a message when it does not render, or the object or
+ * the value is missing.
  */
-const { spawnSync } = require('child_process');
-const { parseYaml, renderKustomization } = require('./validate.js');
+const { kustomize } = require('./validate.js');
 
 function render(dir) {
-        const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
-        if (r.error && r.error.code === 'ENOENT')
-                return renderKustomization(dir);
-        if (r.status !== 0)
-                throw new Error(`kubectl kustomize ${dir}: ${(r.stderr || '').trim()}`);
-        const docs = parseYaml(r.stdout);
-        const bad = docs.find((d) => d.errors.length);
-        if (bad)
-                throw new Error(`kubectl kustomize ${dir}: ${bad.errors[0]}`);
-        return docs.filter((d) => d.value != null).map((d) => d.value);
+        const r = kustomize(dir);
+        if (r.error)
+                throw new Error(r.error);
+        return r.objs;
 }
 
 function main(argv) {

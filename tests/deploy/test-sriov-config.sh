@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# deploy/sriov-config: kdpd run as deploy/sriov says, on simulated nodes. The config.json of the
-# rendered ConfigMap and the DaemonSet's own args (only the pod's paths swapped for the test's:
+# deploy/sriov-config: kdpd run as deploy/sriov/unprivileged says, on simulated nodes. The
+# config.json of the rendered ConfigMap and the DaemonSet's own args (only the pod's paths swapped for the test's:
 # sriov.config_file, --state-dir; the kubelet and CDI dirs added) go to kdpd with the SR-IOV
 # backend on the E810 node (iavf and vfio-pci VFs) and on the ConnectX-6 Dx node (RDMA VFs):
 # the backend's parser takes the file without a warning, and every pool lists exactly the VFs it
@@ -12,7 +12,7 @@
 NODE_JS=$(command -v node || command -v nodejs) || { echo "skip: node is not installed"; exit 77; }
 SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 NODES="$KDP_SOURCE_DIR/tests/fixtures/nodes"
-DEPLOY="$KDP_SOURCE_DIR/deploy/sriov"
+DEPLOY="$KDP_SOURCE_DIR/deploy/sriov/unprivileged"
 NETDEV=intel.com/e810_netdevice
 VFIO=intel.com/e810_vfio
 RDMA=nvidia.com/cx6_rdma

@@ -2,11 +2,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 'use strict';
 /*
- * Validates every YAML document under deploy/ against the Kubernetes API
- * schema, offline, then checks the properties the GPU and SR-IOV DaemonSets
- * must have, and the SR-IOV example network and pod.
+ * Renders every kustomization under deploy/ with `kubectl kustomize` and
+ * validates what it renders, and every other YAML document there, against the
+ * Kubernetes API schema, offline; then checks the properties each DaemonSet
+ * must have, what each overlay changes of what it builds on, and the example
+ * pods and network.
  *
  *   node tests/deploy/validate.js [SRCDIR]          (ctest: deploy/schema)
+ *
+ * KDP_KUBECTL names the kubectl to render with (default: kubectl on the PATH).
+ * The kustomizations keep to what the kustomize inside kubectl 1.20 reads
+ * (KUSTOMIZE_V2), so that it and a newer kubectl render them alike: any other
+ * field is an error here, whichever kubectl renders.
  *
  * The schema: kubernetes-models 4.3.1 ships the OpenAPI definitions of the
  * Kubernetes 1.27 API as JSON schemas (one file per type) and registers each
@@ -20,16 +27,15 @@
  * booleans, 0644 is octal) and duplicate keys are errors.
  *
  * A few rules the API server enforces beyond the schema are checked too
- * (apiErrors). Kustomizations are rendered (resources, then inline JSON 6902
- * patches) and the objects they produce are validated as well; when kubectl is
- * installed, `kubectl kustomize` must render the same objects. The one CRD kind
- * deploy/ uses, Multus's NetworkAttachmentDefinition, is checked against its
- * CRD's schema (CUSTOM_KINDS).
+ * (apiErrors). The one CRD kind deploy/ uses, Multus's
+ * NetworkAttachmentDefinition, is checked against its CRD's schema
+ * (CUSTOM_KINDS).
  *
  * Then tests/deploy/bad/: each document there is broken on purpose and says,
  * in its kdp.test/expect annotation, which error it must get ("KEYWORD PATH
  * [DETAIL]"). A validator that let any of them through fails this test. The
- * property checks are run against broken copies of the DaemonSets as well.
+ * property checks are run against broken copies of the DaemonSets as well,
+ * and the overlay check against an overlay that changes too much.
  *
  * Prints one line per check and closes with "N passed, M failed".
  */
@@ -236,112 +242,68 @@ function describe(obj) {
         return `${obj && obj.apiVersion} ${obj && obj.kind} ${name}`;
 }
 
-// ---- kustomize (the subset deploy/ uses) -------------------------------------------------------
+// ---- kustomize --------------------------------------------------------------------------------
 
 const KUSTOMIZE_API = 'kustomize.config.k8s.io/v1beta1';
-const isKustomization = (o) => o && o.apiVersion === KUSTOMIZE_API && o.kind === 'Kustomization';
 
-function pointer(p) {
-        if (p === '')
-                return [];
-        if (!p.startsWith('/'))
-                throw new Error(`bad JSON pointer "${p}"`);
-        return p.slice(1).split('/').map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+/*
+ * What a kustomization may hold: the fields the kustomize of kubectl 1.20 (v2.0.3) reads as the
+ * newer ones do. Each field's check returns the problems of its value; `dir` is the
+ * kustomization's directory.
+ */
+const isFile = (dir, p) => typeof p === 'string' && fs.existsSync(path.join(dir, p)) &&
+        fs.statSync(path.join(dir, p)).isFile();
+const isKustomizationDir = (dir, p) => typeof p === 'string' && isFile(path.join(dir, p), 'kustomization.yaml');
+const listOf = (what, ok) => (dir, v) => (!Array.isArray(v) ? ['not a list']
+        : v.filter((x) => !ok(dir, x)).map((x) => `${JSON.stringify(x)} is not ${what}`));
+const keysIn = (o, keys) => o && typeof o === 'object' && !Array.isArray(o) && Object.keys(o).every((k) => keys.includes(k));
+const KUSTOMIZE_V2 = {
+        apiVersion: (dir, v) => (v === KUSTOMIZE_API ? [] : [`not ${KUSTOMIZE_API}`]),
+        kind: (dir, v) => (v === 'Kustomization' ? [] : ['not Kustomization']),
+        namespace: (dir, v) => (typeof v === 'string' ? [] : ['not a string']),
+        commonLabels: (dir, v) => (v && typeof v === 'object' && !Array.isArray(v) &&
+                Object.values(v).every((x) => typeof x === 'string') ? [] : ['not a map of strings']),
+        images: listOf('an image (name, newName, newTag, digest)', (dir, x) =>
+                keysIn(x, ['name', 'newName', 'newTag', 'digest']) && typeof x.name === 'string'),
+        resources: listOf('a file of this directory (v2 takes directories only as bases)', isFile),
+        bases: listOf('a directory with a kustomization.yaml', isKustomizationDir),
+        patchesStrategicMerge: listOf('a patch file (v2 takes no inline patch)', isFile),
+        patchesJson6902: listOf('{target: {group, version, kind, name, namespace}, path: FILE}', (dir, x) =>
+                keysIn(x, ['target', 'path']) && keysIn(x.target, ['group', 'version', 'kind', 'name', 'namespace']) &&
+                typeof x.target.kind === 'string' && typeof x.target.name === 'string' && isFile(dir, x.path)),
+};
+
+/* the problems of kustomization `k` (of directory `dir`) for the kustomize of kubectl 1.20 */
+function kustomizeV2Errors(dir, k) {
+        if (!k || typeof k !== 'object' || Array.isArray(k))
+                return ['not a mapping'];
+        return Object.entries(k).flatMap(([key, v]) => (KUSTOMIZE_V2[key]
+                ? KUSTOMIZE_V2[key](dir, v).map((e) => `${key}: ${e}`)
+                : [`${key}: not read by the kustomize of kubectl 1.20 (v2.0.3)`]));
 }
 
-function applyJsonPatch(doc, ops) {
-        if (!Array.isArray(ops))
-                throw new Error('a JSON 6902 patch must be a list of operations');
-        for (const op of ops) {
-                const toks = pointer(op.path);
-                const last = toks.pop();
-                let parent = doc;
-                for (const t of toks) {
-                        if (parent === null || typeof parent !== 'object' || !(t in parent))
-                                throw new Error(`${op.op} ${op.path}: no such path`);
-                        parent = parent[t];
-                }
-                const isArr = Array.isArray(parent);
-                const idx = isArr ? (last === '-' ? parent.length : Number(last)) : last;
-                if (isArr && !(Number.isInteger(idx) && idx >= 0 && idx <= parent.length))
-                        throw new Error(`${op.op} ${op.path}: bad index`);
-                switch (op.op) {
-                case 'add':
-                        if (isArr)
-                                parent.splice(idx, 0, op.value);
-                        else
-                                parent[idx] = op.value;
-                        break;
-                case 'replace':
-                case 'remove':
-                        if (!(idx in parent) || (isArr && idx === parent.length))
-                                throw new Error(`${op.op} ${op.path}: no such path`);
-                        if (op.op === 'remove')
-                                isArr ? parent.splice(idx, 1) : delete parent[idx];
-                        else
-                                parent[idx] = op.value;
-                        break;
-                default:
-                        throw new Error(`op "${op.op}" is not supported here`);
-                }
-        }
+/* the files a kustomization names as its resources and patches, relative to `dir`, resolved */
+function kustomizationFiles(dir, k) {
+        return [...(k.resources || []), ...(k.patchesStrategicMerge || []), ...(k.patchesJson6902 || []).map((p) => p.path)]
+                .filter((p) => typeof p === 'string').map((p) => path.resolve(dir, p));
 }
 
-const KUSTOMIZATION_KEYS = new Set(['apiVersion', 'kind', 'metadata', 'namespace', 'resources', 'patches', 'images', 'labels']);
+/* the kubectl to render with */
+const kubectl = () => process.env.KDP_KUBECTL || 'kubectl';
 
-/* the objects `kubectl apply -k DIR` would send */
-function renderKustomization(dir, seen = new Set()) {
-        const real = fs.realpathSync(dir);
-        if (seen.has(real))
-                throw new Error(`${dir}: kustomization cycle`);
-        seen.add(real);
-        const file = path.join(dir, 'kustomization.yaml');
-        const docs = parseYaml(fs.readFileSync(file, 'utf8')).filter((d) => d.errors.length || d.value != null);
-        if (docs.length !== 1 || docs[0].errors.length)
-                throw new Error(`${file}: ${docs.length !== 1 ? 'want exactly one document' : docs[0].errors[0]}`);
-        const k = docs[0].value;
-        for (const key of Object.keys(k))
-                if (!KUSTOMIZATION_KEYS.has(key))
-                        throw new Error(`${file}: "${key}" is not checked by tests/deploy/validate.js`);
-        let objs = [];
-        for (const r of k.resources || []) {
-                const p = path.join(dir, r);
-                if (!fs.existsSync(p))
-                        throw new Error(`${file}: resource ${r} does not exist`);
-                if (fs.statSync(p).isDirectory()) {
-                        objs.push(...renderKustomization(p, seen));
-                } else {
-                        for (const d of parseYaml(fs.readFileSync(p, 'utf8'))) {
-                                if (d.errors.length)
-                                        throw new Error(`${r}: ${d.errors[0]}`);
-                                if (d.value != null)
-                                        objs.push(d.value);
-                        }
-                }
-        }
-        objs = JSON.parse(JSON.stringify(objs));
-        for (const [i, p] of (k.patches || []).entries()) {
-                const t = p.target || {};
-                if (typeof p.patch !== 'string' || p.path !== undefined)
-                        throw new Error(`${file}: patches[${i}]: only inline JSON 6902 patches are checked here`);
-                const group = (o) => (o.apiVersion.includes('/') ? o.apiVersion.split('/')[0] : '');
-                const hits = objs.filter((o) => (t.kind === undefined || o.kind === t.kind) &&
-                        (t.name === undefined || (o.metadata && o.metadata.name === t.name)) &&
-                        (t.group === undefined || group(o) === t.group) &&
-                        (t.version === undefined || o.apiVersion.split('/').pop() === t.version));
-                if (hits.length === 0)
-                        throw new Error(`${file}: patches[${i}] matches no resource`);
-                const ops = parseYaml(p.patch);
-                if (ops.length !== 1 || ops[0].errors.length)
-                        throw new Error(`${file}: patches[${i}]: not one YAML document`);
-                for (const o of hits)
-                        applyJsonPatch(o, ops[0].value);
-        }
-        if (k.namespace)
-                for (const o of objs)
-                        o.metadata = { ...o.metadata, namespace: k.namespace };
-        seen.delete(real);
-        return objs;
+/* { objs } of what `kubectl kustomize DIR` renders, or { error } */
+function kustomize(dir) {
+        const { spawnSync } = require('child_process');
+        const r = spawnSync(kubectl(), ['kustomize', dir], { encoding: 'utf8', maxBuffer: 64 << 20 });
+        if (r.error)
+                return { error: `${kubectl()}: ${r.error.code === 'ENOENT' ? 'not installed (scripts/install-deps installs it)' : r.error.message}` };
+        if (r.status !== 0)
+                return { error: `${kubectl()} kustomize: ${(r.stderr || '').split('\n').filter((l) => !l.startsWith('# Warning:')).join('\n').trim()}` };
+        const docs = parseYaml(r.stdout);
+        const bad = docs.find((d) => d.errors.length);
+        if (bad)
+                return { error: `${kubectl()} kustomize printed bad YAML: ${bad.errors[0]}` };
+        return { objs: docs.filter((d) => d.value != null).map((d) => d.value) };
 }
 
 // ---- the properties the DaemonSets must have ---------------------------------------------------
@@ -366,9 +328,10 @@ const SRIOV_HOST_MOUNTS = [
         ['/var/run/k8s.cni.cncf.io/devinfo/dp', 'DirectoryOrCreate', '/var/run/k8s.cni.cncf.io/devinfo/dp', false],
         ['/var/lib/kubelet/pod-resources', 'Directory', '/var/lib/kubelet/pod-resources', true],
 ];
-const FPGA_NFD_LABELS = ['pci-1200_8086', 'pci-1200_10ee'].map((l) => `feature.node.kubernetes.io/${l}.present`);
+const FPGA_NFD_LABELS = ['pci-1200_8086', 'pci-1200_10ee', 'pci-1200_1c2c'].map((l) => `feature.node.kubernetes.io/${l}.present`);
 const FPGA_HOST_MOUNTS = GPU_HOST_MOUNTS.filter(([host]) => host !== '/proc/driver');
-/* the resources of deploy/sriov/configmap.yaml's pools, in file order */
+const EXAMPLE_HOST_MOUNTS = GPU_HOST_MOUNTS.slice(0, 1);
+/* the resources of deploy/sriov/base/configmap.yaml's pools, in file order */
 const SRIOV_RESOURCES = ['intel.com/e810_netdevice', 'intel.com/e810_vfio', 'nvidia.com/cx6_rdma'];
 
 function mebibytes(q) {
@@ -415,16 +378,31 @@ function optionValue(args, key) {
 }
 
 /*
- * What every kdpd DaemonSet has: in kube-system at critical priority, in the host's network,
- * hostPaths `hostMounts` mounted as listed, nothing inside /proc, no host /sys, and a hardened
- * container with requests and a memory limit.
+ * What every kdpd DaemonSet has: in kube-system at critical priority, replaced one node at a time
+ * with the old pod gone first, given the time of kdpd's stop timeout, in the host's network
+ * (`hostNetwork`: a backend of real devices) or not, hostPaths `hostMounts` mounted as listed,
+ * nothing inside /proc, no host /sys, and a hardened container with requests and a memory limit.
  */
-function commonProperties(check, ds, hostMounts, { privileged = false } = {}) {
+function commonProperties(check, ds, hostMounts, { privileged = false, hostNetwork = true } = {}) {
         const { pod, c, sc, mounts, volumes, volume } = podOf(ds);
 
         check('namespace kube-system', () => ds.metadata.namespace === 'kube-system');
         check('priorityClassName system-node-critical', () => pod.priorityClassName === 'system-node-critical');
-        check('hostNetwork: true (uevents reach only the host network namespace)', () => pod.hostNetwork === true);
+        check('rolling update with maxSurge 0, maxUnavailable 1 (never two kdpd of one resource on a node)', () => {
+                const u = ds.spec.updateStrategy;
+                return u.type === 'RollingUpdate' && String(u.rollingUpdate.maxSurge) === '0' &&
+                        String(u.rollingUpdate.maxUnavailable) === '1';
+        });
+        check('terminationGracePeriodSeconds over kdpd\'s 20 s stop timeout', () => pod.terminationGracePeriodSeconds > 20);
+        if (hostNetwork) {
+                check('hostNetwork: true (uevents reach only the host network namespace)', () => pod.hostNetwork === true);
+                check('terminationMessagePath outside the read-only host /dev', () =>
+                        c.terminationMessagePath && !c.terminationMessagePath.startsWith('/dev/'));
+        } else {
+                check('no hostNetwork (no device and no uevent to read)', () => !pod.hostNetwork);
+                check('no hostPath but those listed', () => volumes.every((v) => !v.hostPath ||
+                        hostMounts.some(([host]) => host === v.hostPath.path)));
+        }
         for (const [host, type, at, ro] of hostMounts)
                 check(`mounts hostPath ${host} (${type}) at ${at}${ro ? ' read-only' : ' writable'}`, () => mounts.some((m) =>
                         m.mountPath === at && !m.subPath && !!m.readOnly === ro && volume(m.name).hostPath &&
@@ -433,8 +411,6 @@ function commonProperties(check, ds, hostMounts, { privileged = false } = {}) {
                 mounts.every((m) => m.mountPath !== '/proc' && !m.mountPath.startsWith('/proc/')));
         check('no hostPath /sys (readOnly would not cover its cgroup/debugfs submounts)', () =>
                 volumes.every((v) => !v.hostPath || !/^\/sys\/?$/.test(v.hostPath.path)));
-        check('terminationMessagePath outside the read-only host /dev', () =>
-                c.terminationMessagePath && !c.terminationMessagePath.startsWith('/dev/'));
         if (privileged) {
                 check('privileged: true (the device cgroup lets only it open /dev/kmsg)', () => sc.privileged === true);
                 check('allowPrivilegeEscalation not false (the API refuses it with privileged)', () =>
@@ -449,78 +425,95 @@ function commonProperties(check, ds, hostMounts, { privileged = false } = {}) {
         check('state dir: --state-dir is an emptyDir of the pod (the root filesystem is read-only)', () =>
                 mounts.some((m) => m.mountPath === argValue(c.args || [], '--state-dir') && volume(m.name).emptyDir));
         check('runAsUser: 0 (writes into the root-owned kubelet directory)', () => sc.runAsUser === 0);
-        check('resources: cpu and memory requests, memory limit >= request', () => {
+        check('resources: cpu and memory requests, memory limit >= request, no CPU limit', () => {
                 const r = c.resources;
-                return r.requests.cpu && r.requests.memory && r.limits.memory &&
+                return r.requests.cpu && r.requests.memory && r.limits.memory && r.limits.cpu === undefined &&
                         mebibytes(r.requests.memory) <= mebibytes(r.limits.memory);
         });
 }
 
-/* [what, ok] for each property of the GPU DaemonSet; `privileged` for the deploy/gpu-privileged rendering */
+/*
+ * The `name` section of the config file of DaemonSet `ds`: config.yaml of the ConfigMap of its
+ * namespace mounted at /etc/kdp, a mapping of scalars (or empty: null). Throws when there is no
+ * such file, it is not one YAML document, or the section is missing or holds more than scalars.
+ */
+function configSection(ds, configMaps, name) {
+        const { mounts, volume } = podOf(ds);
+        const m = mounts.find((x) => x.mountPath === '/etc/kdp');
+        const cm = configMaps.find((x) => x.metadata.name === volume(m.name).configMap.name &&
+                x.metadata.namespace === ds.metadata.namespace);
+        const cfg = parseYaml(cm.data['config.yaml']);
+        if (cfg.length !== 1 || cfg[0].errors.length || !cfg[0].value || !(name in cfg[0].value))
+                throw new Error(`no ${name}: section`);
+        const section = cfg[0].value[name];
+        if (section !== null && (typeof section !== 'object' || Array.isArray(section) ||
+            Object.values(section).some((v) => v !== null && typeof v === 'object')))
+                throw new Error(`${name}: is not a mapping of scalars`);
+        return section;
+}
+
+/* a check that `pod` has a node affinity term of its own for each NFD label of `labels` */
+function nfdTermChecks(check, pod, labels) {
+        const terms = () => pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+        for (const label of labels)
+                check(`node affinity: a term of its own for ${label.replace(/^.*\//, '')}=true`, () => terms().some((t) =>
+                        t.matchExpressions.length === 1 && !t.matchFields && t.matchExpressions[0].key === label &&
+                        t.matchExpressions[0].operator === 'In' && t.matchExpressions[0].values.join() === 'true'));
+}
+
+/* a check that container `c` has each of `args` (FLAG VALUE pairs) */
+function argChecks(check, c, args) {
+        const have = c.args || [];
+        check(`container args: ${args.join(' ')}`, () =>
+                args.every((a, i) => i % 2 === 1 || have.some((x, j) => x === a && have[j + 1] === args[i + 1])));
+}
+
+/* [what, ok] for each property of the GPU DaemonSet; `privileged` for deploy/gpu/privileged */
 function gpuProperties(ds, configMaps, { privileged = false } = {}) {
         const [out, check] = checklist();
-        const { pod, c, mounts, volume } = podOf(ds);
+        const { pod, c } = podOf(ds);
 
         commonProperties(check, ds, GPU_HOST_MOUNTS, { privileged });
         for (const key of GPU_TAINTS)
                 check(`tolerates ${key}:NoSchedule`, () => pod.tolerations.some((t) =>
                         t.key === key && t.operator === 'Exists' && t.effect === 'NoSchedule'));
-        const terms = () => pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
-        for (const label of GPU_NFD_LABELS)
-                check(`node affinity: a term of its own for ${label.replace(/^.*\//, '')}=true`, () => terms().some((t) =>
-                        t.matchExpressions.length === 1 && !t.matchFields && t.matchExpressions[0].key === label &&
-                        t.matchExpressions[0].operator === 'In' && t.matchExpressions[0].values.join() === 'true'));
-        check('container args: --backend gpu --config /etc/kdp/config.yaml --proc-root /host/proc', () => {
-                const a = (c.args || []).join(' ');
-                return / ?--backend gpu( |$)/.test(a) && / ?--config \/etc\/kdp\/config\.yaml( |$)/.test(a) &&
-                        / ?--proc-root \/host\/proc( |$)/.test(a);
-        });
+        nfdTermChecks(check, pod, GPU_NFD_LABELS);
+        argChecks(check, c, ['--backend', 'gpu', '--config', '/etc/kdp/config.yaml', '--proc-root', '/host/proc']);
         check('env: NVIDIA_VISIBLE_DEVICES=all, NVIDIA_DRIVER_CAPABILITIES=utility (NVML from NVIDIA\'s container toolkit)',
                 () => JSON.stringify((c.env || []).map((e) => [e.name, e.value])) ===
                         JSON.stringify([['NVIDIA_VISIBLE_DEVICES', 'all'], ['NVIDIA_DRIVER_CAPABILITIES', 'utility']]));
-        check('config: ConfigMap with a config.yaml holding a gpu: section, mounted at /etc/kdp', () => {
-                const m = mounts.find((x) => x.mountPath === '/etc/kdp');
-                const cm = configMaps.find((x) => x.metadata.name === volume(m.name).configMap.name &&
-                        x.metadata.namespace === ds.metadata.namespace);
-                const cfg = parseYaml(cm.data['config.yaml']);
-                if (cfg.length !== 1 || cfg[0].errors.length || !cfg[0].value || !('gpu' in cfg[0].value))
-                        return false;
-                const gpu = cfg[0].value.gpu;
-                return gpu === null || (typeof gpu === 'object' && !Array.isArray(gpu) &&
-                        Object.values(gpu).every((v) => v === null || typeof v !== 'object'));
-        });
+        check('config: ConfigMap with a config.yaml holding a gpu: section, mounted at /etc/kdp', () =>
+                configSection(ds, configMaps, 'gpu') !== undefined);
         return out;
 }
 
 /*
  * [what, ok] for each property of an FPGA DaemonSet; `mode` is what its ConfigMap's fpga.mode
- * must be (deploy/fpga: af, deploy/fpga-region: region).
+ * must be (deploy/fpga/unprivileged: af, deploy/fpga/region: region).
  */
 function fpgaProperties(ds, configMaps, mode) {
         const [out, check] = checklist();
-        const { pod, c, mounts, volume } = podOf(ds);
+        const { pod, c } = podOf(ds);
 
         commonProperties(check, ds, FPGA_HOST_MOUNTS);
-        const terms = () => pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
-        for (const label of FPGA_NFD_LABELS)
-                check(`node affinity: a term of its own for ${label.replace(/^.*\//, '')}=true`, () => terms().some((t) =>
-                        t.matchExpressions.length === 1 && !t.matchFields && t.matchExpressions[0].key === label &&
-                        t.matchExpressions[0].operator === 'In' && t.matchExpressions[0].values.join() === 'true'));
-        check('container args: --backend fpga --config /etc/kdp/config.yaml', () => {
-                const a = (c.args || []).join(' ');
-                return / ?--backend fpga( |$)/.test(a) && / ?--config \/etc\/kdp\/config\.yaml( |$)/.test(a);
-        });
-        check(`config: ConfigMap with a config.yaml whose fpga: section has mode ${mode}, mounted at /etc/kdp`, () => {
-                const m = mounts.find((x) => x.mountPath === '/etc/kdp');
-                const cm = configMaps.find((x) => x.metadata.name === volume(m.name).configMap.name &&
-                        x.metadata.namespace === ds.metadata.namespace);
-                const cfg = parseYaml(cm.data['config.yaml']);
-                if (cfg.length !== 1 || cfg[0].errors.length || !cfg[0].value || !cfg[0].value.fpga)
-                        return false;
-                const fpga = cfg[0].value.fpga;
-                return typeof fpga === 'object' && !Array.isArray(fpga) && fpga.mode === mode &&
-                        Object.values(fpga).every((v) => v === null || typeof v !== 'object');
-        });
+        nfdTermChecks(check, pod, FPGA_NFD_LABELS);
+        argChecks(check, c, ['--backend', 'fpga', '--config', '/etc/kdp/config.yaml']);
+        check(`config: ConfigMap with a config.yaml whose fpga: section has mode ${mode}, mounted at /etc/kdp`, () =>
+                (configSection(ds, configMaps, 'fpga') || {}).mode === mode);
+        return out;
+}
+
+/* [what, ok] for each property of the example DaemonSet */
+function exampleProperties(ds, configMaps) {
+        const [out, check] = checklist();
+        const { pod, c } = podOf(ds);
+
+        commonProperties(check, ds, EXAMPLE_HOST_MOUNTS, { hostNetwork: false });
+        check('nodeSelector example.com/widgets=true, alone', () =>
+                JSON.stringify(pod.nodeSelector) === JSON.stringify({ 'example.com/widgets': 'true' }));
+        argChecks(check, c, ['--backend', 'example', '--config', '/etc/kdp/config.yaml']);
+        check('config: ConfigMap with a config.yaml holding an example: section, mounted at /etc/kdp', () =>
+                configSection(ds, configMaps, 'example') !== undefined);
         return out;
 }
 
@@ -592,122 +585,168 @@ function sriovExampleChecks(docs) {
               `the Pod has limits ${resource}: 1`);
 }
 
-/* an object with its keys sorted, for comparing two renderings */
-function canonical(v) {
-        if (Array.isArray(v))
-                return v.map(canonical);
-        if (v && typeof v === 'object')
-                return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])]));
-        return v;
+// ---- overlays ---------------------------------------------------------------------------------
+
+const SC = '/spec/template/spec/containers/0/securityContext';
+const unprivileged = (ds) => ['allowPrivilegeEscalation', 'capabilities', 'privileged']
+        .map((p) => `DaemonSet kube-system/${ds} ${SC}/${p}`);
+/* the kustomizations under deploy/ that are bases */
+const BASES = ['gpu/base', 'sriov/base', 'fpga/base', 'example/base'];
+/* each overlay, what it builds on, and the paths of the objects it renders that differ from those */
+const OVERLAYS = [
+        ['gpu/unprivileged', 'gpu/base', unprivileged('kdp-gpu')],
+        ['gpu/privileged', 'gpu/base', [`DaemonSet kube-system/kdp-gpu ${SC}/privileged`]],
+        ['sriov/unprivileged', 'sriov/base', unprivileged('kdp-sriov')],
+        ['fpga/unprivileged', 'fpga/base', unprivileged('kdp-fpga')],
+        ['fpga/region', 'fpga/unprivileged', ['ConfigMap kube-system/kdp-fpga-config /data/config.yaml']],
+        ['example/unprivileged', 'example/base', unprivileged('kdp-example')],
+];
+/* the property checks of the DaemonSet each overlay renders, given it and the ConfigMaps rendered with it */
+const PROPERTIES = [
+        ['gpu/unprivileged', (ds, cms) => gpuProperties(ds, cms)],
+        ['gpu/privileged', (ds, cms) => gpuProperties(ds, cms, { privileged: true })],
+        ['sriov/unprivileged', sriovProperties],
+        ['fpga/unprivileged', (ds, cms) => fpgaProperties(ds, cms, 'af')],
+        ['fpga/region', (ds, cms) => fpgaProperties(ds, cms, 'region')],
+        ['example/unprivileged', exampleProperties],
+];
+
+/* the JSON pointers at which `a` and `b` differ, each under `at` */
+function diffPaths(a, b, at) {
+        if (a === b)
+                return [];
+        if (!a || !b || typeof a !== 'object' || typeof b !== 'object' || Array.isArray(a) !== Array.isArray(b))
+                return [at];
+        return [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()
+                .flatMap((k) => diffPaths(a[k], b[k], `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`));
 }
 
-/*
- * When kubectl is installed: `kubectl kustomize DIR` renders each kustomization under deploy/ to
- * exactly the objects renderKustomization() gave (in any order).
- */
-function renderedByKubectl(src, all) {
-        const { spawnSync } = require('child_process');
-        const dirs = [...new Set(all.filter((d) => / -> /.test(d.label)).map((d) => d.label.split(' -> ')[0]))];
-        if (spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status !== 0) {
-                console.log('skip kubectl kustomize: kubectl is not installed');
-                return;
-        }
+/* "KIND NAMESPACE/NAME POINTER" of each value in which rendering `to` differs from rendering `from` */
+function renderingDiff(from, to) {
         const key = (o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`;
-        for (const label of dirs) {
-                const dir = path.dirname(path.join(src, label));
-                const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
-                const ours = all.filter((d) => d.label.startsWith(`${label} -> `)).map((d) => d.value);
-                let theirs = [];
-                if (r.status === 0)
-                        theirs = parseYaml(r.stdout).filter((d) => d.value != null).map((d) => d.value);
-                const same = r.status === 0 && theirs.length === ours.length && ours.every((o) => {
-                        const t = theirs.find((x) => key(x) === key(o));
-                        return t && JSON.stringify(canonical(t)) === JSON.stringify(canonical(o));
-                });
-                report(same, `${label}: kubectl kustomize renders the same objects`,
-                       r.status === 0 ? theirs.map(key) : [r.stderr.trim()]);
-        }
+        const keys = [...new Set([...from, ...to].map(key))].sort();
+        return keys.flatMap((k) => diffPaths(from.find((o) => key(o) === k), to.find((o) => key(o) === k), '')
+                .map((p) => (p ? `${k} ${p}` : k)));
+}
+
+// ---- the checks against what is broken --------------------------------------------------------
+
+/* The overlay check catches an overlay that changes more than it must, or less. */
+function brokenOverlays(renderings) {
+        const from = renderings.get('gpu/base');
+        const to = renderings.get('gpu/privileged');
+        if (!from || !to)
+                return;
+        const [, , want] = OVERLAYS.find(([dir]) => dir === 'gpu/privileged');
+        const more = JSON.parse(JSON.stringify(to));
+        more.find((o) => o.kind === 'DaemonSet').spec.template.spec.containers[0].image = 'kdp:latest';
+        for (const [what, objs] of [['changes the image too', more], ['changes nothing', from]])
+                report(JSON.stringify(renderingDiff(from, objs)) !== JSON.stringify(want),
+                       `the overlay check rejects a deploy/gpu/privileged that ${what}`);
+}
+
+/* The field check refuses what the kustomize of kubectl 1.20 cannot read. */
+function brokenKustomizations(deploy) {
+        const dir = path.join(deploy, 'gpu', 'privileged');
+        const target = { group: 'apps', version: 'v1', kind: 'DaemonSet', name: 'kdp-gpu' };
+        const cases = [
+                ['patches (v2 reads it as patchesStrategicMerge)', { patches: [{ target, path: 'security-context.yaml' }] }],
+                ['components', { components: ['../base'] }],
+                ['a directory in resources', { resources: ['../base'] }],
+                ['an inline patch in patchesJson6902', { patchesJson6902: [{ target, patch: '[]' }] }],
+                ['a patch file that does not exist', { patchesStrategicMerge: ['missing.yaml'] }],
+        ];
+        for (const [what, k] of cases)
+                report(kustomizeV2Errors(dir, { apiVersion: KUSTOMIZE_API, kind: 'Kustomization', ...k }).length > 0,
+                       `the field check refuses ${what}`);
 }
 
 // ---- main --------------------------------------------------------------------------------------
 
+/*
+ * Every kustomization under deploy/ (keyed by its directory relative to deploy/): kept to the
+ * fields of KUSTOMIZE_V2, rendered by kubectl, each object it renders valid. Returns
+ * { dirs: [every one], renderings: Map(dir -> objects) of those rendered, files: Set of the files
+ * they name }.
+ */
+function renderAll(deploy) {
+        const dirs = walk(deploy).filter((f) => path.basename(f) === 'kustomization.yaml')
+                .map((f) => path.relative(deploy, path.dirname(f)));
+        const renderings = new Map();
+        const files = new Set();
+        for (const rel of dirs) {
+                const dir = path.join(deploy, rel);
+                const file = path.join(dir, 'kustomization.yaml');
+                const docs = readDocs(file, `deploy/${rel}/kustomization.yaml`);
+                const k = docs.length === 1 && !docs[0].errors.length ? docs[0].value : null;
+                report(!!k && kustomizeV2Errors(dir, k).length === 0, `deploy/${rel}: fields the kustomize of kubectl 1.20 reads`,
+                       k ? kustomizeV2Errors(dir, k) : ['not one YAML document']);
+                kustomizationFiles(dir, k || {}).forEach((f) => files.add(f));
+                const r = kustomize(dir);
+                if (!report(!r.error, `deploy/${rel}: ${kubectl()} kustomize renders it`, [r.error]))
+                        continue;
+                for (const o of r.objs) {
+                        const errs = schemaErrors(o);
+                        report(errs.length === 0, `deploy/${rel} -> ${describe(o)}`, errs.map(formatError));
+                }
+                renderings.set(rel, r.objs);
+        }
+        return { dirs, renderings, files };
+}
+
+/* Each overlay renders exactly what it builds on but for the values it must change. */
+function overlayChecks(dirs, renderings) {
+        const known = [...BASES, ...OVERLAYS.map(([dir]) => dir)].sort();
+        report(JSON.stringify([...dirs].sort()) === JSON.stringify(known),
+               `the kustomizations are the bases and overlays this test knows: ${known.join(', ')}`,
+               [`found: ${[...dirs].sort().join(', ')}`]);
+        for (const [dir, from, want] of OVERLAYS) {
+                const got = renderings.has(dir) && renderings.has(from) ? renderingDiff(renderings.get(from), renderings.get(dir)) : null;
+                report(JSON.stringify(got) === JSON.stringify(want),
+                       `deploy/${dir} changes of deploy/${from} exactly ${want.map((w) => w.replace(/^.* /, '')).join(', ')}`,
+                       [`changed: ${got ? got.join(', ') || 'nothing' : 'not rendered'}`, `expected: ${want.join(', ')}`]);
+        }
+}
+
+/* The examples: each a Pod asking for one resource of its backend (and the SR-IOV network). */
+function exampleChecks(docsOf) {
+        const limit = (file, resource, n) => {
+                const pod = docsOf(file).find((o) => o.kind === 'Pod');
+                report(!!pod && pod.spec.containers.some((c) => c.resources && c.resources.limits &&
+                        String(c.resources.limits[resource]) === String(n)), `${file}: a Pod with limits ${resource}: ${n}`);
+        };
+        limit('deploy/gpu/pod-example.yaml', 'nvidia.com/gpu', 1);
+        limit('deploy/fpga/pod-example.yaml', 'fpga.intel.com/af-bfa.d84.v6xNhR7oVv6MlYZc4buqLdhCTcSko8QT-J5DNoP5BAs', 1);
+        limit('deploy/example/pod-example.yaml', 'example.com/widget', 2);
+        sriovExampleChecks(docsOf('deploy/sriov/pod-example.yaml'));
+}
+
 function main() {
         const src = path.resolve(process.argv[2] || path.join(__dirname, '..', '..'));
         const deploy = path.join(src, 'deploy');
-        const all = [];         // { label, value } of every valid document
 
-        // 1. every document under deploy/
-        for (const file of walk(deploy)) {
-                const rel = path.relative(src, file);
-                for (const d of readDocs(file, rel)) {
-                        if (d.errors.length) {
-                                report(false, `${d.label}: YAML`, d.errors);
-                                continue;
-                        }
-                        if (isKustomization(d.value)) {
-                                let objs;
-                                try {
-                                        objs = renderKustomization(path.dirname(file));
-                                } catch (e) {
-                                        report(false, `${d.label}: kustomize`, [e.message]);
-                                        continue;
-                                }
-                                for (const o of objs) {
-                                        const errs = schemaErrors(o);
-                                        if (report(errs.length === 0, `${d.label} -> ${describe(o)}`, errs.map(formatError)))
-                                                all.push({ label: `${d.label} -> ${describe(o)}`, value: o });
-                                }
-                                continue;
-                        }
-                        const errs = schemaErrors(d.value);
-                        if (report(errs.length === 0, `${d.label}: ${describe(d.value)}`, errs.map(formatError)))
-                                all.push({ label: d.label, value: d.value });
+        // 1. what each kustomization renders, and every other document under deploy/
+        const { dirs, renderings, files } = renderAll(deploy);
+        const standalone = [];          // { label, value } of every valid document of no kustomization
+        for (const file of walk(deploy).filter((f) => path.basename(f) !== 'kustomization.yaml' && !files.has(f))) {
+                for (const d of readDocs(file, path.relative(src, file))) {
+                        const errs = d.errors.length ? d.errors : schemaErrors(d.value).map(formatError);
+                        if (report(errs.length === 0, `${d.label}: ${d.errors.length ? 'YAML' : describe(d.value)}`, errs))
+                                standalone.push(d);
                 }
         }
         report(closedObjects > 0, `schemas closed to unknown fields: ${closedObjects} object types`);
 
-        // 2. the required properties
-        const fromFile = (rel) => all.filter((d) => d.label === rel || d.label.startsWith(`${rel}#`)).map((d) => d.value);
-        const configMaps = all.map((d) => d.value).filter((o) => o.kind === 'ConfigMap');
-        const base = fromFile('deploy/gpu/daemonset.yaml').find((o) => o.kind === 'DaemonSet');
-        if (report(!!base, 'deploy/gpu/daemonset.yaml holds the GPU DaemonSet'))
-                for (const [what, ok] of gpuProperties(base, configMaps))
-                        report(ok, `gpu DaemonSet: ${what}`);
-        const priv = all.find((d) => d.label.startsWith('deploy/gpu-privileged/kustomization.yaml -> ') &&
-                d.value.kind === 'DaemonSet');
-        if (report(!!priv, 'deploy/gpu-privileged renders the GPU DaemonSet')) {
-                for (const [what, ok] of gpuProperties(priv.value, configMaps, { privileged: true }))
-                        report(ok, `gpu-privileged DaemonSet: ${what}`);
-                const strip = (o) => {
-                        const c = JSON.parse(JSON.stringify(o));
-                        delete c.spec.template.spec.containers[0].securityContext;
-                        return JSON.stringify(c);
-                };
-                report(base && strip(base) === strip(priv.value),
-                        'gpu-privileged DaemonSet: differs from deploy/gpu only in the container securityContext');
+        // 2. the required properties, what each overlay changes, the examples
+        const rendered = (dir, kind) => (renderings.get(dir) || []).filter((o) => o.kind === kind);
+        for (const [dir, properties] of PROPERTIES) {
+                const ds = rendered(dir, 'DaemonSet');
+                if (report(ds.length === 1, `deploy/${dir} renders one DaemonSet`))
+                        for (const [what, ok] of properties(ds[0], rendered(dir, 'ConfigMap')))
+                                report(ok, `deploy/${dir}: ${what}`);
         }
-        const pod = fromFile('deploy/gpu/pod-example.yaml').find((o) => o.kind === 'Pod');
-        report(!!pod && pod.spec.containers.some((c) => c.resources && c.resources.limits &&
-                String(c.resources.limits['nvidia.com/gpu']) === '1'),
-               'deploy/gpu/pod-example.yaml: a Pod with limits nvidia.com/gpu: 1');
-        const sriov = fromFile('deploy/sriov/daemonset.yaml').find((o) => o.kind === 'DaemonSet');
-        if (report(!!sriov, 'deploy/sriov/daemonset.yaml holds the SR-IOV DaemonSet'))
-                for (const [what, ok] of sriovProperties(sriov, configMaps))
-                        report(ok, `sriov DaemonSet: ${what}`);
-        sriovExampleChecks(fromFile('deploy/sriov/pod-example.yaml'));
-        for (const [dir, mode] of [['fpga', 'af'], ['fpga-region', 'region']]) {
-                const rendered = all.filter((d) => d.label.startsWith(`deploy/${dir}/kustomization.yaml -> `))
-                        .map((d) => d.value);
-                const ds = rendered.find((o) => o.kind === 'DaemonSet');
-                if (report(!!ds, `deploy/${dir} renders the FPGA DaemonSet`))
-                        for (const [what, ok] of fpgaProperties(ds, rendered.filter((o) => o.kind === 'ConfigMap'), mode))
-                                report(ok, `${dir} DaemonSet: ${what}`);
-        }
-        const fpgaPod = fromFile('deploy/fpga/pod-example.yaml').find((o) => o.kind === 'Pod');
-        report(!!fpgaPod && fpgaPod.spec.containers.some((c) => c.resources && c.resources.limits && String(
-                c.resources.limits['fpga.intel.com/af-bfa.d84.v6xNhR7oVv6MlYZc4buqLdhCTcSko8QT-J5DNoP5BAs']) === '1'),
-               'deploy/fpga/pod-example.yaml: a Pod with a limit of 1 D5005 port carrying NLB0');
-        renderedByKubectl(src, all);
+        overlayChecks(dirs, renderings);
+        exampleChecks((rel) => standalone.filter((d) => d.label === rel || d.label.startsWith(`${rel}#`)).map((d) => d.value));
 
         // 3. the validator must reject what is broken
         const badDir = path.join(__dirname, 'bad');
@@ -728,7 +767,10 @@ function main() {
                                errs.length ? errs.map(formatError) : ['the validator accepted it']);
                 }
         }
-        if (base) {
+        const gpu = rendered('gpu/unprivileged', 'DaemonSet')[0];
+        const sriov = rendered('sriov/unprivileged', 'DaemonSet')[0];
+        const configMaps = rendered('sriov/unprivileged', 'ConfigMap');
+        if (gpu) {
                 const broken = [
                         ['privileged: true', (ds) => { ds.spec.template.spec.containers[0].securityContext.privileged = true; }],
                         ['no hostNetwork', (ds) => { delete ds.spec.template.spec.hostNetwork; }],
@@ -740,11 +782,13 @@ function main() {
                                 ds.spec.template.spec.containers[0].volumeMounts.find((m) => m.mountPath === '/dev').readOnly = false;
                         }],
                         ['no memory limit', (ds) => { delete ds.spec.template.spec.containers[0].resources.limits; }],
+                        ['a CPU limit', (ds) => { ds.spec.template.spec.containers[0].resources.limits.cpu = '100m'; }],
+                        ['maxSurge 1', (ds) => { ds.spec.updateStrategy.rollingUpdate.maxSurge = 1; }],
                 ];
                 for (const [what, mutate] of broken) {
-                        const ds = JSON.parse(JSON.stringify(base));
+                        const ds = JSON.parse(JSON.stringify(gpu));
                         mutate(ds);
-                        const failing = gpuProperties(ds, configMaps).filter(([, ok]) => !ok).map(([w]) => w);
+                        const failing = gpuProperties(ds, rendered('gpu/unprivileged', 'ConfigMap')).filter(([, ok]) => !ok);
                         report(failing.length > 0, `property checks reject a DaemonSet with ${what}`,
                                ['every property check passed']);
                 }
@@ -791,6 +835,8 @@ function main() {
                                [`failed: ${JSON.stringify(failing)}`, `expected: ${JSON.stringify(want)}`]);
                 }
         }
+        brokenOverlays(renderings);
+        brokenKustomizations(deploy);
 
         console.log(`${passed} passed, ${failed} failed`);
         return failed === 0 ? 0 : 1;
@@ -798,4 +844,4 @@ function main() {
 
 if (require.main === module)
         process.exitCode = main();
-module.exports = { parseYaml, renderKustomization, argValue, optionValue };
+module.exports = { parseYaml, kustomize, argValue, optionValue };

@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# A rolling upgrade with a surge, on one node (deploy/README.md, "Upgrade"): a second kdpd serves
+# and registers the same resource while the first still serves, then the first gets SIGTERM, as
+# the old pod of a DaemonSet updated with maxSurge 1 does. From the stand-in kubelet's lines: the
+# resource's capacity never drops below the full count (so never to 0) through the handover, and
+# it ends at the full count, all allocatable, with the second kdpd's socket the one registered.
+# (The stand-in replaces a registration of a resource by a newer one at once, closing the old
+# one's stream; the first kdpd takes that for a dropped stream and registers again, and the two
+# take turns until the first exits: the number of registrations is printed, not asserted.)
+. "$(dirname "$0")/lib.sh"
+
+RES=example.com/widget
+FULL="^devices resource=$RES capacity=8 allocatable=8 healthy=widget-0,widget-1,widget-2,widget-3,widget-4,widget-5,widget-6,widget-7 "
+
+# endpoint_re PID: a socket name of the kdpd of PID (kdp-<backend>-<resource>.<pid>.<n>.sock)
+endpoint_re() {
+        echo "kdp-example-example\\.com_widget\\.$1\\.[0-9]+\\.sock"
+}
+
+# last_registered: the endpoint of the stand-in's newest registration of the resource
+last_registered() {
+        sed -n "s|^registered resource=$RES endpoint=\\([^ ]*\\) .*|\\1|p" "$T/kubelet.out" | tail -n 1
+}
+
+start_kubelet kubelet
+start_kdpd first --backend example
+FIRST=$KDPD_PID
+wait_line "$T/kubelet.out" "$FULL"
+
+start_kdpd second --backend example --state-dir "$T/state-second"
+SECOND=$KDPD_PID
+wait_line "$T/kubelet.out" "^registered resource=$RES endpoint=$(endpoint_re "$SECOND") "
+proc_alive "$FIRST" || fail "the first kdpd exited before the second registered"
+pass "the second kdpd registered $RES while the first still served it"
+
+KDPD_PID=$FIRST
+stop_kdpd
+KDPD_PID=$SECOND
+end=$(deadline_ms "$(wait_s)")
+until last_registered | grep -Eqx "$(endpoint_re "$SECOND")" &&
+      grep "^devices resource=$RES " "$T/kubelet.out" | tail -n 1 | grep -Eq "$FULL"; do
+        [ "$(now_ms)" -lt "$end" ] || fail "the second kdpd is not the one serving $RES: last registered $(last_registered)"
+        sleep 0.02
+done
+[ -S "$DIR/$(last_registered)" ] || fail "the registered endpoint $(last_registered) is not served"
+assert_eq "$(find "$DIR" -name "kdp-example-*.$FIRST.*.sock" | wc -l)" 0 "sockets of the first kdpd left behind"
+pass "after the first kdpd's SIGTERM, $RES is served by the second: capacity=8 allocatable=8"
+
+assert_eq "$(grep "^devices resource=$RES " "$T/kubelet.out" | grep -cv " capacity=8 ")" 0 \
+        "devices lines of $RES with a capacity other than 8"
+pass "the capacity of $RES stayed 8 on all $(grep -c "^devices resource=$RES " "$T/kubelet.out") devices lines of the handover"
+echo "measured: $(grep -c "^registered resource=$RES " "$T/kubelet.out") registrations of $RES," \
+        "$(grep "^devices resource=$RES " "$T/kubelet.out" | grep -c " allocatable=0 ") devices lines with allocatable=0"
+stop_kdpd
