@@ -57,9 +57,8 @@ ADDRESS             ID         CLASS   DRIVER           NUMA  IOMMU  SRIOV
   0000:c7:00.0      10de:22a3  068000  nvidia-nvswitch  1     97
 EOF
 
-run "mi300x4 discover" gpu-mi300x4 "$kdpctl" discover
-expect "gpu-mi300x4: 4 MI300X on their own root ports, the BMC" "$tmp/out" <<'EOF'
-ADDRESS           ID         CLASS   DRIVER    NUMA  IOMMU  SRIOV
+# the PCI tree of the MI300X nodes (gpu-mi300x4*; gpu-mi308x4-cpx with 1002:74a2), whatever mode
+mi300_pci='ADDRESS           ID         CLASS   DRIVER    NUMA  IOMMU  SRIOV
 0000:00:01.1      1022:14ba  060400  pcieport  0     12
   0000:05:00.0    1002:74a1  120000  amdgpu    0     13
 0000:00:1c.0      1022:14ba  060400  pcieport  0     10
@@ -70,8 +69,9 @@ ADDRESS           ID         CLASS   DRIVER    NUMA  IOMMU  SRIOV
 0000:80:01.1      1022:14ba  060400  pcieport  1     32
   0000:85:00.0    1002:74a1  120000  amdgpu    1     33
 0000:a0:01.1      1022:14ba  060400  pcieport  1     42
-  0000:a7:00.0    1002:74a1  120000  amdgpu    1     43
-EOF
+  0000:a7:00.0    1002:74a1  120000  amdgpu    1     43'
+run "mi300x4 discover" gpu-mi300x4 "$kdpctl" discover
+expect "gpu-mi300x4: 4 MI300X on their own root ports, the BMC" "$tmp/out" <<< "$mi300_pci"
 
 run "flex170x2 discover" gpu-flex170x2 "$kdpctl" discover
 expect "gpu-flex170x2: 2 Flex 170 behind their on-card bridges, SR-IOV off, the BMC" "$tmp/out" <<'EOF'
@@ -230,63 +230,143 @@ drm: 33 cards, 32 render nodes, /dev/dri/renderD159 e2:9f
 module: 4 bound GPUs
 EOF
 
-# the CPX/NPS4 variant: one KFD node per partition, location_id's low bits the partition, each
-# render minor that of the PCI device (partition 0) or of its XCP
-cpx_table='
+# the partition modes: one KFD node per partition, location_id's low bits the partition, each
+# render minor that of the PCI device (partition 0) or of its XCP; the XCPs no node names; each
+# GPU's modes as amdgpu shows them (the modes it takes in the current memory partition)
+part_table='
 t=/sys/class/kfd/kfd/topology
 echo "generation_id $(cat $t/generation_id)"
+named=" "
 for n in $(ls $t/nodes | sort -n); do
         p=$t/nodes/$n/properties
         v() { sed -n "s/^$1 //p" "$p"; }
         [ "$(cat $t/nodes/$n/gpu_id)" = 0 ] && continue
         loc=$(v location_id) minor=$(v drm_render_minor)
+        named="$named$minor "
         bdf=$(printf "%04x:%02x:%02x.0" "$(v domain)" $(( (loc >> 8) & 255 )) $(( (loc >> 3) & 31 )))
-        echo "node $n $bdf p$((loc & 7)) renderD$minor $(basename "$(readlink -f /sys/class/drm/renderD$minor/device)") xcc=$(v num_xcc) simd=$(v simd_count) links=$(v io_links_count) mem=$(sed -n "s/^size_in_bytes //p" $t/nodes/$n/mem_banks/0/properties)"
+        echo "node $n $bdf p$((loc & 7)) renderD$minor $(basename "$(readlink -f /sys/class/drm/renderD$minor/device)") dev=$(v device_id) xcc=$(v num_xcc) simd=$(v simd_count) queues=$(v num_cp_queues) sdma=$(v num_sdma_xgmi_engines) links=$(v io_links_count) mem=$(sed -n "s/^size_in_bytes //p" $t/nodes/$n/mem_banks/0/properties)"
 done
 for bdf in 0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0; do
-        echo "$bdf $(cat /sys/bus/pci/devices/$bdf/current_compute_partition)/$(cat /sys/bus/pci/devices/$bdf/current_memory_partition)"
+        d=/sys/bus/pci/devices/$bdf
+        echo "$bdf $(cat $d/current_compute_partition)/$(cat $d/current_memory_partition) available: $(cat $d/available_compute_partition) / $(cat $d/available_memory_partition)"
 done
+echo "XCP render nodes no KFD node names: $(for r in /sys/devices/platform/amdgpu_xcp_*/drm/renderD*; do m=${r##*renderD}; case "$named" in *" $m "*) ;; *) echo "$m" ;; esac; done | sort -n | tr "\n" " ")"
 '
-run "mi300x4-cpx kfd partitions" gpu-mi300x4-cpx bash -c "$cpx_table"
-expect "gpu-mi300x4-cpx: 8 KFD nodes per GPU, partitions 1-7 on amdgpu_xcp_*" "$tmp/out" <<'EOF'
+run "mi300x4-cpx kfd partitions" gpu-mi300x4-cpx bash -c "$part_table"
+expect "gpu-mi300x4-cpx: 8 KFD nodes per GPU of 24 GiB (an NPS4 quarter, 2 on it), partitions 1-7 on amdgpu_xcp_*, every XCP named" "$tmp/out" <<'EOF'
 generation_id 1
-node 2 0000:05:00.0 p0 renderD128 0000:05:00.0 xcc=1 simd=152 links=32 mem=51539607552
-node 3 0000:05:00.0 p1 renderD129 amdgpu_xcp_0 xcc=1 simd=152 links=32 mem=51539607552
-node 4 0000:05:00.0 p2 renderD130 amdgpu_xcp_1 xcc=1 simd=152 links=32 mem=51539607552
-node 5 0000:05:00.0 p3 renderD131 amdgpu_xcp_2 xcc=1 simd=152 links=32 mem=51539607552
-node 6 0000:05:00.0 p4 renderD132 amdgpu_xcp_3 xcc=1 simd=152 links=32 mem=51539607552
-node 7 0000:05:00.0 p5 renderD133 amdgpu_xcp_4 xcc=1 simd=152 links=32 mem=51539607552
-node 8 0000:05:00.0 p6 renderD134 amdgpu_xcp_5 xcc=1 simd=152 links=32 mem=51539607552
-node 9 0000:05:00.0 p7 renderD135 amdgpu_xcp_6 xcc=1 simd=152 links=32 mem=51539607552
-node 10 0000:27:00.0 p0 renderD136 0000:27:00.0 xcc=1 simd=152 links=32 mem=51539607552
-node 11 0000:27:00.0 p1 renderD137 amdgpu_xcp_7 xcc=1 simd=152 links=32 mem=51539607552
-node 12 0000:27:00.0 p2 renderD138 amdgpu_xcp_8 xcc=1 simd=152 links=32 mem=51539607552
-node 13 0000:27:00.0 p3 renderD139 amdgpu_xcp_9 xcc=1 simd=152 links=32 mem=51539607552
-node 14 0000:27:00.0 p4 renderD140 amdgpu_xcp_10 xcc=1 simd=152 links=32 mem=51539607552
-node 15 0000:27:00.0 p5 renderD141 amdgpu_xcp_11 xcc=1 simd=152 links=32 mem=51539607552
-node 16 0000:27:00.0 p6 renderD142 amdgpu_xcp_12 xcc=1 simd=152 links=32 mem=51539607552
-node 17 0000:27:00.0 p7 renderD143 amdgpu_xcp_13 xcc=1 simd=152 links=32 mem=51539607552
-node 18 0000:85:00.0 p0 renderD144 0000:85:00.0 xcc=1 simd=152 links=32 mem=51539607552
-node 19 0000:85:00.0 p1 renderD145 amdgpu_xcp_14 xcc=1 simd=152 links=32 mem=51539607552
-node 20 0000:85:00.0 p2 renderD146 amdgpu_xcp_15 xcc=1 simd=152 links=32 mem=51539607552
-node 21 0000:85:00.0 p3 renderD147 amdgpu_xcp_16 xcc=1 simd=152 links=32 mem=51539607552
-node 22 0000:85:00.0 p4 renderD148 amdgpu_xcp_17 xcc=1 simd=152 links=32 mem=51539607552
-node 23 0000:85:00.0 p5 renderD149 amdgpu_xcp_18 xcc=1 simd=152 links=32 mem=51539607552
-node 24 0000:85:00.0 p6 renderD150 amdgpu_xcp_19 xcc=1 simd=152 links=32 mem=51539607552
-node 25 0000:85:00.0 p7 renderD151 amdgpu_xcp_20 xcc=1 simd=152 links=32 mem=51539607552
-node 26 0000:a7:00.0 p0 renderD152 0000:a7:00.0 xcc=1 simd=152 links=32 mem=51539607552
-node 27 0000:a7:00.0 p1 renderD153 amdgpu_xcp_21 xcc=1 simd=152 links=32 mem=51539607552
-node 28 0000:a7:00.0 p2 renderD154 amdgpu_xcp_22 xcc=1 simd=152 links=32 mem=51539607552
-node 29 0000:a7:00.0 p3 renderD155 amdgpu_xcp_23 xcc=1 simd=152 links=32 mem=51539607552
-node 30 0000:a7:00.0 p4 renderD156 amdgpu_xcp_24 xcc=1 simd=152 links=32 mem=51539607552
-node 31 0000:a7:00.0 p5 renderD157 amdgpu_xcp_25 xcc=1 simd=152 links=32 mem=51539607552
-node 32 0000:a7:00.0 p6 renderD158 amdgpu_xcp_26 xcc=1 simd=152 links=32 mem=51539607552
-node 33 0000:a7:00.0 p7 renderD159 amdgpu_xcp_27 xcc=1 simd=152 links=32 mem=51539607552
-0000:05:00.0 CPX/NPS4
-0000:27:00.0 CPX/NPS4
-0000:85:00.0 CPX/NPS4
-0000:a7:00.0 CPX/NPS4
+node 2 0000:05:00.0 p0 renderD128 0000:05:00.0 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 3 0000:05:00.0 p1 renderD129 amdgpu_xcp_0 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 4 0000:05:00.0 p2 renderD130 amdgpu_xcp_1 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 5 0000:05:00.0 p3 renderD131 amdgpu_xcp_2 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 6 0000:05:00.0 p4 renderD132 amdgpu_xcp_3 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 7 0000:05:00.0 p5 renderD133 amdgpu_xcp_4 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 8 0000:05:00.0 p6 renderD134 amdgpu_xcp_5 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 9 0000:05:00.0 p7 renderD135 amdgpu_xcp_6 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 10 0000:27:00.0 p0 renderD136 0000:27:00.0 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 11 0000:27:00.0 p1 renderD137 amdgpu_xcp_7 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 12 0000:27:00.0 p2 renderD138 amdgpu_xcp_8 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 13 0000:27:00.0 p3 renderD139 amdgpu_xcp_9 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 14 0000:27:00.0 p4 renderD140 amdgpu_xcp_10 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 15 0000:27:00.0 p5 renderD141 amdgpu_xcp_11 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 16 0000:27:00.0 p6 renderD142 amdgpu_xcp_12 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 17 0000:27:00.0 p7 renderD143 amdgpu_xcp_13 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 18 0000:85:00.0 p0 renderD144 0000:85:00.0 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 19 0000:85:00.0 p1 renderD145 amdgpu_xcp_14 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 20 0000:85:00.0 p2 renderD146 amdgpu_xcp_15 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 21 0000:85:00.0 p3 renderD147 amdgpu_xcp_16 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 22 0000:85:00.0 p4 renderD148 amdgpu_xcp_17 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 23 0000:85:00.0 p5 renderD149 amdgpu_xcp_18 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 24 0000:85:00.0 p6 renderD150 amdgpu_xcp_19 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 25 0000:85:00.0 p7 renderD151 amdgpu_xcp_20 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 26 0000:a7:00.0 p0 renderD152 0000:a7:00.0 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 27 0000:a7:00.0 p1 renderD153 amdgpu_xcp_21 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 28 0000:a7:00.0 p2 renderD154 amdgpu_xcp_22 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 29 0000:a7:00.0 p3 renderD155 amdgpu_xcp_23 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 30 0000:a7:00.0 p4 renderD156 amdgpu_xcp_24 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 31 0000:a7:00.0 p5 renderD157 amdgpu_xcp_25 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 32 0000:a7:00.0 p6 renderD158 amdgpu_xcp_26 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+node 33 0000:a7:00.0 p7 renderD159 amdgpu_xcp_27 dev=29857 xcc=1 simd=152 queues=24 sdma=0 links=32 mem=25769803776
+0000:05:00.0 CPX/NPS4 available: QPX, CPX / NPS1, NPS4
+0000:27:00.0 CPX/NPS4 available: QPX, CPX / NPS1, NPS4
+0000:85:00.0 CPX/NPS4 available: QPX, CPX / NPS1, NPS4
+0000:a7:00.0 CPX/NPS4 available: QPX, CPX / NPS1, NPS4
+XCP render nodes no KFD node names: 
 EOF
+
+# the other modes: the node's PCI tree (the MI308X's GPUs are 1002:74a2), then its partitions
+run "mi300x4-dpx" gpu-mi300x4-dpx bash -c "\"\$0\" discover; echo ----; $part_table" "$kdpctl"
+{ echo "$mi300_pci"; echo ----; cat; } > "$tmp/want" <<'EOF'
+generation_id 1
+node 2 0000:05:00.0 p0 renderD128 0000:05:00.0 dev=29857 xcc=4 simd=608 queues=96 sdma=6 links=8 mem=103079215104
+node 3 0000:05:00.0 p1 renderD129 amdgpu_xcp_0 dev=29857 xcc=4 simd=608 queues=96 sdma=6 links=8 mem=103079215104
+node 4 0000:27:00.0 p0 renderD136 0000:27:00.0 dev=29857 xcc=4 simd=608 queues=96 sdma=6 links=8 mem=103079215104
+node 5 0000:27:00.0 p1 renderD137 amdgpu_xcp_7 dev=29857 xcc=4 simd=608 queues=96 sdma=6 links=8 mem=103079215104
+node 6 0000:85:00.0 p0 renderD144 0000:85:00.0 dev=29857 xcc=4 simd=608 queues=96 sdma=6 links=8 mem=103079215104
+node 7 0000:85:00.0 p1 renderD145 amdgpu_xcp_14 dev=29857 xcc=4 simd=608 queues=96 sdma=6 links=8 mem=103079215104
+node 8 0000:a7:00.0 p0 renderD152 0000:a7:00.0 dev=29857 xcc=4 simd=608 queues=96 sdma=6 links=8 mem=103079215104
+node 9 0000:a7:00.0 p1 renderD153 amdgpu_xcp_21 dev=29857 xcc=4 simd=608 queues=96 sdma=6 links=8 mem=103079215104
+0000:05:00.0 DPX/NPS1 available: SPX, DPX, QPX, CPX / NPS1, NPS4
+0000:27:00.0 DPX/NPS1 available: SPX, DPX, QPX, CPX / NPS1, NPS4
+0000:85:00.0 DPX/NPS1 available: SPX, DPX, QPX, CPX / NPS1, NPS4
+0000:a7:00.0 DPX/NPS1 available: SPX, DPX, QPX, CPX / NPS1, NPS4
+XCP render nodes no KFD node names: 130 131 132 133 134 135 138 139 140 141 142 143 146 147 148 149 150 151 154 155 156 157 158 159 
+EOF
+expect "gpu-mi300x4-dpx: DPX/NPS1, 2 KFD nodes per GPU of 4 XCCs and 96 GiB, 6 XCPs a GPU unnamed" "$tmp/out" < "$tmp/want"
+
+run "mi300x4-qpx" gpu-mi300x4-qpx bash -c "\"\$0\" discover; echo ----; $part_table" "$kdpctl"
+{ echo "$mi300_pci"; echo ----; cat; } > "$tmp/want" <<'EOF'
+generation_id 1
+node 2 0000:05:00.0 p0 renderD128 0000:05:00.0 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 3 0000:05:00.0 p1 renderD129 amdgpu_xcp_0 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 4 0000:05:00.0 p2 renderD130 amdgpu_xcp_1 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 5 0000:05:00.0 p3 renderD131 amdgpu_xcp_2 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 6 0000:27:00.0 p0 renderD136 0000:27:00.0 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 7 0000:27:00.0 p1 renderD137 amdgpu_xcp_7 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 8 0000:27:00.0 p2 renderD138 amdgpu_xcp_8 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 9 0000:27:00.0 p3 renderD139 amdgpu_xcp_9 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 10 0000:85:00.0 p0 renderD144 0000:85:00.0 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 11 0000:85:00.0 p1 renderD145 amdgpu_xcp_14 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 12 0000:85:00.0 p2 renderD146 amdgpu_xcp_15 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 13 0000:85:00.0 p3 renderD147 amdgpu_xcp_16 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 14 0000:a7:00.0 p0 renderD152 0000:a7:00.0 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 15 0000:a7:00.0 p1 renderD153 amdgpu_xcp_21 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 16 0000:a7:00.0 p2 renderD154 amdgpu_xcp_22 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+node 17 0000:a7:00.0 p3 renderD155 amdgpu_xcp_23 dev=29857 xcc=2 simd=304 queues=48 sdma=2 links=16 mem=51539607552
+0000:05:00.0 QPX/NPS4 available: QPX, CPX / NPS1, NPS4
+0000:27:00.0 QPX/NPS4 available: QPX, CPX / NPS1, NPS4
+0000:85:00.0 QPX/NPS4 available: QPX, CPX / NPS1, NPS4
+0000:a7:00.0 QPX/NPS4 available: QPX, CPX / NPS1, NPS4
+XCP render nodes no KFD node names: 132 133 134 135 140 141 142 143 148 149 150 151 156 157 158 159 
+EOF
+expect "gpu-mi300x4-qpx: QPX/NPS4, 4 KFD nodes per GPU of 2 XCCs and 48 GiB, 4 XCPs a GPU unnamed" "$tmp/out" < "$tmp/want"
+
+run "mi308x4-cpx" gpu-mi308x4-cpx bash -c "\"\$0\" discover; echo ----; $part_table" "$kdpctl"
+{ echo "${mi300_pci//1002:74a1/1002:74a2}"; echo ----; cat; } > "$tmp/want" <<'EOF'
+generation_id 1
+node 2 0000:05:00.0 p0 renderD128 0000:05:00.0 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 3 0000:05:00.0 p1 renderD129 amdgpu_xcp_0 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 4 0000:05:00.0 p2 renderD130 amdgpu_xcp_1 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 5 0000:05:00.0 p3 renderD131 amdgpu_xcp_2 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 6 0000:27:00.0 p0 renderD136 0000:27:00.0 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 7 0000:27:00.0 p1 renderD137 amdgpu_xcp_7 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 8 0000:27:00.0 p2 renderD138 amdgpu_xcp_8 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 9 0000:27:00.0 p3 renderD139 amdgpu_xcp_9 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 10 0000:85:00.0 p0 renderD144 0000:85:00.0 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 11 0000:85:00.0 p1 renderD145 amdgpu_xcp_14 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 12 0000:85:00.0 p2 renderD146 amdgpu_xcp_15 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 13 0000:85:00.0 p3 renderD147 amdgpu_xcp_16 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 14 0000:a7:00.0 p0 renderD152 0000:a7:00.0 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 15 0000:a7:00.0 p1 renderD153 amdgpu_xcp_21 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 16 0000:a7:00.0 p2 renderD154 amdgpu_xcp_22 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+node 17 0000:a7:00.0 p3 renderD155 amdgpu_xcp_23 dev=29858 xcc=1 simd=80 queues=24 sdma=0 links=16 mem=51539607552
+0000:05:00.0 CPX/NPS4 available: CPX / NPS1, NPS4
+0000:27:00.0 CPX/NPS4 available: CPX / NPS1, NPS4
+0000:85:00.0 CPX/NPS4 available: CPX / NPS1, NPS4
+0000:a7:00.0 CPX/NPS4 available: CPX / NPS1, NPS4
+XCP render nodes no KFD node names: 132 133 134 135 140 141 142 143 148 149 150 151 156 157 158 159 
+EOF
+expect "gpu-mi308x4-cpx: 4 MI308X (1002:74a2) in CPX/NPS4, 4 KFD nodes per GPU of 1 XCC, 4 XCPs a GPU unnamed" "$tmp/out" < "$tmp/want"
 
 # ---------------------------------------------------------------------------------------------
 # Intel: the DRM minors of each PCI function, by-path links, tiles and GTs per driver
