@@ -166,7 +166,7 @@ start_kdpd() {
 
 # start_sim_kdpd FIXTURE [SIM-NODE ARGS... --] [ARGS...]: $KDPD_RUN with ARGS on the simulated node
 # FIXTURE (tests/fixtures/nodes/*.umockdev) serving $DIR, stdout and stderr (klog) in $T/kdpd.out
-# and $T/kdpd.err
+# and $T/kdpd.err (with KDPD_LOG=NAME set: $T/NAME.out and $T/NAME.err)
 start_sim_kdpd() {
         local sim=("$1")
         shift
@@ -178,7 +178,8 @@ start_sim_kdpd() {
                 shift
         fi
         "${DIE_WITH_US[@]}" "$KDP_SOURCE_DIR/tests/sim-node/sim-node" "${sim[@]}" -- "${KDPD_RUN[@]}" \
-                --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" "$@" >"$T/kdpd.out" 2>"$T/kdpd.err" &
+                --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" "$@" \
+                >"$T/${KDPD_LOG:-kdpd}.out" 2>"$T/${KDPD_LOG:-kdpd}.err" &
         KDPD_PID=$!
         PIDS+=($KDPD_PID)
 }

@@ -9,77 +9,20 @@
 # back), followed without a restart.
 . "$(dirname "$0")/lib.sh"
 
-SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 NODE="$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4-cpx.umockdev"
-GPUS="0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0"
-NUMA=(0 0 1 1)
-
-# run_node NAME [KDPD-ARGS...]: a fresh stand-in kubelet, and kdpd on the node (control FIFO $T/ctl)
-run_node() {
-        local name=$1
-        shift
-        rm -f "$T/ctl"
-        mkfifo "$T/ctl"
-        exec 9<>"$T/ctl"
-        start_kubelet kubelet
-        "${DIE_WITH_US[@]}" "$SIM" "$NODE" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
-                --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
-                --backend gpu "$@" >"$T/$name.out" 2>"$T/$name.err" &
-        KDPD_PID=$!
-        PIDS+=($KDPD_PID)
-}
-
-# end_node: kdpd stops cleanly, then the kubelet
-end_node() {
-        stop_kdpd
-        stop_kubelet
-        exec 9>&-
-}
-
-# ids GPU-INDEXES PARTITIONS: "<address>-p<i>" of those GPUs' partitions, comma-separated
-ids() {
-        local g p out=() gpus
-        read -ra gpus <<< "$GPUS"
-        for g in $1; do
-                for p in $2; do
-                        out+=("${gpus[g]}-p$p")
-                done
-        done
-        (IFS=,; echo "${out[*]}")
-}
-
-# numa_of GPU-INDEXES PARTITIONS: the devices line's numa= field for those partitions
-numa_of() {
-        local g p out=() gpus
-        read -ra gpus <<< "$GPUS"
-        for g in $1; do
-                for p in $2; do
-                        out+=("${gpus[g]}-p$p:${NUMA[g]}")
-                done
-        done
-        (IFS=';'; echo "${out[*]}")
-}
-
-# alloc_match SOCKET EXPECTED ID...: until Allocate of the IDs gives EXPECTED (its lines joined by "|")
-alloc_match() {
-        local sock=$1 want=$2 got end
-        shift 2
-        end=$(deadline_ms "$(wait_s)")
-        while :; do
-                got=$("$KDPCTL" allocate --socket "$sock" "$@" 2>&1 | tr '\n' '|')
-                [ "$got" = "$want" ] && return 0
-                [ "$(now_ms)" -gt "$end" ] && fail "Allocate of $*: expected '$want', got '$got'"
-                sleep 0.1
-        done
-}
-
-# specs MINOR...: the DeviceSpec lines of those DRM minors and /dev/kfd, in kdpd's order (by path)
-specs() {
-        printf 'device /dev/dri/%s /dev/dri/%s rw\n' $(printf '%s\n' "$@" | LC_ALL=C sort | sed 'p') | tr '\n' '|'
-        echo "device /dev/kfd /dev/kfd rw|"
-}
+. "$(dirname "$0")/amd-lib.sh"
 
 ALL8="0 1 2 3 4 5 6 7"
+REPART="$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4-cpx-repartition.script"
+
+# to_spx, back_to_cpx: the repartition script to its "spx" mark (GPU 0 in SPX/NPS1), and the
+# rest, which the test sends once it has checked the SPX state (the script pauses only 500 ms)
+to_spx() {
+        echo "$(sed -n '/^wait-listeners/,/^echo spx$/p' "$REPART")" >&9
+}
+back_to_cpx() {
+        echo "$(sed '1,/^echo spx$/d' "$REPART")" >&9
+}
 GPU1_NODES="card10 card11 card12 card13 card14 card15 card16 card9 renderD136 renderD137 renderD138 renderD139 renderD140 renderD141 renderD142 renderD143"
 GPU0_NODES="card1 card2 card3 card4 card5 card6 card7 card8 renderD128 renderD129 renderD130 renderD131 renderD132 renderD133 renderD134 renderD135"
 
@@ -87,7 +30,7 @@ GPU0_NODES="card1 card2 card3 card4 card5 card6 card7 card8 renderD128 renderD12
 run_node whole
 wait_line "$T/kubelet.out" "^devices resource=amd.com/gpu "
 grep -q 'sim-node: .*preload\|not built' "$T/whole.err" && { echo "skip: no simulated node"; exit 77; }
-devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=4 allocatable=4 healthy=${GPUS// /,} unhealthy= numa=0000:05:00.0:0;0000:27:00.0:0;0000:85:00.0:1;0000:a7:00.0:1$"
+devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=4 allocatable=4 healthy=${GPUS// /,} unhealthy= numa=$(gpus_numa)$"
 assert_eq "$(grep -c '^registered ' "$T/kubelet.out")" 1 "only amd.com/gpu registered"
 pass "whole: 4 GPUs of 8 partitions each, one device each, NUMA of their sockets"
 S=$(plugin_socket amd.com_gpu)
@@ -97,10 +40,11 @@ alloc_match "$S" "env KDP_GPU_PCI_ADDRESSES=0000:05:00.0,0000:27:00.0|$(specs $G
 pass "whole: Allocate gives the 8 cards and 8 render nodes of each GPU (PCI device and amdgpu_xcp_*), /dev/kfd once"
 
 # the repartition: GPU 0 to SPX/NPS1 (one KFD node: its PCI device's pair only), then back
-echo "$(sed -n '/^wait-listeners/,$p' "$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4-cpx-repartition.script")" >&9
+to_spx
 wait_line "$T/whole.out" '^spx$'
 alloc_match "$S" "env KDP_GPU_PCI_ADDRESSES=0000:05:00.0|$(specs card1 renderD128)" 0000:05:00.0
 devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=4 allocatable=4 healthy=${GPUS// /,} unhealthy= "
+back_to_cpx
 wait_line "$T/whole.out" '^cpx$'
 alloc_match "$S" "env KDP_GPU_PCI_ADDRESSES=0000:05:00.0|$(specs $GPU0_NODES)" 0000:05:00.0
 devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=4 allocatable=4 healthy=${GPUS// /,} unhealthy= "
@@ -126,13 +70,14 @@ assert_eq "$(grep -c '^registered ' "$T/kubelet.out")" 1 "only amd.com/cpx_nps4 
 S=$(plugin_socket amd.com_cpx_nps4)
 alloc_match "$S" "env KDP_GPU_PARTITIONS=0000:85:00.0-p5|env KDP_GPU_PCI_ADDRESSES=0000:85:00.0|$(specs card22 renderD149)" 0000:85:00.0-p5
 pass "mixed: 32 partitions of amd.com/cpx_nps4"
-echo "$(sed -n '/^wait-listeners/,$p' "$KDP_SOURCE_DIR/tests/fixtures/nodes/gpu-mi300x4-cpx-repartition.script")" >&9
+to_spx
 wait_line "$T/mixed.out" '^spx$'
 devices_match amd.com/spx_nps1 "^devices resource=amd.com/spx_nps1 capacity=1 allocatable=1 healthy=0000:05:00.0 unhealthy= numa=0000:05:00.0:0$"
 devices_match amd.com/cpx_nps4 "^devices resource=amd.com/cpx_nps4 capacity=24 allocatable=24 healthy=$(ids "1 2 3" "$ALL8") unhealthy= numa=$(numa_of "1 2 3" "$ALL8")$"
 alloc_match "$(plugin_socket amd.com_spx_nps1)" "env KDP_GPU_PARTITIONS=0000:05:00.0|env KDP_GPU_PCI_ADDRESSES=0000:05:00.0|$(specs card1 renderD128)" 0000:05:00.0
 wait_line "$T/mixed.err" '"GPU.s partition mode gives it another resource" backend="gpu" pci="0000:05:00.0" from="amd.com/cpx_nps4" to="amd.com/spx_nps1"'
 pass "mixed: GPU 0 in SPX/NPS1 is one device of amd.com/spx_nps1, its 8 partitions left amd.com/cpx_nps4"
+back_to_cpx
 wait_line "$T/mixed.out" '^cpx$'
 devices_match amd.com/spx_nps1 "^devices resource=amd.com/spx_nps1 capacity=0 allocatable=0 healthy= unhealthy= numa=$"
 devices_match amd.com/cpx_nps4 "^devices resource=amd.com/cpx_nps4 capacity=32 allocatable=32 healthy=$(ids "0 1 2 3" "$ALL8") unhealthy= "
