@@ -1,8 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# The random event scripts of tests/sim-node/test-converge.sh, sourced by it. Needs $nodes
-# (tests/fixtures/nodes). Scripts are sim-node lines (see sim-node.c) and the converge harness's
-# own "restore PATH".
+# The random event scripts of tests/sim-node/test-converge.sh, sourced by it and by
+# test-random-scripts.sh (which checks every line they write against sim-node's rules, with
+# check-script.py). Needs $nodes (tests/fixtures/nodes). Scripts are sim-node lines (see
+# sim-node.c) and the converge harness's own "restore PATH".
+
+# The fixtures test-converge.sh gives a random script, in its order: the i-th (from 1) has seed
+# i. A new fixture goes last, so that the others keep their seeds, and so their scripts.
+converge_fixtures=(gpu-h100x8 gpu-mi300x4 gpu-mi300x4-cpx gpu-flex170x2 gpu-mixed two-socket-switches
+        flapping-device sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae
+        fpga-ofs gpu-h100x8-mig)
+
+# random_script_of FIXTURE SEED: the random script test-converge.sh runs on FIXTURE (30 steps)
+random_script_of() {
+        case $1 in
+        sriov-*) random_sriov_script "$1" 30 "$2" ;;
+        gpu-*) random_script "$1" gpu 30 "$2" ;;
+        fpga-*) random_script "$1" fpga 30 "$2" ;;
+        *) random_script "$1" pcitest 30 "$2" ;;
+        esac
+}
 
 # The random script of a fixture: a fixed seed, a small LCG (the same sequence on every bash),
 # and a model of the node so that every command is valid where it comes. A GPU is plugged or
@@ -122,7 +139,10 @@ random_script() {
                                 kfd[i]=1
                         fi ;;
                 sriov)
+                        # with VFs enabled, the same count again changes nothing (the kernel returns
+                        # at once): the VFs keep the drivers they have
                         echo "sriov $g 4"
+                        [ "${vfs[i]}" = 0 ] || continue
                         vfs[i]=4
                         vfdrv[i * 4]=i915 vfdrv[i * 4 + 1]=i915 vfdrv[i * 4 + 2]=i915 vfdrv[i * 4 + 3]=i915 ;;
                 vf)

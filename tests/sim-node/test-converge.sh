@@ -498,9 +498,7 @@ backend_of() {
 main() {
         local fixture script name seed=1
         local -a backend
-        for fixture in gpu-h100x8 gpu-mi300x4 gpu-mi300x4-cpx gpu-flex170x2 gpu-mixed two-socket-switches flapping-device \
-                sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae fpga-ofs \
-                gpu-h100x8-mig; do       # last: the random scripts of the others keep their seeds
+        for fixture in "${converge_fixtures[@]}"; do          # the i-th has seed i
                 read -ra backend <<< "$(backend_of "$fixture")"
                 for script in "$cases/$fixture".*.script; do
                         [ -f "$script" ] || continue
@@ -527,19 +525,14 @@ main() {
                 [ "$fixture" = gpu-h100x8-mig ] &&
                         run_case "$fixture" layout-single "$cases/$fixture.layout.script" "${backend[@]}" \
                                 -o gpu.mig_strategy=single
+                random_script_of "$fixture" "$seed" > "$tmp/random.$fixture.script"
                 if [ "$fixture" = gpu-mi300x4-cpx ]; then
                         run_case "$fixture" repartition-mixed "$nodes/$fixture-repartition.script" "${backend[@]}" \
                                 -o gpu.amd_partitions=mixed
                         run_case "$fixture" repartition-single "$nodes/$fixture-repartition.script" "${backend[@]}" \
                                 -o gpu.amd_partitions=single
-                        random_script "$fixture" "${backend[0]}" 30 "$seed" > "$tmp/random-single.$fixture.script"
-                        run_case "$fixture" "random-seed$seed-single" "$tmp/random-single.$fixture.script" "${backend[@]}" \
+                        run_case "$fixture" "random-seed$seed-single" "$tmp/random.$fixture.script" "${backend[@]}" \
                                 -o gpu.amd_partitions=single
-                fi
-                if [ "${backend[0]}" = sriov ]; then
-                        random_sriov_script "$fixture" 30 "$seed" > "$tmp/random.$fixture.script"
-                else
-                        random_script "$fixture" "${backend[0]}" 30 "$seed" > "$tmp/random.$fixture.script"
                 fi
                 run_case "$fixture" "random-seed$seed" "$tmp/random.$fixture.script" "${backend[@]}"
                 seed=$((seed + 1))
