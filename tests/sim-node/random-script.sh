@@ -9,7 +9,7 @@
 # i. A new fixture goes last, so that the others keep their seeds, and so their scripts.
 converge_fixtures=(gpu-h100x8 gpu-mi300x4 gpu-mi300x4-cpx gpu-flex170x2 gpu-mixed two-socket-switches
         flapping-device sriov-e810 sriov-cx6dx sriov-noiommu sriov-cx6-ib fpga-d5005 fpga-u250 fpga-opae
-        fpga-ofs gpu-h100x8-mig)
+        fpga-ofs gpu-h100x8-mig gpu-mi300x4-dpx gpu-mi300x4-qpx gpu-mi308x4-cpx gpu-h100nvl)
 
 # random_script_of FIXTURE SEED: the random script test-converge.sh runs on FIXTURE (30 steps)
 random_script_of() {
@@ -42,6 +42,9 @@ random_script() {
         gpu-h100x8 | gpu-h100x8-mig) gpus=(0000:18:00.0 0000:19:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0) ;;
         gpu-mi300x4) gpus=(0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0); kfdnode=(2 3 4 5) ;;
         gpu-mi300x4-cpx) gpus=(0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0); kfdnode=(2 10 18 26) ;;
+        gpu-mi300x4-dpx) gpus=(0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0); kfdnode=(2 4 6 8) ;;
+        gpu-mi300x4-qpx | gpu-mi308x4-cpx) gpus=(0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0); kfdnode=(2 6 10 14) ;;
+        gpu-h100nvl) gpus=(0000:18:00.0 0000:19:00.0 0000:1a:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0) ;;
         gpu-flex170x2) gpus=(0000:4d:00.0 0000:ca:00.0) ;;
         gpu-mixed) gpus=(0000:3d:00.0 0000:4f:00.0 0000:da:00.0) ;;
         two-socket-switches) gpus=(0000:18:00.0 0000:19:00.0 0000:3a:00.0 0000:3b:00.0 0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0) ;;
@@ -53,7 +56,7 @@ random_script() {
         esac
         for i in "${!gpus[@]}"; do
                 case $fixture:${gpus[i]} in
-                gpu-mi300x4:* | gpu-mi300x4-cpx:*) drv[i]=amdgpu ;;
+                gpu-mi30*) drv[i]=amdgpu ;;
                 gpu-flex170x2:*) drv[i]=i915 ;;
                 gpu-mixed:0000:da:00.0) drv[i]=xe ;;
                 fpga-d5005:* | fpga-ofs:*) drv[i]=dfl-pci ;;

@@ -21,10 +21,12 @@
 # own line "restore PATH" (a write of PATH with the fixture's text: NVIDIA's information file,
 # a KFD node's properties) and "exclude PATH" (the same text with "GPU Excluded: Yes"); a case
 # with the line "# converge: keeps nothing" fails when kdpd #1 keeps any device as seen. A
-# fixture with an NVML fixture beside it (tests/fixtures/nodes/FIXTURE.nvml: gpu-h100x8-mig) runs
-# its kdpds with the fake libnvidia-ml.so.1 (tests/nvml) answering from a copy of it; a script
-# line "nvml NAME" replaces that copy with tests/sim-node/converge/NAME once the lines before it
-# are done (MIG instances created or destroyed: NVML's side of what the lines before wrote). Each
+# fixture with an NVML fixture beside it (tests/fixtures/nodes/FIXTURE.nvml: gpu-h100x8-mig,
+# gpu-h100nvl) runs its kdpds with the fake libnvidia-ml.so.1 (tests/nvml) answering from a copy
+# of it; a script line "nvml NAME" replaces that copy with tests/sim-node/converge/NAME once the
+# lines before it are done (MIG instances created or destroyed, NVLinks down: NVML's side of
+# what the lines before wrote). Where that fixture has NVLinks, which weigh only in
+# GetPreferredAllocation, the two kdpds must also give the same preferred sets. Each
 # fixture also gets a random script (fixed seed, random-script.sh), and gpu-h100x8 runs the
 # fixture's own gpu-h100x8-fall-off-bus.script. The SR-IOV fixtures (backend sriov, its
 # config.json tests/sim-node/converge/FIXTURE.config.json) run each event script of their own
@@ -243,6 +245,39 @@ allocate_same() {
         return $ok
 }
 
+# preferred_same DIR: GetPreferredAllocation among the devices healthy in both kdpds gives the
+# same answer in both, for each size from 2 to all but one, and for size 2 with each of them as
+# must_include; each request goes to DIR/preferred
+preferred_same() {
+        local d=$1 res ep1 ep2 size must id a1 a2 ok=0
+        local -a ids avail req
+        while read -r res ep1; do
+                ep2=$(awk -v r="$res" '$1 == r { print $2 }' "$d/ep2")
+                [ -n "$ep2" ] || continue
+                read -ra ids <<< "$(comm -12 <(list_rows "$d/k1" "$ep1" | awk '$2 == "Healthy" { print $1 }' | sort) \
+                        <(list_rows "$d/k2" "$ep2" | awk '$2 == "Healthy" { print $1 }' | sort) | tr '\n' ' ')"
+                avail=()
+                for id in "${ids[@]}"; do
+                        avail+=(--available "$id")
+                done
+                for ((size = 2; size < ${#ids[@]}; size++)); do
+                        for must in "" "${ids[@]}"; do
+                                [ -z "$must" ] || [ "$size" = 2 ] || continue
+                                req=(--size "$size" "${avail[@]}")
+                                [ -z "$must" ] || req+=(--must "$must")
+                                a1=$("$kdpctl" preferred --socket "$d/k1/$ep1" "${req[@]}" 2>&1)
+                                a2=$("$kdpctl" preferred --socket "$d/k2/$ep2" "${req[@]}" 2>&1)
+                                if [ "$a1" != "$a2" ]; then
+                                        echo "GetPreferredAllocation $res size $size${must:+ must $must}: kdpd #2 answered $a2, kdpd #1 $a1"
+                                        ok=1
+                                fi
+                                echo "$res $size $must" >> "$d/preferred"
+                        done
+                done
+        done < "$d/ep1"
+        return $ok
+}
+
 # registered KUBELET-OUT KDPD-ERR: kdpd finished its first scan and each resource it serves has
 # its first list at the stand-in kubelet
 registered() {
@@ -454,6 +489,15 @@ run_case() {
                 sed 's/^/    /' "$d/not-served.diff"
                 sed 's/^/    kdpd #2: /' "$d/not-served2"
         fi
+        : > "$d/preferred"
+        if ! grep -qs '^nvlink ' "$nodes/$fixture.nvml"; then
+                :
+        elif preferred_same "$d" > "$d/preferred.diff"; then
+                ok "$case_name: GetPreferredAllocation gives the same answer to $(wc -l < "$d/preferred") requests"
+        else
+                fail "$case_name: GetPreferredAllocation answers differ"
+                sed 's/^/    /' "$d/preferred.diff"
+        fi
         : > "$d/allocated"
         if allocate_same "$d" > "$d/alloc.diff"; then
                 ok "$case_name: Allocate gives the same answer for $(wc -l < "$d/allocated") healthy devices"
@@ -520,7 +564,8 @@ main() {
                         run_case "$fixture" "${name%.script}" "$script" "${backend[@]}"
                 done
                 # AMD partitions as devices: the repartition moves GPU 0 between resources (mixed)
-                # and changes its devices (single); the random script too, with partitions
+                # and changes its devices (single); the random script too, with partitions (on
+                # the nodes cut in 2 and 4, under mixed)
                 # MIG devices as one resource: the layout change under single too
                 [ "$fixture" = gpu-h100x8-mig ] &&
                         run_case "$fixture" layout-single "$cases/$fixture.layout.script" "${backend[@]}" \
@@ -534,6 +579,11 @@ main() {
                         run_case "$fixture" "random-seed$seed-single" "$tmp/random.$fixture.script" "${backend[@]}" \
                                 -o gpu.amd_partitions=single
                 fi
+                case $fixture in
+                gpu-mi300x4-dpx | gpu-mi300x4-qpx | gpu-mi308x4-cpx)
+                        run_case "$fixture" "random-seed$seed-mixed" "$tmp/random.$fixture.script" "${backend[@]}" \
+                                -o gpu.amd_partitions=mixed ;;
+                esac
                 run_case "$fixture" "random-seed$seed" "$tmp/random.$fixture.script" "${backend[@]}"
                 seed=$((seed + 1))
         done
