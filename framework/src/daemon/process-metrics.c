@@ -2,6 +2,7 @@
 /* process_* families from /proc/self (see process-metrics.h). */
 #include <dirent.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -38,6 +39,13 @@ static bool read_boot_time(unsigned long long *ret) {
         return false;
 }
 
+static bool has_boot_time;
+static unsigned long long boot_time;
+
+static void read_boot_time_once(void) {
+        has_boot_time = read_boot_time(&boot_time);
+}
+
 static uint64_t count_fds(void) {
         _cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
         uint64_t n = 0;
@@ -54,10 +62,12 @@ static void write_one(FILE *f, const char *name, const char *type, const char *h
 }
 
 void kdp_process_metrics_write(FILE *f) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
         double hz = (double) sysconf(_SC_CLK_TCK), page = (double) sysconf(_SC_PAGESIZE);
-        unsigned long long boot;
         struct rlimit rl;
         proc_stat st;
+
+        (void) pthread_once(&once, read_boot_time_once);      /* /proc/stat is long on a large host */
 
         if (read_stat(&st)) {
                 write_one(f, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
@@ -66,10 +76,10 @@ void kdp_process_metrics_write(FILE *f) {
                           (double) st.rss * page);
                 write_one(f, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
                           (double) st.vsize);
-                if (read_boot_time(&boot))
+                if (has_boot_time)
                         write_one(f, "process_start_time_seconds", "gauge",
                                   "Start time of the process since unix epoch in seconds.",
-                                  (double) boot + (double) st.starttime / hz);
+                                  (double) boot_time + (double) st.starttime / hz);
         }
         write_one(f, "process_open_fds", "gauge", "Number of open file descriptors.", (double) count_fds());
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0)

@@ -2,8 +2,8 @@
 /*
  * The standard process_* families of the Prometheus client libraries, for
  * kdpd itself: CPU time, memory, fds and start time, read from /proc/self
- * (and the boot time from /proc/stat) at each scrape. A file that cannot be
- * read leaves its families out.
+ * at each scrape (the boot time from /proc/stat at the first). A file that
+ * cannot be read leaves its families out. Any thread.
  */
 #pragma once
 
