@@ -33,6 +33,7 @@ struct kdp_metrics_http {
         char *path;                     /* the unix socket, removed at the end if still ours */
         dev_t dev;
         ino_t ino;
+        char bound[300];
 };
 
 /* ---- the address ---- */
@@ -247,7 +248,6 @@ int kdp_metrics_http_new(kdp_metrics *m, const char *address, gid_t socket_gid, 
         _cleanup_(kdp_metrics_http_freep) kdp_metrics_http *h = NULL;
         _cleanup_close_ int fd = -1;
         kdp_metrics_http_address a;
-        char bound[300];
         int r;
 
         if (kdp_metrics_http_parse_address(address, &a) < 0)
@@ -261,15 +261,19 @@ int kdp_metrics_http_new(kdp_metrics *m, const char *address, gid_t socket_gid, 
         if (r < 0)
                 return kdp_log_error(r, "Failed to listen on the metrics address", KDP_F_STR("address", address));
         if (a.unix_socket)
-                snprintf(bound, sizeof(bound), "%s", a.path);
+                snprintf(h->bound, sizeof(h->bound), "%s", a.path);
         else
-                format_bound(fd, bound, sizeof(bound));
+                format_bound(fd, h->bound, sizeof(h->bound));
         r = start_daemon(h, fd);
         if (r < 0)
-                return kdp_log_error(r, "Failed to start the metrics endpoint", KDP_F_STR("address", bound));
-        kdp_log_info("Serving metrics", KDP_F_STR("address", bound));
+                return kdp_log_error(r, "Failed to start the metrics endpoint", KDP_F_STR("address", h->bound));
+        kdp_log_info("Serving metrics", KDP_F_STR("address", h->bound));
         *ret = KDP_TAKE_PTR(h);
         return 0;
+}
+
+const char *kdp_metrics_http_bound(const kdp_metrics_http *h) {
+        return h->bound;
 }
 
 kdp_metrics_http *kdp_metrics_http_free(kdp_metrics_http *h) {

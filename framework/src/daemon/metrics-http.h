@@ -58,6 +58,8 @@ int kdp_metrics_http_parse_address(const char *text, kdp_metrics_http_address *r
  * bound (the port the kernel picked for port 0).
  */
 int kdp_metrics_http_new(kdp_metrics *m, const char *address, gid_t socket_gid, kdp_metrics_http **ret);
+/* The address bound: "127.0.0.1:41234", "[::1]:9400" (the port the kernel picked for 0), or the path. */
+const char *kdp_metrics_http_bound(const kdp_metrics_http *h);
 /* Stops the metrics thread (a scrape in progress is finished first) and removes a unix socket. */
 kdp_metrics_http *kdp_metrics_http_free(kdp_metrics_http *h);
 KDP_DEFINE_CLEANUP_FUNC(kdp_metrics_http, kdp_metrics_http_free)
