@@ -10,8 +10,8 @@
  *   │ lock ─ taken by the loop thread and by a scrape, never by a CQ or worker thread
  *   ├─ resources ──► kdp_metrics_resource   one per served resource, reference counted:
  *   │  (list, under lock)   the list holds one (the loop: _resource_add, _remove),
- *   │                       each kdp_server serving it one (dropped as the server is
- *   │                       freed, on the CQ thread), a scrape one while it writes
+ *   │                       each kdp_server serving it one (dropped by whichever
+ *   │                       thread frees the server), a scrape one while it writes
  *   │     counters, histograms, streams, registered:
  *   │            relaxed atomics updated in place, by the CQ thread (allocations,
  *   │            latencies, streams) or the loop (registrations, unhealthy)
