@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
@@ -105,11 +106,21 @@ static int example_init(kdp_backend_ctx *ctx, void **ret_state) {
         return 0;
 }
 
+/* Tests only: a scan stuck in the kernel, while the file param scan_hold_file names exists (120 s at most). */
+static void example_hold(const example_state *s) {
+        const char *path = kdp_backend_param(s->ctx, "scan_hold_file");
+        struct timespec tick = { 0, 10 * 1000000 };
+
+        for (int i = 0; path && *path && i < 12000 && access(path, F_OK) == 0; i++)
+                (void) nanosleep(&tick, NULL);
+}
+
 /* required: adds the whole current set of devices; the framework diffs snapshots. Must not block. */
 static int example_scan(void *state, kdp_device_tree *tree) {
         example_state *s = state;
         int r;
 
+        example_hold(s);
         r = kdp_device_tree_add_resource(tree, s->resource);   /* kept at 0 devices too */
         for (int64_t i = 0; r >= 0 && i < s->n_devices; i++) {
                 char id[32], container_path[32], env_key[32];
@@ -201,6 +212,7 @@ static const kdp_param_spec example_params[] = {
         { "unhealthy", "", "Comma-separated widget IDs to report Unhealthy" },
         { "prestart_delay_ms", "0", "Milliseconds each PreStartContainer takes (0..60000)" },
         { "not_served", "", "Comma-separated widget IDs to look at and not serve (kdpctl not-served lists them)" },
+        { "scan_hold_file", "", "Tests: while this file exists, each scan waits for it to go (120 s at most)" },
         { 0 },
 };
 

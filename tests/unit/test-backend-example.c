@@ -122,8 +122,8 @@ START_TEST(test_backend_example_entry_describes_every_hook) {
         void *handle = NULL;
         const kdp_backend_ops *ops = example_load(&handle);
         static const char *const names[] = { "devices", "numa_nodes", "resource", "unhealthy",
-                                             "prestart_delay_ms", "not_served" };
-        static const char *const defaults[] = { "8", "2", "example.com/widget", "", "0", "" };
+                                             "prestart_delay_ms", "not_served", "scan_hold_file" };
+        static const char *const defaults[] = { "8", "2", "example.com/widget", "", "0", "", "" };
 
         ck_assert_uint_eq(ops->abi_major, KDP_BACKEND_ABI_MAJOR);
         ck_assert_uint_eq(ops->struct_size, sizeof(kdp_backend_ops));

@@ -83,7 +83,7 @@ static void rig_start(rig *g) {
         ck_assert_ptr_nonnull(g->dir);
         ck_assert_ptr_nonnull(mkdtemp(g->dir));
         ck_assert_int_ge(asprintf(&g->path, "%s/widget.sock", g->dir), 0);
-        ck_assert_int_eq(kdp_server_runtime_new(NULL, NULL, &g->rt), 0);
+        ck_assert_int_eq(kdp_server_runtime_new(NULL, NULL, NULL, &g->rt), 0);
 }
 
 /* Waits for every stopped server (kdp_server_runtime_free()), then undoes rig_start(). */
@@ -98,7 +98,7 @@ static void rig_end(rig *g) {
 static int serve(rig *g, kdp_server **ret) {
         _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = empty_snapshot();
 
-        return kdp_server_new(g->rt, "example.com/widget", g->path, NULL, snap, NULL, NULL, ret);
+        return kdp_server_new(g->rt, "example.com/widget", g->path, NULL, snap, NULL, NULL, NULL, ret);
 }
 
 START_TEST(test_server_socket_is_0600_while_serving_and_gone_after) {

@@ -29,6 +29,8 @@
 #include "debounce.h"
 #include "kubelet-client.h"
 #include "loop.h"
+#include "metrics-http.h"
+#include "metrics.h"
 #include "not-served.h"
 #include "pod-resources.h"
 #include "registry.h"
@@ -71,6 +73,9 @@ struct backend_slot {
         bool listed;                    /* ... and written: removed at exit */
         int list_error;                 /* the error of the last try, 0: none */
         int scan_error;                 /* the error of its last scan, 0: it succeeded */
+        kdp_metrics_backend *metrics;   /* its scan histogram */
+        uint64_t event_ns;              /* the first device event since its last scan (kdp_metrics_now_ns()), 0: none */
+        uint64_t cause_ns;              /* during a scan: what a change it finds is measured from */
 };
 
 typedef struct kdp_resource kdp_resource;
@@ -83,6 +88,7 @@ struct kdp_resource {
         kdp_server *server;
         char *socket_name;
         kdp_registration *reg;
+        kdp_metrics_resource *series;   /* the metrics list's reference */
         kdp_loop_source *serve_retry;   /* serving failed: the next socket name after a back-off */
         kdp_loop_source *stream_wait;   /* registered: STREAM_WAIT_MS for the kubelet's ListAndWatch */
         unsigned serve_attempts;        /* failed in a row */
@@ -117,6 +123,10 @@ struct kdp_daemon {
         bool scan_posted;               /* dirty slots will be scanned soon */
         kdp_pod_resources *pod_resources;       /* NULL: the kubelet is not asked */
         atomic_bool allocate_posted;    /* CQ thread → loop: an Allocate asks for a List soon */
+        kdp_metrics *metrics;           /* counted in always; served with --metrics-address */
+        kdp_metrics_http *http;         /* the endpoint, NULL without --metrics-address */
+        kdp_metrics_heartbeat *loop_beat;
+        kdp_loop_source *beat_timer;    /* stamps loop_beat, with heartbeats on */
 };
 
 static char **strv_copy(const char *const *v) {
@@ -286,8 +296,17 @@ static void on_kubelet_dropped(kdp_registration *reg, const char *resource, void
 static void on_registered(const char *resource, void *userdata) {
         kdp_resource *res = find_resource(userdata, resource);
 
+        if (!res)
+                return;
+        kdp_metrics_resource_registration(res->series, KDP_METRICS_REGISTERED);
+        (void) kdp_loop_timer_arm(res->stream_wait, STREAM_WAIT_MS, 0);
+}
+
+static void on_register_failed(const char *resource, kdp_metrics_registration why, void *userdata) {
+        kdp_resource *res = find_resource(userdata, resource);
+
         if (res)
-                (void) kdp_loop_timer_arm(res->stream_wait, STREAM_WAIT_MS, 0);
+                kdp_metrics_resource_registration(res->series, why);
 }
 
 static void on_stream_wait(kdp_loop *loop, void *userdata) {
@@ -333,6 +352,7 @@ static void on_server_stopped(void *userdata) {
 
 static void stop_serving(kdp_resource *res) {
         (void) kdp_loop_timer_disarm(res->stream_wait);
+        kdp_metrics_resource_unregistered(res->series);
         kdp_kubelet_client_cancel(res->reg);
         res->reg = NULL;
         if (res->server) {
@@ -366,7 +386,8 @@ static int serve_once(kdp_resource *res, char **ret_path) {
         note = server_note_new(d, res->name, ++res->incarnation);
         if (!note)
                 return -ENOMEM;
-        r = kdp_server_new(d->rt, res->name, *ret_path, res->owner->b, res->snap, &events, note, &server);
+        r = kdp_server_new(d->rt, res->name, *ret_path, res->owner->b, res->snap, res->series, &events, note,
+                           &server);
         if (r < 0) {
                 server_note_free(note);
                 return r;
@@ -445,17 +466,21 @@ static bool same_reason(const char *a, const char *b) {
         return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static void log_device_changes(const char *resource, const kdp_device_list *old, const kdp_device_list *new) {
+/* Logs what changed from `old` (NULL: nothing before) to `new`, and counts the devices that became unhealthy. */
+static void log_device_changes(const kdp_resource *res, const kdp_device_list *old, const kdp_device_list *new) {
+        const char *resource = res->name;
+
         for (size_t i = 0; i < new->n_devices; i++) {
                 const kdp_device *n = &new->devices[i];
                 const kdp_device *o = old ? kdp_device_list_find(old, n->id) : NULL;
 
                 if (!o)
                         kdp_log_v(4, "Added device", KDP_F_STR("resource", resource), KDP_F_STR("device", n->id));
-                if (n->health == KDP_UNHEALTHY && (!o || o->health == KDP_HEALTHY))
+                if (n->health == KDP_UNHEALTHY && (!o || o->health == KDP_HEALTHY)) {
                         kdp_log_warning("Device became unhealthy", KDP_F_STR("resource", resource),
                                         KDP_F_STR("device", n->id), KDP_F_STR("reason", n->health_reason));
-                else if (n->health == KDP_UNHEALTHY && !same_reason(n->health_reason, o->health_reason))
+                        kdp_metrics_resource_unhealthy(res->series, n->health_reason);
+                } else if (n->health == KDP_UNHEALTHY && !same_reason(n->health_reason, o->health_reason))
                         /* the reason an operator reads is the one that holds now (unbound, then removed) */
                         kdp_log_info("Device unhealthy for another reason", KDP_F_STR("resource", resource),
                                      KDP_F_STR("device", n->id), KDP_F_STR("reason", n->health_reason));
@@ -497,8 +522,11 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
         res->owner = slot;
         res->seen_in_scan = scan;
         res->name = strdup(list->resource);
-        log_device_changes(list->resource, NULL, list);
-        r = res->name ? kdp_loop_add_timer(d->loop, on_serve_retry, res, &res->serve_retry) : -ENOMEM;
+        r = res->name ? kdp_metrics_resource_add(d->metrics, res->name, &res->series) : -ENOMEM;
+        if (r >= 0) {
+                log_device_changes(res, NULL, list);
+                r = kdp_loop_add_timer(d->loop, on_serve_retry, res, &res->serve_retry);
+        }
         if (r >= 0)
                 r = kdp_loop_add_timer(d->loop, on_stream_wait, res, &res->stream_wait);
         if (r >= 0)
@@ -507,10 +535,12 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
                 kdp_loop_remove(res->serve_retry);
                 kdp_loop_remove(res->stream_wait);
                 kdp_cdi_remove(cdi_dir(d), &res->cdi);
+                kdp_metrics_resource_remove(res->series);
                 free(res->name);
                 free(res);
                 return r;
         }
+        kdp_metrics_resource_publish(res->series, res->snap);
         res->next = d->resources;
         d->resources = res;
         kdp_log_info("Serving resource", KDP_F_STR("resource", res->name), KDP_F_STR("backend", slot->b->name),
@@ -525,6 +555,7 @@ static void free_resource(kdp_resource *res) {
         kdp_loop_remove(res->stream_wait);
         kdp_cdi_specs_free(res->cdi);
         kdp_snapshot_unref(res->snap);
+        kdp_metrics_resource_remove(res->series);
         free(res->name);
         free(res);
 }
@@ -537,15 +568,18 @@ static int update_resource(kdp_resource *res, kdp_device_list *list, bool reserv
                 kdp_device_list_done(list);
                 return reserve ? serve_resource(res) : 0;
         }
-        log_device_changes(res->name, &res->snap->list, list);
+        log_device_changes(res, &res->snap->list, list);
         r = make_snapshot(res, list, &snap);
         if (r < 0)
                 return r;
         /* a change the kubelet cannot see (a reason, what Allocate answers): no stream sends it */
         if (grpc_slice_eq(snap->law_slice, res->snap->law_slice))
                 snap->generation = res->snap->generation;
+        else
+                snap->changed_ns = res->owner->cause_ns;
         kdp_snapshot_unref(res->snap);
         res->snap = snap;
+        kdp_metrics_resource_publish(res->series, snap);
         if (reserve)
                 return serve_resource(res);
         if (res->server)
@@ -672,9 +706,14 @@ static int apply_tree(backend_slot *slot, kdp_device_tree *tree, bool reserve) {
 /* A failing scan is logged when it starts failing or fails otherwise, and when it works again. */
 static int rescan(backend_slot *slot, bool reserve) {
         _cleanup_(kdp_device_tree_freep) kdp_device_tree *tree = NULL;
+        uint64_t started = kdp_metrics_now_ns();
         int r;
 
+        /* a change this scan finds is measured from the device event that asked for it, else from now */
+        slot->cause_ns = slot->event_ns ? slot->event_ns : started;
+        slot->event_ns = 0;
         r = kdp_registry_scan(slot->b, slot->d->roots[KDP_PATH_SYSFS], &tree);
+        kdp_metrics_backend_scanned(slot->metrics, kdp_metrics_now_ns() - started);
         if (r < 0) {
                 if (r != slot->scan_error)
                         kdp_log_error(r, "Failed to scan devices", KDP_F_STR("backend", slot->b->name));
@@ -728,6 +767,8 @@ static void mark_dirty(backend_slot *slot) {
         kdp_daemon *d = slot->d;
 
         slot->dirty = true;
+        if (!slot->event_ns)
+                slot->event_ns = kdp_metrics_now_ns();
         if (!d->scan_posted && kdp_loop_post(d->loop, scan_dirty_slots, d) >= 0)
                 d->scan_posted = true;
 }
@@ -740,6 +781,7 @@ static void on_device_event(const kdp_udev_event *ev, void *userdata) {
                 .sysname = ev->sysname, .driver = ev->driver,
         };
 
+        kdp_metrics_device_event(d->metrics, ev->subsystem, ev->action);
         for (size_t i = 0; i < d->n_slots; i++)
                 if (slot_wants(&d->slots[i], ev->subsystem)) {
                         kdp_registry_device_event(d->slots[i].b, &event);
@@ -854,6 +896,12 @@ static int watch_devices(kdp_daemon *d, const char *source) {
         if (n == 0)
                 return 0;
         subs[n] = NULL;
+        for (size_t i = 0; i < n; i++) {
+                int r = kdp_metrics_add_subsystem(d->metrics, subs[i]);
+
+                if (r < 0)
+                        return r;
+        }
         return kdp_udev_monitor_new(d->loop, subs, source, on_device_event, d, &d->udev);
 }
 
@@ -979,6 +1027,7 @@ static int follow_pod_resources(kdp_daemon *d, const kdp_daemon_options *o) {
 static void on_kubelet_restarted(void *userdata) {
         kdp_daemon *d = userdata;
 
+        kdp_metrics_kubelet_restarted(d->metrics);
         for (kdp_resource *res = d->resources; res; res = res->next)
                 if (!kdp_kubelet_client_is_current(res->reg) || !kdp_kubelet_client_endpoint_intact(res->reg))
                         (void) serve_resource(res);
@@ -1146,6 +1195,10 @@ static int load_backends(kdp_daemon *d, const kdp_daemon_options *o) {
                 d->slots[d->n_slots++] = (backend_slot){ .d = d, .b = b };
                 if (find_slot(d, b->name) != &d->slots[d->n_slots - 1])
                         return kdp_log_error(-EEXIST, "Refused backend loaded twice", KDP_F_STR("backend", b->name));
+                r = kdp_metrics_add_backend(d->metrics, b->name, b->ops->abi_major, b->path,
+                                            &d->slots[d->n_slots - 1].metrics);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
@@ -1201,6 +1254,32 @@ static void raise_fd_limit(void) {
                      KDP_F_INT("hard", rl.rlim_max));
 }
 
+static void on_beat_timer(kdp_loop *loop, void *userdata) {
+        kdp_daemon *d = userdata;
+
+        kdp_metrics_heartbeat_beat(d->loop_beat);
+}
+
+/* The registry, always counted in; with an endpoint, heartbeats: the loop's timer stamps its own. */
+static int start_metrics(kdp_daemon *d, const kdp_daemon_options *o) {
+        kdp_metrics_options mo = {
+                .device_health = o->metrics_device_health,
+                .stall_ms = !o->metrics_address ? 0 : o->metrics_stall_ms ? o->metrics_stall_ms : KDP_METRICS_STALL_MS,
+        };
+        int r;
+
+        r = kdp_metrics_new(&mo, &d->metrics);
+        if (r < 0)
+                return r;
+        r = kdp_metrics_add_heartbeat(d->metrics, "event loop", &d->loop_beat);
+        if (r < 0 || !d->loop_beat)
+                return r;
+        r = kdp_loop_add_timer(d->loop, on_beat_timer, d, &d->beat_timer);
+        if (r < 0)
+                return r;
+        return kdp_loop_timer_arm(d->beat_timer, kdp_metrics_beat_ms(d->metrics), kdp_metrics_beat_ms(d->metrics));
+}
+
 static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
         d->stop_timeout_ms = o->stop_timeout_ms ? o->stop_timeout_ms : STOP_TIMEOUT_MS;
         d->kubelet_dir = strdup(o->kubelet_dir ? o->kubelet_dir : "/var/lib/kubelet/device-plugins");
@@ -1220,6 +1299,7 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         static const kdp_kubelet_client_events kubelet_events = {
                 .restarted = on_kubelet_restarted,
                 .registered = on_registered,
+                .failed = on_register_failed,
                 .dropped = on_kubelet_dropped,
         };
         _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
@@ -1233,6 +1313,12 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         r = copy_options(d, o);
         if (r < 0)
                 return r;
+        r = kdp_loop_new(&d->loop);
+        if (r < 0)
+                return r;
+        r = start_metrics(d, o);
+        if (r < 0)
+                return r;
         r = load_config(d, &d->config);
         if (r < 0)
                 return r;
@@ -1240,22 +1326,26 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         if (r < 0)
                 return r;
         warn_unknown_sections(d, d->config);
-        r = kdp_loop_new(&d->loop);
-        if (r < 0)
-                return r;
         r = watch_signals(d);
         if (r < 0)
                 return kdp_log_error(r, "Failed to watch signals");
         r = kdp_loop_add_timer(d->loop, on_trim_timer, d, &d->trim_timer);
         if (r < 0)
                 return r;
-        r = kdp_server_runtime_new(on_runtime_busy, d, &d->rt);
+        r = kdp_server_runtime_new(on_runtime_busy, d, d->metrics, &d->rt);
         if (r < 0)
                 return r;
         kdp_server_runtime_set_socket_group(d->rt, o->socket_group_set ? o->socket_gid : (gid_t) -1);
         r = kdp_loop_add_timer(d->loop, on_cancel_timer, d, &d->cancel_timer);
         if (r < 0)
                 return r;
+        /* before the kubelet hears of us: a bad address fails the start with nothing registered */
+        if (o->metrics_address) {
+                r = kdp_metrics_http_new(d->metrics, o->metrics_address,
+                                         o->socket_group_set ? o->socket_gid : (gid_t) -1, &d->http);
+                if (r < 0)
+                        return r;
+        }
         r = kdp_kubelet_client_new(d->loop, kdp_server_runtime_cq(d->rt), d->kubelet_dir, &kubelet_events, d,
                                    &d->kubelet);
         if (r < 0)
@@ -1271,6 +1361,7 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         r = start_backends(d);
         if (r < 0)
                 return r;
+        kdp_metrics_started(d->metrics);
         r = follow_pod_resources(d, o);
         if (r < 0)
                 return kdp_log_error(r, "Failed to follow pod resources");
@@ -1284,6 +1375,7 @@ int kdp_daemon_run(kdp_daemon *d) {
 
 /* Frees d, naming on `watch` (may be NULL) each step that may wait on something outside kdpd. */
 static void daemon_free_watched(kdp_daemon *d, kdp_stop_watch *watch) {
+        d->http = kdp_metrics_http_free(d->http);      /* first: a scrape reads what follows */
         while (d->resources) {
                 kdp_resource *res = d->resources;
 
@@ -1310,7 +1402,9 @@ static void daemon_free_watched(kdp_daemon *d, kdp_stop_watch *watch) {
         kdp_loop_remove(d->signal_source);
         kdp_loop_remove(d->cancel_timer);
         kdp_loop_remove(d->trim_timer);
+        kdp_loop_remove(d->beat_timer);
         d->loop = kdp_loop_free(d->loop);
+        d->metrics = kdp_metrics_free(d->metrics);     /* last: every server that counted in it is gone */
         if (d->signal_fd >= 0)
                 (void) close(d->signal_fd);
         free(d->slots);

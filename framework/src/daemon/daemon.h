@@ -36,9 +36,20 @@
  * previous scan's and logged only where they changed; when the devices not
  * served changed, <state dir>/<backend>.not-served is rewritten (not-served.h).
  *
- * The daemon owns backends, resources, the kubelet client and the server
- * runtime; a resource borrows its backend; a server borrows its resource's
- * backend and holds its own snapshot references.
+ * Metrics (metrics.h) are counted whether or not they are served: the
+ * loop counts scans, device events, kubelet restarts, registrations and
+ * devices that became unhealthy, and times each change from the event or
+ * scan that found it (the snapshot's changed_ns) to its ListAndWatch send;
+ * the servers count their calls and streams. With --metrics-address the
+ * endpoint (metrics-http.h) serves them on its own thread, with /healthz fed
+ * by heartbeats (the loop's beat timer, the CQ threads' bounded waits) and
+ * /readyz by each resource's registration and streams.
+ *
+ * The daemon owns backends, resources, the kubelet client, the server
+ * runtime, the metrics and their endpoint; a resource borrows its backend
+ * and holds the metrics list's reference on its series; a server borrows its
+ * resource's backend and holds its own snapshot and series references. At
+ * the stop the endpoint goes first and the metrics last.
  */
 #pragma once
 
@@ -66,6 +77,9 @@ typedef struct kdp_daemon_options {
         bool socket_group_set;                  /* plugin sockets 0660 and of socket_gid, else 0600 */
         gid_t socket_gid;
         uint64_t stop_timeout_ms;               /* a step of kdp_daemon_stop() longer is abandoned; 0: 20 s */
+        const char *metrics_address;            /* HOST:PORT or /PATH (metrics-http.h); NULL: no endpoint */
+        bool metrics_device_health;             /* kdp_device_health: a series per device */
+        uint64_t metrics_stall_ms;              /* /healthz fails past it; 0: KDP_METRICS_STALL_MS */
 } kdp_daemon_options;
 
 /* Everything up to the first registrations; errors are logged. */

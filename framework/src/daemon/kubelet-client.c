@@ -260,11 +260,33 @@ static bool over_budget(unsigned attempts) {
                (attempts > REGISTER_WARN_AFTER && (attempts - REGISTER_WARN_AFTER) % REGISTER_WARN_EVERY == 0);
 }
 
+/* Why an attempt that could not start failed (start_attempt()'s error), for metrics. */
+static kdp_metrics_registration start_failure(int r) {
+        return r == -ENOENT || r == -ENOTSOCK ? KDP_METRICS_REGISTER_NO_KUBELET
+               : r == -ESTALE                ? KDP_METRICS_REGISTER_ENDPOINT_GONE
+                                             : KDP_METRICS_REGISTER_NOT_STARTED;
+}
+
+/* Why an attempt the kubelet did not accept failed, from its status, for metrics. */
+static kdp_metrics_registration call_failure(grpc_status_code status) {
+        switch (status) {
+        case GRPC_STATUS_UNAVAILABLE:
+        case GRPC_STATUS_CANCELLED:
+                return KDP_METRICS_REGISTER_UNAVAILABLE;
+        case GRPC_STATUS_DEADLINE_EXCEEDED:
+                return KDP_METRICS_REGISTER_DEADLINE;
+        default:
+                return KDP_METRICS_REGISTER_REJECTED;
+        }
+}
+
 static void attempt_or_retry(kdp_registration *reg) {
         int r = start_attempt(reg);
 
         if (r >= 0)
                 return;
+        if (reg->k->ev.failed)
+                reg->k->ev.failed(reg->resource, start_failure(r), reg->k->userdata);
         kdp_unary_done(&reg->rpc);
         kubelet_release(reg);
         if (r == -ENOENT || r == -ENOTSOCK)
@@ -304,6 +326,8 @@ static void register_finished(kdp_registration *reg) {
                 return;
         }
         kubelet_release(reg);
+        if (k->ev.failed)
+                k->ev.failed(reg->resource, call_failure(status), k->userdata);
         /* within the retry budget a failure is part of a kubelet restart; past it, a warning now and then */
         if (over_budget(reg->attempts))
                 kdp_log_warning("Failed to register with kubelet", KDP_F_STR("resource", reg->resource),

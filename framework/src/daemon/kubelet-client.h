@@ -70,6 +70,7 @@
 #include <kdp/cleanup.h>
 
 #include "loop.h"
+#include "metrics.h"
 
 #define KDP_KUBELET_SOCKET "kubelet.sock"
 
@@ -81,6 +82,8 @@ typedef struct kdp_kubelet_client_events {
         void (*restarted)(void *userdata);
         /* loop thread: `resource` was registered (for tests and metrics; may be NULL) */
         void (*registered)(const char *resource, void *userdata);
+        /* loop thread: an attempt to register `resource` failed, and why (for metrics; may be NULL) */
+        void (*failed)(const char *resource, kdp_metrics_registration why, void *userdata);
         /*
          * loop thread: the kubelet `reg` registered with dropped its stream
          * and is alive (the late answer of kdp_kubelet_client_stream_lost());

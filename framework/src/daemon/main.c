@@ -3,7 +3,9 @@
  * kdpd: serves hardware backends' devices to the kubelet.
  *
  * Threads: this one runs the event loop (daemon.c); server.c adds the gRPC
- * completion-queue thread and the PreStart worker; grpc adds its own. Signals
+ * completion-queue thread and the PreStart worker; gate.c the thread that
+ * relays the plugin sockets; metrics-http.c, with --metrics-address, the
+ * metrics thread (libmicrohttpd's); grpc adds its own. Signals
  * are blocked before grpc_init() so every thread inherits the mask and only
  * the loop's signalfd sees them.
  */
@@ -65,6 +67,15 @@ static void usage(FILE *f) {
               "                            programming stuck in the kernel) is abandoned: kdpd logs it\n"
               "                            and exits with status 1 (default 20000, below the kubelet's\n"
               "                            30 s grace period)\n"
+              "      --metrics-address HOST:PORT|/PATH\n"
+              "                            serve GET /metrics (Prometheus), /healthz and /readyz there:\n"
+              "                            an IPv4 address, [IPv6], a name or nothing (every address),\n"
+              "                            and a port; or a unix socket kdpd makes, mode 0660 (and of\n"
+              "                            --socket-group). Default: not served\n"
+              "      --metrics-device-health\n"
+              "                            add kdp_device_health{resource,device}: a series per device\n"
+              "      --metrics-stall-ms MS /healthz answers 503 when the event loop or a gRPC completion-\n"
+              "                            queue thread has not run for this long (default 10000)\n"
               "  -v, --v N                 log verbosity, as klog (default 0)\n"
               "  -h, --help                this help, plus the params of the backends given before it\n",
               f);
@@ -141,7 +152,8 @@ static int parse_udev_source(const char *s, const char **ret) {
 
 static int parse_args(int argc, char **argv, args *a) {
         enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV, OPT_STATE,
-               OPT_PODRES, OPT_PODRES_PERIOD, OPT_SOCKET_GROUP, OPT_STOP_TIMEOUT };
+               OPT_PODRES, OPT_PODRES_PERIOD, OPT_SOCKET_GROUP, OPT_STOP_TIMEOUT, OPT_METRICS, OPT_DEVICE_HEALTH,
+               OPT_STALL };
         static const struct option options[] = {
                 { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
                 { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
@@ -154,6 +166,9 @@ static int parse_args(int argc, char **argv, args *a) {
                 { "pod-resources-period-ms", required_argument, NULL, OPT_PODRES_PERIOD },
                 { "socket-group", required_argument, NULL, OPT_SOCKET_GROUP },
                 { "stop-timeout-ms", required_argument, NULL, OPT_STOP_TIMEOUT },
+                { "metrics-address", required_argument, NULL, OPT_METRICS },
+                { "metrics-device-health", no_argument, NULL, OPT_DEVICE_HEALTH },
+                { "metrics-stall-ms", required_argument, NULL, OPT_STALL },
                 { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -178,6 +193,9 @@ static int parse_args(int argc, char **argv, args *a) {
                         break;
                 case OPT_SOCKET_GROUP: r = parse_group(optarg, &a->opts); break;
                 case OPT_STOP_TIMEOUT: r = parse_ms("stop-timeout-ms", optarg, 100, 3600000, &a->opts.stop_timeout_ms); break;
+                case OPT_METRICS: a->opts.metrics_address = optarg; break;
+                case OPT_DEVICE_HEALTH: a->opts.metrics_device_health = true; break;
+                case OPT_STALL: r = parse_ms("metrics-stall-ms", optarg, 100, 3600000, &a->opts.metrics_stall_ms); break;
                 case 'v': r = parse_verbosity(optarg); break;
                 case 'h': a->help = true; break;
                 default: usage(stderr); return -EINVAL;

@@ -64,8 +64,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,6 +79,7 @@
 #include "proto-conv.h"
 #include "server.h"
 #include "tag.h"
+#include "unix-socket.h"
 
 #define CANCEL_AFTER_MS 500
 #define CONNECTION_IDLE_MS 10000
@@ -134,6 +133,8 @@ struct kdp_call {
         /* ListAndWatch, under the server lock */
         bool closed, send_busy, ended, status_pending, md_sent;
         uint64_t sent_generation;
+        uint64_t changed_ns;            /* the oldest change published and not yet sent (metrics), 0: none */
+        uint64_t sending_changed_ns;    /* ... of the send in flight */
         kdp_call *prev, *next;
         /* PreStart job, under rt->lock */
         ProtobufCMessage *request;
@@ -161,6 +162,7 @@ struct kdp_server {
         void *methods[_M_REGISTERED];
         kdp_backend *backend;
         kdp_snapshot *snap;             /* under lock */
+        kdp_metrics_resource *series;   /* own reference; may be NULL */
         kdp_call *streams;              /* under lock */
         unsigned n_streams;
         kdp_call *live_head, *live_tail;        /* unary calls by arrival, under lock */
@@ -183,6 +185,13 @@ struct kdp_server {
  */
 #define CQ_THREADS 1
 
+/* A CQ thread and its heartbeat (NULL without heartbeats). */
+typedef struct cq_thread {
+        kdp_server_runtime *rt;
+        pthread_t thread;
+        kdp_metrics_heartbeat *beat;
+} cq_thread;
+
 /*
  * PreStarts that run at once, whatever their resources: one per card
  * programmed in parallel on a large FPGA node. A job past them waits for a
@@ -193,8 +202,10 @@ struct kdp_server {
 struct kdp_server_runtime {
         grpc_completion_queue *cq;
         kdp_gate *gate;                 /* every server's socket */
-        pthread_t cq_threads[CQ_THREADS], workers[WORKERS_MAX];
+        cq_thread cq_threads[CQ_THREADS];
+        pthread_t workers[WORKERS_MAX];
         unsigned n_cq_threads;
+        uint64_t beat_ms;               /* a CQ thread's longest wait on the queue; 0: no deadline */
         pthread_mutex_t lock;
         pthread_cond_t cond;
         unsigned n_servers;             /* alive, under lock */
@@ -257,6 +268,7 @@ static void server_unref(kdp_server *s) {
         if (s->ev.stopped)
                 s->ev.stopped(s->userdata);
         kdp_snapshot_unref(s->snap);
+        kdp_metrics_resource_unref(s->series);
         pthread_mutex_destroy(&s->lock);
         for (size_t i = 0; i < _M_MAX; i++)
                 kdp_log_limit_done(&s->refusals[i]);
@@ -1036,26 +1048,36 @@ static int unpack_request(grpc_byte_buffer *bb, method mt, ProtobufCMessage **re
         return r;
 }
 
+/* An Allocate or GetPreferredAllocation answered with `r`, `started_ns` after its request message came. */
+static void count_call(const kdp_call *c, int r, uint64_t started_ns) {
+        uint64_t ns = kdp_metrics_now_ns() - started_ns;
+
+        if (c->m == M_ALLOCATE)
+                kdp_metrics_resource_allocated(c->server->series, (int) kdp_server_status_from_errno(r), ns);
+        else if (c->m == M_PREFERRED)
+                kdp_metrics_resource_preferred(c->server->series, ns);
+}
+
 static void handle_unary(kdp_call *c) {
         _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = NULL;
+        uint64_t started_ns = kdp_metrics_now_ns();
         ProtobufCMessage *m = NULL;
         grpc_byte_buffer *bb = NULL;
         char err[256];
         int r;
 
         r = unpack_request(c->payload, c->m, &m, err, sizeof(err));
-        if (r < 0) {
-                reply_error(c, r, err);
-                return;
+        if (r >= 0) {
+                snap = server_snapshot(c->server);
+                r = answer_unary(c->server->resource, c->server->backend, snap, c->m, m, err, sizeof(err), &bb);
+                if (r == 1) {
+                        c->request = m;         /* the worker runs the hook and answers */
+                        queue_job(c->server->rt, c);
+                        return;
+                }
+                protobuf_c_message_free_unpacked(m, NULL);
         }
-        snap = server_snapshot(c->server);
-        r = answer_unary(c->server->resource, c->server->backend, snap, c->m, m, err, sizeof(err), &bb);
-        if (r == 1) {
-                c->request = m;         /* the worker runs the hook and answers */
-                queue_job(c->server->rt, c);
-                return;
-        }
-        protobuf_c_message_free_unpacked(m, NULL);
+        count_call(c, r, started_ns);   /* before the answer: once handed to gRPC, the call may be freed */
         if (r < 0) {
                 reply_error(c, r, err);
                 return;
@@ -1168,6 +1190,8 @@ static void stream_push(kdp_call *c) {
         c->md_sent = true;
         c->send_busy = true;
         c->sent_generation = s->snap->generation;
+        c->sending_changed_ns = c->changed_ns;
+        c->changed_ns = 0;
 }
 
 static void on_stream_sent(kdp_tag *tag, bool ok) {
@@ -1177,6 +1201,9 @@ static void on_stream_sent(kdp_tag *tag, bool ok) {
 
         pthread_mutex_lock(&s->lock);
         c->send_busy = false;
+        if (ok && c->sending_changed_ns)
+                kdp_metrics_resource_update_sent(s->series, kdp_metrics_now_ns() - c->sending_changed_ns);
+        c->sending_changed_ns = 0;
         if (c->send_buf) {
                 grpc_byte_buffer_destroy(c->send_buf);
                 c->send_buf = NULL;
@@ -1208,6 +1235,7 @@ static void on_stream_closed(kdp_tag *tag, bool ok) {
         pthread_mutex_lock(&s->lock);
         c->closed = true;
         stream_unlink(s, c);
+        kdp_metrics_resource_stream(s->series, false);
         lost = !s->stopping && c->cancelled && s->n_streams == 0;
         stream_maybe_free(c, &do_free);
         pthread_mutex_unlock(&s->lock);
@@ -1236,6 +1264,7 @@ static void start_stream(kdp_call *c) {
                 s->streams->prev = c;
         s->streams = c;
         s->n_streams++;
+        kdp_metrics_resource_stream(s->series, true);
         stream_push(c);
         pthread_mutex_unlock(&s->lock);
         kdp_log_v(2, "Opened ListAndWatch stream", KDP_F_STR("resource", s->resource));
@@ -1395,75 +1424,11 @@ static void on_shutdown(kdp_tag *tag, bool ok) {
         server_unref(s);
 }
 
-/*
- * Clears the way for a socket at `path`: removes a socket file nobody listens
- * on; a live socket is -EADDRINUSE; anything else there (a symlink, broken or
- * not, a directory, a file) is not ours to remove: -EEXIST.
- */
-static int remove_stale_socket(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        if (lstat(path, &st) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISSOCK(st.st_mode))
-                return -EEXIST;
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0)
-                return -EADDRINUSE;
-        if (unlink(path) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
-}
-
-/*
- * The plugin socket, bound and listening (its connections go through the
- * gate, gate.h). Under umask 0177 it is born 0600, so nobody else can
- * connect before its mode and group are set; the umask is back before any
- * other file is made on this thread (the loop's), and the mode is set
- * explicitly after, whatever the umask was.
- */
-static int listen_socket(const char *path, int *ret_fd) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = -1;
-        mode_t old_mask;
-        int r = 0;
-
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        strcpy(sa.sun_path, path);      /* length checked by remove_stale_socket() */
-        old_mask = umask(0177);
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                r = -errno;
-        (void) umask(old_mask);
-        if (r < 0)
-                return r;
-        if (listen(fd, SOMAXCONN) < 0) {
-                r = -errno;
-                (void) unlink(path);
-                return r;
-        }
-        *ret_fd = KDP_TAKE_FD(fd);
-        return 0;
-}
-
 /* The socket's group and mode (--socket-group), once the server is started. */
 static int set_socket_access(kdp_server *s) {
-        if ((s->rt->socket_gid != (gid_t) -1 && chown(s->socket_path, (uid_t) -1, s->rt->socket_gid) < 0) ||
-            chmod(s->socket_path, s->rt->socket_gid != (gid_t) -1 ? 0660 : 0600) < 0) {
-                int r = -errno;
+        gid_t gid = s->rt->socket_gid;
 
-                (void) unlink(s->socket_path);
-                return r;
-        }
-        return 0;
+        return kdp_unix_socket_set_access(s->socket_path, gid, gid != (gid_t) -1 ? 0660 : 0600);
 }
 
 static int server_listen(kdp_server *s) {
@@ -1479,10 +1444,7 @@ static int server_listen(kdp_server *s) {
         _cleanup_close_ int fd = -1;
         int r;
 
-        r = remove_stale_socket(s->socket_path);
-        if (r < 0)
-                return r;
-        r = listen_socket(s->socket_path, &fd);
+        r = kdp_unix_socket_listen(s->socket_path, &fd);    /* its connections go through the gate, gate.h */
         if (r < 0)
                 return r;
         s->server = grpc_server_create(&cargs, NULL);
@@ -1515,8 +1477,8 @@ static int server_listen(kdp_server *s) {
 }
 
 int kdp_server_new(kdp_server_runtime *rt, const char *resource, const char *socket_path,
-                   kdp_backend *backend, kdp_snapshot *snap, const kdp_server_events *ev,
-                   void *userdata, kdp_server **ret) {
+                   kdp_backend *backend, kdp_snapshot *snap, kdp_metrics_resource *series,
+                   const kdp_server_events *ev, void *userdata, kdp_server **ret) {
         kdp_server *s;
         int r;
 
@@ -1532,6 +1494,7 @@ int kdp_server_new(kdp_server_runtime *rt, const char *resource, const char *soc
         s->socket_path = strdup(socket_path);
         s->backend = backend;
         s->snap = kdp_snapshot_ref(snap);
+        s->series = kdp_metrics_resource_ref(series);
         s->shutdown_tag.on_done = on_shutdown;
         if (ev)
                 s->ev = *ev;
@@ -1563,8 +1526,11 @@ void kdp_server_publish(kdp_server *s, kdp_snapshot *snap) {
         pthread_mutex_lock(&s->lock);
         old = s->snap;
         s->snap = kdp_snapshot_ref(snap);
-        for (kdp_call *c = s->streams; c; c = c->next)
+        for (kdp_call *c = s->streams; c; c = c->next) {
+                if (!c->changed_ns)
+                        c->changed_ns = snap->changed_ns;
                 stream_push(c);
+        }
         pthread_mutex_unlock(&s->lock);
         kdp_snapshot_unref(old);
 }
@@ -1629,14 +1595,23 @@ void kdp_server_runtime_cancel_overdue(kdp_server_runtime *rt) {
         pthread_mutex_unlock(&rt->lock);
 }
 
-/* Blocks in the queue without any timeout: an idle kdpd never wakes up. */
+/*
+ * Without heartbeats, blocks in the queue with no deadline: an idle kdpd
+ * never wakes up. With them, wakes at least every beat_ms and stamps its own.
+ */
 static void *cq_main(void *userdata) {
-        kdp_server_runtime *rt = userdata;
+        cq_thread *t = userdata;
+        kdp_server_runtime *rt = t->rt;
 
         for (;;) {
-                grpc_event ev = grpc_completion_queue_next(rt->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+                gpr_timespec until = rt->beat_ms == 0 ? gpr_inf_future(GPR_CLOCK_MONOTONIC)
+                                                      : gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                                                     gpr_time_from_millis((int64_t) rt->beat_ms,
+                                                                                          GPR_TIMESPAN));
+                grpc_event ev = grpc_completion_queue_next(rt->cq, until, NULL);
                 kdp_tag *tag;
 
+                kdp_metrics_heartbeat_beat(t->beat);
                 if (ev.type == GRPC_QUEUE_SHUTDOWN)
                         return NULL;
                 if (ev.type != GRPC_OP_COMPLETE)
@@ -1659,11 +1634,30 @@ static void runtime_stop_threads(kdp_server_runtime *rt) {
         rt->gate = kdp_gate_free(rt->gate);
         grpc_completion_queue_shutdown(rt->cq);
         for (unsigned i = 0; i < rt->n_cq_threads; i++)
-                pthread_join(rt->cq_threads[i], NULL);
+                pthread_join(rt->cq_threads[i].thread, NULL);
         grpc_completion_queue_destroy(rt->cq);
 }
 
-int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_server_runtime **ret) {
+/* The next CQ thread, with its heartbeat when `metrics` keeps them. */
+static int start_cq_thread(kdp_server_runtime *rt, kdp_metrics *metrics) {
+        cq_thread *t = &rt->cq_threads[rt->n_cq_threads];
+        char what[64];
+
+        *t = (cq_thread){ .rt = rt };
+        if (CQ_THREADS > 1)
+                snprintf(what, sizeof(what), "completion queue thread %u", rt->n_cq_threads + 1);
+        else
+                snprintf(what, sizeof(what), "completion queue thread");
+        if (metrics && kdp_metrics_add_heartbeat(metrics, what, &t->beat) < 0)
+                return -ENOMEM;
+        if (pthread_create(&t->thread, NULL, cq_main, t) != 0)
+                return -EAGAIN;
+        rt->n_cq_threads++;
+        return 0;
+}
+
+int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_metrics *metrics,
+                           kdp_server_runtime **ret) {
         kdp_server_runtime *rt;
 
         rt = calloc(1, sizeof(*rt));
@@ -1675,12 +1669,12 @@ int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_
         atomic_init(&rt->busy, false);
         pthread_mutex_init(&rt->lock, NULL);
         pthread_cond_init(&rt->cond, NULL);
+        rt->beat_ms = metrics ? kdp_metrics_beat_ms(metrics) : 0;
         rt->cq = grpc_completion_queue_create_for_next(NULL);
         if (kdp_gate_new(&rt->gate) < 0)
                 rt->gate = NULL;
-        for (; rt->gate && rt->n_cq_threads < CQ_THREADS; rt->n_cq_threads++)
-                if (pthread_create(&rt->cq_threads[rt->n_cq_threads], NULL, cq_main, rt) != 0)
-                        break;
+        while (rt->gate && rt->n_cq_threads < CQ_THREADS && start_cq_thread(rt, metrics) >= 0)
+                ;
         if (rt->n_cq_threads == CQ_THREADS && pthread_create(&rt->workers[0], NULL, worker_main, rt) == 0)
                 rt->n_workers = 1;
         if (rt->n_workers == 0) {

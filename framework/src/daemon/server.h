@@ -6,14 +6,19 @@
  *   loop thread      kdp_server_new / _publish / _stop / runtime_cancel_overdue
  *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
  *                    answered from the snapshot in microseconds; stream sends;
- *                    Register completions of kubelet-client.c (same queue)
+ *                    Register completions of kubelet-client.c (same queue).
+ *                    With heartbeats (metrics.h) it waits on the queue at most
+ *                    kdp_metrics_beat_ms() and stamps its heartbeat each time
+ *                    it wakes; without, it waits with no deadline
  *   worker threads   PreStartContainer when the backend has a pre_start hook
  *                    (up to 8 at once, see server.c's drawing);
  *                    it answers the call itself when the hook returns
  *
  * Ownership: a kdp_server is reference counted: the creator holds one until
  * kdp_server_stop(), every call in flight holds one, and the pending shutdown
- * holds one. The server's lock guards its snapshot pointer and its stream list.
+ * holds one. It holds a reference on its resource's metrics series (may be
+ * NULL), which its CQ thread counts Allocate and GetPreferredAllocation calls,
+ * streams and update latencies in, until it is freed. The server's lock guards its snapshot pointer and its stream list.
  * Each ListAndWatch stream has at most one send in flight; a publish while it
  * is busy is coalesced and the newest snapshot follows when the send completes
  * (STACK-NOTES §1: a second send poisons the call).
@@ -27,6 +32,7 @@
 
 #include <grpc/grpc.h>
 
+#include "metrics.h"
 #include "registry.h"
 #include "snapshot.h"
 
@@ -52,8 +58,10 @@ typedef struct kdp_server_events {
  * `on_busy` (may be NULL) runs on the CQ thread at the first call after
  * kdp_server_runtime_idle(): a burst of calls began. kdpd uses it to give
  * the memory of a burst back to the system once the burst is over.
+ * `metrics` (may be NULL) gets a heartbeat per CQ thread; it outlives the runtime.
  */
-int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_server_runtime **ret);
+int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_metrics *metrics,
+                           kdp_server_runtime **ret);
 /* Re-arms on_busy. Thread-safe. */
 void kdp_server_runtime_idle(kdp_server_runtime *rt);
 /*
@@ -69,16 +77,20 @@ kdp_server_runtime *kdp_server_runtime_free(kdp_server_runtime *rt);
 
 /*
  * Serves `resource` on unix socket `socket_path` (removed first if stale).
- * Takes a reference on `snap`. Fails, unlogged, with the real errno: -EEXIST
+ * Takes a reference on `snap`, and on `series` (may be NULL). Fails, unlogged, with the real errno: -EEXIST
  * when something that is not a socket has the name (a symlink, even broken,
  * a directory), -EADDRINUSE when a live socket has it, bind's own error else
  * (-EACCES, -EROFS, -ENOENT ...).
  */
 int kdp_server_new(kdp_server_runtime *rt, const char *resource, const char *socket_path,
-                   kdp_backend *backend, kdp_snapshot *snap, const kdp_server_events *ev,
-                   void *userdata, kdp_server **ret);
+                   kdp_backend *backend, kdp_snapshot *snap, kdp_metrics_resource *series,
+                   const kdp_server_events *ev, void *userdata, kdp_server **ret);
 
-/* Makes `snap` current (takes a reference) and wakes every stream. */
+/*
+ * Makes `snap` current (takes a reference) and wakes every stream. A
+ * snapshot with changed_ns set is measured to each stream's send of it, or of
+ * a later one sent in its place (kdp_metrics_resource_update_sent()).
+ */
 void kdp_server_publish(kdp_server *s, kdp_snapshot *snap);
 
 /* Number of ListAndWatch streams open now. */

@@ -30,6 +30,9 @@ typedef struct kdp_snapshot {
         grpc_slice law_slice;           /* packed ListAndWatchResponse, shared by every send */
         size_t law_size;
         size_t n_healthy;
+        /* kdp_metrics_now_ns() of the device event or scan that made this list differ from the last one
+           the kubelet saw; 0: none (a first list). Set by the builder before it is published. */
+        uint64_t changed_ns;
 } kdp_snapshot;
 
 /* Takes over *list (left empty). -EMSGSIZE if the packed list exceeds 4 MiB. */
