@@ -15,6 +15,8 @@
 #                              case takes about a minute then, so without KDP_CONVERGE_ONLY only
 #                              the cases of $valgrind_cases run (the rest are listed as skipped):
 #                              KDP_CONVERGE_ONLY=. runs them all
+#   KDP_CONVERGE_KEY_CASES=1   only the cases of $valgrind_cases, without valgrind too (the
+#                              sanitized build's stage of scripts/test; the normal one runs all)
 #
 # Case scripts: tests/sim-node/converge/FIXTURE.NAME.script, lines for sim-node (see sim-node.c)
 # fed through its control FIFO once kdpd #1 has registered its first list, plus this harness's
@@ -323,7 +325,8 @@ cp "$here/converge-node.sh" "$here/asan-runtime" "$tmp/"
 # SR-IOV backend's VFs going and coming with sriov_numvfs
 valgrind_cases='/random-seed[0-9]+$|^gpu-h100x8/(xid|fall-off-bus|unplug-replug)$|^gpu-h100x8-mig/layout$|^gpu-flex170x2/sriov-(disable|vfs)$|^sriov-e810/numvfs$'
 only=${KDP_CONVERGE_ONLY:-.}
-[ "${KDP_VALGRIND:-}" = 1 ] && [ -z "${KDP_CONVERGE_ONLY:-}" ] && only=$valgrind_cases
+{ [ "${KDP_VALGRIND:-}" = 1 ] || [ "${KDP_CONVERGE_KEY_CASES:-}" = 1 ]; } && [ -z "${KDP_CONVERGE_ONLY:-}" ] &&
+        only=$valgrind_cases
 skipped=()
 
 # The SR-IOV cases run sim-node (and both kdpds) in a network namespace of their own, whose
@@ -595,7 +598,7 @@ main() {
                 [ $n_cases = 0 ] && exit 77
         fi
         if [ ${#skipped[@]} -gt 0 ]; then
-                echo "under valgrind, ${#skipped[@]} cases were not run (KDP_CONVERGE_ONLY=. runs them):"
+                echo "${#skipped[@]} cases were not run, only the key cases (KDP_CONVERGE_ONLY=. runs them):"
                 printf '    %s\n' "${skipped[@]}"
         fi
         if [ $failures -gt 0 ]; then
