@@ -6,6 +6,9 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include <grpc/grpc.h>
 
 #include "gate.h"
+#include "metrics.h"
 
 #include "kdp-test.h"
 
@@ -123,7 +127,7 @@ START_TEST(test_gate_call_seen_knows_only_its_own_peers) {
         kdp_gate *g = NULL;
 
         grpc_init();
-        ck_assert_int_eq(kdp_gate_new(&g), 0);
+        ck_assert_int_eq(kdp_gate_new(NULL, &g), 0);
         ck_assert_uint_eq(kdp_gate_call_seen(g, NULL, false), 0);
         ck_assert_uint_eq(kdp_gate_call_seen(g, "unix:/run/x.sock", false), 0);
         ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:0", true), 0);
@@ -179,7 +183,7 @@ START_TEST(test_gate_relays_a_connection_and_its_close_removes_the_socket) {
         server = grpc_server_create(NULL, NULL);
         grpc_server_register_completion_queue(server, cq, NULL);
         grpc_server_start(server);
-        ck_assert_int_eq(kdp_gate_new(&g), 0);
+        ck_assert_int_eq(kdp_gate_new(NULL, &g), 0);
         ck_assert_int_eq(kdp_gate_listen(g, listen_at(path), path, server, "example.com/widget", &l), 0);
 
         /* the server's first frame, its SETTINGS, reaches the peer through the gate */
@@ -214,6 +218,57 @@ START_TEST(test_gate_relays_a_connection_and_its_close_removes_the_socket) {
 }
 END_TEST
 
+static _Atomic uint64_t fake_now;
+
+static uint64_t fake_clock(void) {
+        return fake_now;
+}
+
+/* Whether /healthz is fine now; its text, if not, in `text` (free()). */
+static bool healthy(kdp_metrics *m, char **text) {
+        size_t size = 0;
+        FILE *f = open_memstream(text, &size);
+        bool ok;
+
+        ck_assert_ptr_nonnull(f);
+        ok = kdp_metrics_healthy(m, f);
+        ck_assert_int_eq(fclose(f), 0);
+        return ok;
+}
+
+/* The gate thread stamps its heartbeat while it runs (it wakes for it when idle), and only then. */
+START_TEST(test_gate_thread_has_a_heartbeat_healthz_watches) {
+        kdp_metrics *m = NULL;
+        kdp_gate *g = NULL;
+        char *text = NULL;
+        bool ok = false;
+
+        grpc_init();
+        fake_now = 100 * 1000000000ull;
+        ck_assert_int_eq(kdp_metrics_new(&(kdp_metrics_options){ .stall_ms = 10000, .clock_ns = fake_clock }, &m), 0);
+        ck_assert_int_eq(kdp_gate_new(m, &g), 0);
+        fake_now += 20 * 1000000000ull;         /* past the bound: only a stamp since mends it */
+        for (int i = 0; i < 3000 && !ok; i++) {  /* the thread wakes every second: 30 s at most */
+                free(text);
+                text = NULL;
+                ok = healthy(m, &text);
+                if (!ok)
+                        usleep(10000);
+        }
+        ck_assert_msg(ok, "the idle gate thread never stamped its heartbeat: %s", text);
+        ck_assert_str_eq(text, "ok\n");
+        free(text);
+        text = NULL;
+        ck_assert_ptr_null(kdp_gate_free(g));   /* its thread ended: nothing stamps any more */
+        fake_now += 12300000000ull;
+        ck_assert(!healthy(m, &text));
+        ck_assert_str_eq(text, "plugin socket gate thread has not run for 12.3 s\n");
+        free(text);
+        ck_assert_ptr_null(kdp_metrics_free(m));
+        grpc_shutdown();
+}
+END_TEST
+
 static Suite *gate_suite(void) {
         Suite *s = suite_create("gate");
         TCase *tc = tcase_create("scan");
@@ -225,6 +280,7 @@ static Suite *gate_suite(void) {
         tc = tcase_create("live");
         tcase_add_test(tc, test_gate_call_seen_knows_only_its_own_peers);
         tcase_add_test(tc, test_gate_relays_a_connection_and_its_close_removes_the_socket);
+        tcase_add_test(tc, test_gate_thread_has_a_heartbeat_healthz_watches);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,8 @@ struct kdp_gate {
         int epoll_fd, wake_fd;
         gate_end wake_end;
         grpc_server_credentials *creds;
+        kdp_metrics_heartbeat *beat;    /* stamped each time the thread wakes; NULL: none */
+        uint64_t beat_ms;               /* its longest wait then; 0: no bound */
         pthread_mutex_t lock;
         bool quit;                      /* under lock */
         uint64_t next_id;
@@ -659,6 +662,15 @@ static bool handle_events(kdp_gate *g, const struct epoll_event *evs, int n) {
         return woken;
 }
 
+/* How long the thread may sleep: until the next thing due, and at most a heartbeat's period. */
+static int wait_ms(const kdp_gate *g, uint64_t due, uint64_t now) {
+        uint64_t ms = !due ? UINT64_MAX : due > now ? due - now : 0;
+
+        if (g->beat_ms && ms > g->beat_ms)
+                ms = g->beat_ms;
+        return ms == UINT64_MAX ? -1 : ms > INT_MAX ? INT_MAX : (int) ms;
+}
+
 static void *gate_main(void *userdata) {
         kdp_gate *g = userdata;
         struct epoll_event evs[EVENTS_MAX];
@@ -671,7 +683,8 @@ static void *gate_main(void *userdata) {
                 pthread_mutex_lock(&g->lock);
                 due = next_due(g);
                 pthread_mutex_unlock(&g->lock);
-                n = epoll_wait(g->epoll_fd, evs, EVENTS_MAX, !due ? -1 : due > now ? (int) (due - now) : 0);
+                n = epoll_wait(g->epoll_fd, evs, EVENTS_MAX, wait_ms(g, due, now));
+                kdp_metrics_heartbeat_beat(g->beat);
                 if (n < 0 && errno != EINTR) {
                         /* EBADF, EFAULT, EINVAL: nothing a retry would mend */
                         kdp_log_error(-errno, "Stopped accepting on the plugin sockets");
@@ -694,13 +707,20 @@ static void *gate_main(void *userdata) {
 
 /* ---- the API ---- */
 
-int kdp_gate_new(kdp_gate **ret) {
+int kdp_gate_new(kdp_metrics *metrics, kdp_gate **ret) {
         kdp_gate *g;
 
         g = calloc(1, sizeof(*g));
         if (!g)
                 return -ENOMEM;
         pthread_mutex_init(&g->lock, NULL);
+        if (metrics) {
+                g->beat_ms = kdp_metrics_beat_ms(metrics);
+                if (kdp_metrics_add_heartbeat(metrics, "plugin socket gate thread", &g->beat) < 0) {
+                        kdp_gate_free(g);
+                        return -ENOMEM;
+                }
+        }
         g->wake_end = (gate_end){ .kind = END_WAKE, .owner = g };
         g->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         g->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -28,6 +28,8 @@
  *   gate thread    accepts, relays, closes; owns every connection and its fds
  *                  (gRPC owns its end of each socketpair)
  *   CQ thread      kdp_gate_call_seen(), kdp_gate_stream_end()
+ * With heartbeats (metrics.h) the gate thread wakes at least every beat
+ * period and stamps its own, so /healthz names it when it is stuck.
  * The gate's lock guards the listener and connection lists and the counters
  * the CQ thread changes; an eventfd wakes the gate thread. A closed listener
  * adds no channel to its server once kdp_gate_close() returns.
@@ -41,6 +43,8 @@
 
 #include <grpc/grpc.h>
 
+#include "metrics.h"
+
 #define KDP_GATE_MAX_UNSEEN 16
 #define KDP_GATE_UNSEEN_MS 200
 #define KDP_GATE_MAX_CONNECTIONS 64
@@ -48,7 +52,11 @@
 typedef struct kdp_gate kdp_gate;
 typedef struct kdp_gate_listener kdp_gate_listener;
 
-int kdp_gate_new(kdp_gate **ret);
+/*
+ * With `metrics` (may be NULL), the gate thread gets a heartbeat /healthz
+ * watches and wakes at least every kdp_metrics_beat_ms() to stamp it.
+ */
+int kdp_gate_new(kdp_metrics *metrics, kdp_gate **ret);
 /* Ends the gate thread and closes every connection and listener left. */
 kdp_gate *kdp_gate_free(kdp_gate *g);
 

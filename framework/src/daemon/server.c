@@ -1671,7 +1671,7 @@ int kdp_server_runtime_new(void (*on_busy)(void *userdata), void *userdata, kdp_
         pthread_cond_init(&rt->cond, NULL);
         rt->beat_ms = metrics ? kdp_metrics_beat_ms(metrics) : 0;
         rt->cq = grpc_completion_queue_create_for_next(NULL);
-        if (kdp_gate_new(&rt->gate) < 0)
+        if (kdp_gate_new(metrics, &rt->gate) < 0)
                 rt->gate = NULL;
         while (rt->gate && rt->n_cq_threads < CQ_THREADS && start_cq_thread(rt, metrics) >= 0)
                 ;
