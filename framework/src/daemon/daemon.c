@@ -91,6 +91,8 @@ struct kdp_resource {
         kdp_metrics_resource *series;   /* the metrics list's reference */
         kdp_loop_source *serve_retry;   /* serving failed: the next socket name after a back-off */
         kdp_loop_source *stream_wait;   /* registered: STREAM_WAIT_MS for the kubelet's ListAndWatch */
+        bool watcher_refused;           /* the plugin watcher refused its socket: logged */
+        bool yielded;                   /* left its registration to a newer kdpd: logged */
         unsigned serve_attempts;        /* failed in a row */
         unsigned incarnation;
         uint64_t seen_in_scan;          /* the last scan of its backend that listed it */
@@ -106,6 +108,9 @@ struct kdp_daemon {
         char *config_path;
         char **overrides;
         char *kubelet_dir;
+        char *plugins_registry;
+        kdp_registration_mode registration;     /* as chosen: never AUTO */
+        const char *socket_dir;         /* where the plugin sockets go: kubelet_dir or plugins_registry */
         char *state_dir;                /* where the not-served lists go */
         char *roots[_KDP_PATH_KIND_MAX];
         backend_slot *slots;
@@ -204,19 +209,28 @@ static kdp_resource *find_resource(kdp_daemon *d, const char *name) {
         return NULL;
 }
 
-/* kdp-<backend>-<resource, '/' → '_'>.<pid>.<seq>.sock: fresh per process start and per re-serve. */
-static int socket_name(kdp_daemon *d, const kdp_resource *res, char **ret) {
-        _cleanup_free_ char *name = NULL, *sane = strdup(res->name);
+/* "kdp-<backend>-<resource, '/' → '_'>.": how every socket of `res` begins, whichever kdpd serves it. */
+static char *socket_prefix(const kdp_resource *res) {
+        _cleanup_free_ char *sane = strdup(res->name);
+        char *p;
 
         if (!sane)
+                return NULL;
+        for (char *c = sane; *c; c++)
+                if (*c == '/')
+                        *c = '_';
+        return asprintf(&p, SOCKET_PREFIX "%s-%s.", res->owner->b->name, sane) < 0 ? NULL : p;
+}
+
+/* <prefix><pid>.<seq>.sock: fresh per process start and per re-serve. */
+static int socket_name(kdp_daemon *d, const kdp_resource *res, char **ret) {
+        _cleanup_free_ char *name = NULL, *prefix = socket_prefix(res);
+
+        if (!prefix)
                 return -ENOMEM;
-        for (char *p = sane; *p; p++)
-                if (*p == '/')
-                        *p = '_';
-        if (asprintf(&name, SOCKET_PREFIX "%s-%s.%d.%u.sock", res->owner->b->name, sane, (int) getpid(),
-                     ++d->socket_seq) < 0)
+        if (asprintf(&name, "%s%d.%u.sock", prefix, (int) getpid(), ++d->socket_seq) < 0)
                 return -ENOMEM;
-        if (strlen(d->kubelet_dir) + 1 + strlen(name) > UNIX_PATH_MAX_LEN) {
+        if (strlen(d->socket_dir) + 1 + strlen(name) > UNIX_PATH_MAX_LEN) {
                 free(name);
                 if (asprintf(&name, SOCKET_PREFIX "%s-%d.%u.sock", res->owner->b->name, (int) getpid(),
                              d->socket_seq) < 0)
@@ -229,7 +243,19 @@ static int socket_name(kdp_daemon *d, const kdp_resource *res, char **ret) {
 static char *socket_path(kdp_daemon *d, const char *name) {
         char *p;
 
-        return asprintf(&p, "%s/%s", d->kubelet_dir, name) < 0 ? NULL : p;
+        return asprintf(&p, "%s/%s", d->socket_dir, name) < 0 ? NULL : p;
+}
+
+/* `name` in the directory that holds the kubelet dir ("<root>/device-plugins" → "<root>/name"). */
+static char *beside_kubelet_dir(const char *kubelet_dir, const char *name) {
+        size_t n = strlen(kubelet_dir);
+        char *p;
+
+        while (n > 1 && kubelet_dir[n - 1] == '/')
+                n--;
+        while (n > 0 && kubelet_dir[n - 1] != '/')
+                n--;
+        return asprintf(&p, "%.*s%s", (int) n, n > 0 ? kubelet_dir : "./", name) < 0 ? NULL : p;
 }
 
 /* What a server tells the loop about; lives as long as the server (freed by its stopped event). */
@@ -261,10 +287,56 @@ static server_note *server_note_new(kdp_daemon *d, const char *resource, unsigne
 
 static int serve_resource(kdp_resource *res);
 
-/* Re-serves `res` for the live kubelet that dropped its stream (KUBELET.md §1.6, k/k#121994). */
+static bool socket_in_use(const char *path);
+
+static bool timespec_after(const struct timespec *a, const struct timespec *b) {
+        return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/*
+ * True if another process serves `res` on a socket made after ours, in the
+ * same directory: a newer kdpd (a rolling upgrade's surge pod) whose
+ * registration replaced ours. Pids in names mean nothing across pod PID
+ * namespaces, so "serves" is "accepts a connection".
+ */
+static bool newer_server_of(kdp_resource *res) {
+        _cleanup_free_ char *prefix = socket_prefix(res), *ours = socket_path(res->d, res->socket_name);
+        _cleanup_closedir_ DIR *dir = opendir(res->d->socket_dir);
+        struct stat own, st;
+        struct dirent *e;
+
+        if (!prefix || !ours || !dir || stat(ours, &own) < 0)
+                return false;
+        while ((e = readdir(dir))) {
+                _cleanup_free_ char *path = NULL;
+
+                if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strcmp(e->d_name, res->socket_name) == 0 ||
+                    !(path = socket_path(res->d, e->d_name)))
+                        continue;
+                if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && timespec_after(&st.st_mtim, &own.st_mtim) &&
+                    socket_in_use(path)) {
+                        if (!res->yielded)
+                                kdp_log_warning("Another kdpd serves the resource on a newer socket; leaving the "
+                                                "registration to it", KDP_F_STR("resource", res->name),
+                                                KDP_F_STR("socket", res->socket_name), KDP_F_STR("newer", e->d_name));
+                        res->yielded = true;
+                        return true;
+                }
+        }
+        return false;
+}
+
+/*
+ * Re-serves `res` for the live kubelet that dropped its stream (KUBELET.md
+ * §1.6, k/k#121994), unless a newer kdpd's registration of it replaced ours:
+ * re-registering then would take it back, and the two would take turns until
+ * the older exits. A kubelet restart registers us again in any case.
+ */
 static void reregister_dropped(kdp_resource *res) {
         if (!res->server || kdp_server_n_streams(res->server) > 0)
                 return;                 /* a stream opened meanwhile: the kubelet has us */
+        if (newer_server_of(res))
+                return;
         kdp_log_info("Re-registering after the kubelet dropped its stream", KDP_F_STR("resource", res->name));
         (void) serve_resource(res);
 }
@@ -293,13 +365,16 @@ static void on_kubelet_dropped(kdp_registration *reg, const char *resource, void
  * that broke) ended no stream of ours: nothing else would tell. So a resource
  * registered STREAM_WAIT_MS ago without a stream is handled as a stream lost.
  */
+static void resource_registered(kdp_resource *res) {
+        kdp_metrics_resource_registration(res->series, KDP_METRICS_REGISTERED);
+        (void) kdp_loop_timer_arm(res->stream_wait, STREAM_WAIT_MS, 0);
+}
+
 static void on_registered(const char *resource, void *userdata) {
         kdp_resource *res = find_resource(userdata, resource);
 
-        if (!res)
-                return;
-        kdp_metrics_resource_registration(res->series, KDP_METRICS_REGISTERED);
-        (void) kdp_loop_timer_arm(res->stream_wait, STREAM_WAIT_MS, 0);
+        if (res)
+                resource_registered(res);
 }
 
 static void on_register_failed(const char *resource, kdp_metrics_registration why, void *userdata) {
@@ -314,6 +389,14 @@ static void on_stream_wait(kdp_loop *loop, void *userdata) {
 
         if (!res->server || kdp_server_n_streams(res->server) > 0)
                 return;
+        if (res->d->registration == KDP_REGISTRATION_PLUGIN_WATCHER) {
+                /* a fresh socket is a new plugin to the watcher: it connects anew */
+                kdp_log_warning("No ListAndWatch from the kubelet's plugin watcher; serving a fresh socket",
+                                KDP_F_STR("resource", res->name), KDP_F_STR("socket", res->socket_name),
+                                KDP_F_INT("waitedMs", STREAM_WAIT_MS));
+                (void) serve_resource(res);
+                return;
+        }
         kdp_log_warning("No ListAndWatch from the kubelet since registering; asking whether it dropped us",
                         KDP_F_STR("resource", res->name), KDP_F_STR("socket", res->socket_name),
                         KDP_F_INT("waitedMs", STREAM_WAIT_MS));
@@ -328,6 +411,68 @@ static void on_stream_lost(void *userdata) {
 
         if (copy && kdp_loop_post(note->d->loop, on_stream_lost_posted, copy) < 0)
                 server_note_free(copy);
+}
+
+/* What the plugin watcher said of one socket, posted from the CQ thread to the loop. */
+typedef struct watcher_note {
+        server_note *note;
+        bool registered;
+        char *error;
+} watcher_note;
+
+static void watcher_note_free(watcher_note *w) {
+        server_note_free(w->note);
+        free(w->error);
+        free(w);
+}
+
+/*
+ * The kubelet took the socket: the registration is its own, adopted as done
+ * (and a refusal logged once per socket; the kubelet retries on its own).
+ */
+static void on_watcher_status_posted(kdp_loop *loop, void *userdata) {
+        watcher_note *w = userdata;
+        kdp_resource *res = find_resource(w->note->d, w->note->resource);
+        _cleanup_free_ char *path = NULL;
+
+        if (!res || res->incarnation != w->note->incarnation || !res->server ||
+            !(path = socket_path(res->d, res->socket_name))) {
+                watcher_note_free(w);
+                return;
+        }
+        if (!w->registered) {
+                if (!res->watcher_refused)
+                        kdp_log_warning("The kubelet's plugin watcher refused the resource",
+                                        KDP_F_STR("resource", res->name), KDP_F_STR("socket", path),
+                                        KDP_F_STR("err", w->error));
+                res->watcher_refused = true;
+                kdp_metrics_resource_registration(res->series, KDP_METRICS_REGISTER_REJECTED);
+                watcher_note_free(w);
+                return;
+        }
+        kdp_kubelet_client_cancel(res->reg);
+        res->reg = NULL;
+        if (kdp_kubelet_client_adopt(res->d->kubelet, res->name, path, &res->reg) < 0)
+                kdp_log_error(-ENOMEM, "Failed to note a registration", KDP_F_STR("resource", res->name));
+        kdp_log_info("Registered with kubelet through its plugin watcher", KDP_F_STR("resource", res->name),
+                     KDP_F_STR("socket", path));
+        res->watcher_refused = false;
+        resource_registered(res);
+        watcher_note_free(w);
+}
+
+/* CQ thread. */
+static void on_watcher_status(bool registered, const char *error, void *userdata) {
+        const server_note *note = userdata;
+        watcher_note *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return;
+        w->registered = registered;
+        w->note = server_note_new(note->d, note->resource, note->incarnation);
+        w->error = strdup(error);
+        if (!w->note || !w->error || kdp_loop_post(note->d->loop, on_watcher_status_posted, w) < 0)
+                watcher_note_free(w);
 }
 
 static void on_allocated_posted(kdp_loop *loop, void *userdata) {
@@ -369,6 +514,7 @@ static int serve_once(kdp_resource *res, char **ret_path) {
         static const kdp_server_events events = {
                 .stream_lost = on_stream_lost,
                 .allocated = on_allocated,
+                .watcher_status = on_watcher_status,
                 .stopped = on_server_stopped,
         };
         kdp_daemon *d = res->d;
@@ -394,6 +540,10 @@ static int serve_once(kdp_resource *res, char **ret_path) {
         }
         res->server = server;
         res->socket_name = KDP_TAKE_PTR(name);
+        res->watcher_refused = false;
+        res->yielded = false;
+        if (d->registration == KDP_REGISTRATION_PLUGIN_WATCHER)
+                return 0;               /* the kubelet's plugin watcher finds the socket */
         return kdp_kubelet_client_register(d->kubelet, res->name, res->socket_name,
                                            res->owner->b->pre_start != NULL, &res->reg);
 }
@@ -994,27 +1144,47 @@ static void on_pod_resources(const kdp_pod_resources_list *l, uint64_t started_u
  */
 static int follow_pod_resources(kdp_daemon *d, const kdp_daemon_options *o) {
         _cleanup_free_ char *path = NULL;
-        size_t n = strlen(d->kubelet_dir);
         bool wanted = false;
 
         for (size_t i = 0; i < d->n_slots; i++)
                 wanted = wanted || d->slots[i].b->allocated;
         if (!wanted || (o->pod_resources_socket && !*o->pod_resources_socket))
                 return 0;
-        if (o->pod_resources_socket)
-                path = strdup(o->pod_resources_socket);
-        else {
-                while (n > 1 && d->kubelet_dir[n - 1] == '/')
-                        n--;
-                while (n > 0 && d->kubelet_dir[n - 1] != '/')
-                        n--;
-                if (asprintf(&path, "%.*s" KDP_POD_RESOURCES_SOCKET, (int) n, n > 0 ? d->kubelet_dir : "./") < 0)
-                        path = NULL;
-        }
+        path = o->pod_resources_socket ? strdup(o->pod_resources_socket) :
+                                         beside_kubelet_dir(d->kubelet_dir, KDP_POD_RESOURCES_SOCKET);
         if (!path)
                 return -ENOMEM;
         return kdp_pod_resources_new(d->loop, kdp_server_runtime_cq(d->rt), path, o->pod_resources_period_ms,
                                      on_pod_resources, d, &d->pod_resources);
+}
+
+/* True if the socket `res` serves is still in the directory. */
+static bool socket_present(kdp_resource *res) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        if (res->reg)
+                return kdp_kubelet_client_endpoint_intact(res->reg);
+        path = res->socket_name ? socket_path(res->d, res->socket_name) : NULL;
+        return path && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/*
+ * A kubelet started with the plugin watcher: it finds every socket in
+ * plugins_registry itself (nothing deletes them), so only a resource whose
+ * socket is gone (the directory was removed) is re-served. The others wait
+ * for it to connect; one it has not found in STREAM_WAIT_MS (a watcher whose
+ * directory was replaced under it) gets a fresh socket then.
+ */
+static void watcher_kubelet_restarted(kdp_daemon *d) {
+        for (kdp_resource *res = d->resources; res; res = res->next) {
+                if (!res->server)
+                        continue;       /* serving is being retried */
+                if (!socket_present(res))
+                        (void) serve_resource(res);
+                else
+                        (void) kdp_loop_timer_arm(res->stream_wait, STREAM_WAIT_MS, 0);
+        }
 }
 
 /*
@@ -1028,6 +1198,10 @@ static void on_kubelet_restarted(void *userdata) {
         kdp_daemon *d = userdata;
 
         kdp_metrics_kubelet_restarted(d->metrics);
+        if (d->registration == KDP_REGISTRATION_PLUGIN_WATCHER) {
+                watcher_kubelet_restarted(d);
+                return;
+        }
         for (kdp_resource *res = d->resources; res; res = res->next)
                 if (!kdp_kubelet_client_is_current(res->reg) || !kdp_kubelet_client_endpoint_intact(res->reg))
                         (void) serve_resource(res);
@@ -1141,9 +1315,12 @@ static bool socket_in_use(const char *path) {
         return connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
 }
 
-/* Removes sockets named after our backends that nobody serves (a crashed earlier kdpd). */
-static void remove_stale_sockets(kdp_daemon *d) {
-        _cleanup_closedir_ DIR *dir = opendir(d->kubelet_dir);
+/*
+ * Removes sockets in `dir_path` named after our backends that nobody serves
+ * (a crashed earlier kdpd, in either registration mode).
+ */
+static void remove_stale_sockets(kdp_daemon *d, const char *dir_path) {
+        _cleanup_closedir_ DIR *dir = opendir(dir_path);
         struct dirent *e;
 
         while (dir && (e = readdir(dir))) {
@@ -1159,7 +1336,8 @@ static void remove_stale_sockets(kdp_daemon *d) {
                                        strlen(d->slots[i].b->name)) == 0 &&
                                e->d_name[n] == '-';
                 }
-                path = socket_path(d, e->d_name);
+                if (asprintf(&path, "%s/%s", dir_path, e->d_name) < 0)
+                        path = NULL;
                 if (!ours || !path || lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || socket_in_use(path))
                         continue;
                 if (unlink(path) == 0)
@@ -1280,9 +1458,44 @@ static int start_metrics(kdp_daemon *d, const kdp_daemon_options *o) {
         return kdp_loop_timer_arm(d->beat_timer, kdp_metrics_beat_ms(d->metrics), kdp_metrics_beat_ms(d->metrics));
 }
 
+/*
+ * --registration: the plugin watcher when asked, or for auto when its
+ * directory exists (every kubelet since 1.12 makes it at start; a DaemonSet
+ * without its mount has none), else Register on kubelet.sock. Says why.
+ */
+static int choose_registration(kdp_daemon *d, kdp_registration_mode asked) {
+        struct stat st;
+        bool present = stat(d->plugins_registry, &st) == 0 && S_ISDIR(st.st_mode);
+        const char *why = asked != KDP_REGISTRATION_AUTO ? "--registration" :
+                          present ? "the plugin watcher's directory exists" :
+                                    "no plugin watcher's directory";
+
+        d->registration = asked != KDP_REGISTRATION_AUTO ? asked :
+                          present ? KDP_REGISTRATION_PLUGIN_WATCHER : KDP_REGISTRATION_KUBELET_SOCK;
+        if (d->registration == KDP_REGISTRATION_PLUGIN_WATCHER) {
+                d->socket_dir = d->plugins_registry;
+                kdp_log_info("Registering through the kubelet's plugin watcher", KDP_F_STR("dir", d->plugins_registry),
+                             KDP_F_STR("reason", why));
+                /* made 0750 if missing, as the kubelet would: it may start after us */
+                if (!present && mkdir(d->plugins_registry, 0750) < 0 && errno != EEXIST)
+                        return kdp_log_error(-errno, "Failed to create the plugin watcher's directory",
+                                             KDP_F_STR("dir", d->plugins_registry));
+                return 0;
+        }
+        d->socket_dir = d->kubelet_dir;
+        kdp_log_info("Registering on kubelet.sock", KDP_F_STR("dir", d->kubelet_dir), KDP_F_STR("reason", why));
+        return 0;
+}
+
 static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
         d->stop_timeout_ms = o->stop_timeout_ms ? o->stop_timeout_ms : STOP_TIMEOUT_MS;
         d->kubelet_dir = strdup(o->kubelet_dir ? o->kubelet_dir : "/var/lib/kubelet/device-plugins");
+        if (!d->kubelet_dir)
+                return -ENOMEM;
+        d->plugins_registry = o->plugins_registry ? strdup(o->plugins_registry) :
+                                                    beside_kubelet_dir(d->kubelet_dir, "plugins_registry");
+        if (!d->plugins_registry)
+                return -ENOMEM;
         d->state_dir = strdup(o->state_dir ? o->state_dir : KDP_NOT_SERVED_DEFAULT_DIR);
         d->config_path = o->config_path ? strdup(o->config_path) : NULL;
         d->overrides = strv_copy(o->overrides);
@@ -1311,6 +1524,9 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         d->signal_fd = -1;
         raise_fd_limit();
         r = copy_options(d, o);
+        if (r < 0)
+                return r;
+        r = choose_registration(d, o->registration);
         if (r < 0)
                 return r;
         r = kdp_loop_new(&d->loop);
@@ -1350,7 +1566,8 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
                                    &d->kubelet);
         if (r < 0)
                 return r;
-        remove_stale_sockets(d);
+        remove_stale_sockets(d, d->kubelet_dir);
+        remove_stale_sockets(d, d->plugins_registry);
         r = kdp_debounce_new(o->health_hold_ms, &d->debounce);
         if (r < 0)
                 return r;
@@ -1412,6 +1629,7 @@ static void daemon_free_watched(kdp_daemon *d, kdp_stop_watch *watch) {
         free(d->config_path);
         strv_free(d->overrides);
         free(d->kubelet_dir);
+        free(d->plugins_registry);
         free(d->state_dir);
         for (int k = 0; k < _KDP_PATH_KIND_MAX; k++)
                 free(d->roots[k]);

@@ -15,6 +15,14 @@
  *   stream lost → re-served and re-registered only if the kubelet it
  *            registered with still is kubelet.sock and alive (k/k#121994);
  *            a stopped or killed kubelet's successor registers us instead
+ *   plugin watcher (--registration): the sockets go to plugins_registry and
+ *            nothing calls Register; the kubelet finds a socket, asks GetInfo,
+ *            connects and says NotifyRegistrationStatus, taken as the
+ *            registration (kdp_kubelet_client_adopt()). A new kubelet finds the
+ *            sockets again: kubelet.sock created re-serves only a resource
+ *            whose socket is gone, and a stream lost or a registration with no
+ *            stream re-serves on a fresh socket, which the watcher sees as a
+ *            new plugin
  *   kubelet dir removed or moved, then back → as kubelet.sock created: every
  *            resource whose socket went with it is re-served in the new one
  *   serving fails (the name taken by a symlink, a directory, a live socket
@@ -61,11 +69,20 @@
 
 typedef struct kdp_daemon kdp_daemon;
 
+/* How the kubelet learns of kdpd's sockets (KUBELET.md §1.5, §1.7). */
+typedef enum kdp_registration_mode {
+        KDP_REGISTRATION_AUTO,          /* the plugin watcher when its directory exists, else kubelet.sock */
+        KDP_REGISTRATION_KUBELET_SOCK,  /* Register on kubelet.sock, sockets in the kubelet dir */
+        KDP_REGISTRATION_PLUGIN_WATCHER,        /* sockets in plugins_registry, found by the kubelet */
+} kdp_registration_mode;
+
 typedef struct kdp_daemon_options {
         const char *const *backends;    /* names or paths, NULL-terminated */
         const char *config_path;        /* may be NULL */
         const char *const *overrides;   /* "backend.key=value", NULL-terminated, may be NULL */
         const char *kubelet_dir;
+        kdp_registration_mode registration;
+        const char *plugins_registry;   /* NULL: plugins_registry beside the kubelet dir */
         const char *state_dir;          /* the not-served lists (not-served.h); NULL: /run/kdp */
         const char *roots[_KDP_PATH_KIND_MAX];  /* NULL: default */
         const char *const *backend_dirs;        /* NULL: kdp_registry_default_dirs() */

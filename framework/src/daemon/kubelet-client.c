@@ -72,7 +72,8 @@ struct kdp_registration {
         bool cancelled;
         reg_state state;
         char *resource;
-        char *endpoint;
+        char *endpoint;                 /* as registered: a name in dir, or a plugin watcher's socket path */
+        char *endpoint_path;
         bool pre_start_required;
         unsigned attempts;
         bool registered;
@@ -125,21 +126,18 @@ static void kubelet_release(kdp_registration *reg) {
 
 /* True if the endpoint is still the socket file it was when the registration began. */
 static bool endpoint_intact(const kdp_registration *reg) {
-        _cleanup_free_ char *path = NULL;
         struct stat st;
 
-        if (reg->endpoint_ino == 0 || asprintf(&path, "%s/%s", reg->k->dir, reg->endpoint) < 0)
+        if (reg->endpoint_ino == 0)
                 return false;
-        return lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == reg->endpoint_dev &&
+        return lstat(reg->endpoint_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == reg->endpoint_dev &&
                st.st_ino == reg->endpoint_ino;
 }
 
 static void endpoint_note(kdp_registration *reg) {
-        _cleanup_free_ char *path = NULL;
         struct stat st;
 
-        if (asprintf(&path, "%s/%s", reg->k->dir, reg->endpoint) < 0 || lstat(path, &st) < 0 ||
-            !S_ISSOCK(st.st_mode))
+        if (lstat(reg->endpoint_path, &st) < 0 || !S_ISSOCK(st.st_mode))
                 return;
         reg->endpoint_dev = st.st_dev;
         reg->endpoint_ino = st.st_ino;
@@ -161,6 +159,7 @@ static void reg_free(kdp_registration *reg) {
         pthread_mutex_destroy(&reg->lock);
         free(reg->resource);
         free(reg->endpoint);
+        free(reg->endpoint_path);
         free(reg);
 }
 
@@ -354,8 +353,9 @@ static void on_register_posted(kdp_loop *loop, void *userdata) {
                 register_finished(reg);
 }
 
-int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, const char *endpoint,
-                                bool pre_start_required, kdp_registration **ret) {
+/* A registration of `resource` on `endpoint`, linked into k's list; the endpoint's file noted. */
+static int reg_new(kdp_kubelet_client *k, const char *resource, const char *endpoint, const char *endpoint_path,
+                   kdp_registration **ret) {
         kdp_registration *reg;
         int r;
 
@@ -367,10 +367,11 @@ int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, con
         kdp_unary_init(&reg->rpc);
         reg->resource = strdup(resource);
         reg->endpoint = strdup(endpoint);
-        reg->pre_start_required = pre_start_required;
+        reg->endpoint_path = strdup(endpoint_path);
         reg->kubelet_fd = -1;
         reg->probe_fd = -1;
-        r = reg->resource && reg->endpoint ? kdp_loop_add_timer(k->loop, on_retry, reg, &reg->retry) : -ENOMEM;
+        r = reg->resource && reg->endpoint && reg->endpoint_path ?
+                    kdp_loop_add_timer(k->loop, on_retry, reg, &reg->retry) : -ENOMEM;
         if (r < 0) {
                 reg_free(reg);
                 return r;
@@ -380,7 +381,38 @@ int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, con
                 k->regs->prev = reg;
         k->regs = reg;
         endpoint_note(reg);
+        *ret = reg;
+        return 0;
+}
+
+int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, const char *endpoint,
+                                bool pre_start_required, kdp_registration **ret) {
+        _cleanup_free_ char *path = NULL;
+        kdp_registration *reg;
+        int r;
+
+        if (asprintf(&path, "%s/%s", k->dir, endpoint) < 0)
+                return -ENOMEM;
+        r = reg_new(k, resource, endpoint, path, &reg);
+        if (r < 0)
+                return r;
+        reg->pre_start_required = pre_start_required;
         attempt_or_retry(reg);
+        *ret = reg;
+        return 0;
+}
+
+int kdp_kubelet_client_adopt(kdp_kubelet_client *k, const char *resource, const char *socket_path,
+                             kdp_registration **ret) {
+        kdp_registration *reg;
+        int r;
+
+        r = reg_new(k, resource, socket_path, socket_path, &reg);
+        if (r < 0)
+                return r;
+        /* the kubelet that just called: kubelet.sock now (none: no kubelet to ask about a lost stream) */
+        (void) kubelet_open(k, &reg->kubelet_fd);
+        reg->registered = true;
         *ret = reg;
         return 0;
 }

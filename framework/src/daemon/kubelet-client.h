@@ -103,6 +103,15 @@ const char *kdp_kubelet_client_dir(const kdp_kubelet_client *k);
 /* Starts registering `endpoint` (a socket just bound in the dir) for `resource` now. */
 int kdp_kubelet_client_register(kdp_kubelet_client *k, const char *resource, const char *endpoint,
                                 bool pre_start_required, kdp_registration **ret);
+/*
+ * A registration the kubelet's plugin watcher made itself (it found
+ * `socket_path` in its plugins_registry, asked GetInfo and said it
+ * registered): no Register call, and taken as done with the kubelet.sock of
+ * now, so kdp_kubelet_client_stream_lost() and the _is_current() and
+ * _endpoint_intact() tests apply to it as to one made by Register.
+ */
+int kdp_kubelet_client_adopt(kdp_kubelet_client *k, const char *resource, const char *socket_path,
+                             kdp_registration **ret);
 /* Stops retrying and releases the registration (safe with a call in flight). NULL is fine. */
 void kdp_kubelet_client_cancel(kdp_registration *reg);
 

@@ -44,6 +44,13 @@ static void usage(FILE *f) {
               "  -c, --config FILE         YAML or JSON config, one section per backend (SIGHUP reloads it)\n"
               "  -o, --option B.KEY=VALUE  set a backend param, overriding the config file\n"
               "      --kubelet-dir DIR     kubelet device-plugins dir (default /var/lib/kubelet/device-plugins)\n"
+              "      --registration MODE   how the kubelet learns of kdpd's sockets: 'kubelet-sock' (Register\n"
+              "                            on kubelet.sock), 'plugin-watcher' (sockets in the plugins\n"
+              "                            registry, found by the kubelet) or 'auto' (default: the plugin\n"
+              "                            watcher when its directory exists)\n"
+              "      --plugins-registry DIR\n"
+              "                            the kubelet plugin watcher's directory (default: plugins_registry\n"
+              "                            beside the kubelet dir, /var/lib/kubelet/plugins_registry)\n"
               "      --sysfs-root DIR      sysfs root (default /sys)\n"
               "      --dev-root DIR        /dev root (default /dev)\n"
               "      --proc-root DIR       procfs root (default /proc)\n"
@@ -150,10 +157,25 @@ static int parse_udev_source(const char *s, const char **ret) {
         return 0;
 }
 
+static int parse_registration(const char *s, kdp_registration_mode *ret) {
+        if (strcmp(s, "auto") == 0)
+                *ret = KDP_REGISTRATION_AUTO;
+        else if (strcmp(s, "kubelet-sock") == 0)
+                *ret = KDP_REGISTRATION_KUBELET_SOCK;
+        else if (strcmp(s, "plugin-watcher") == 0)
+                *ret = KDP_REGISTRATION_PLUGIN_WATCHER;
+        else {
+                fprintf(stderr, "kdpd: --registration takes 'auto', 'kubelet-sock' or 'plugin-watcher', not '%s'\n",
+                        s);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static int parse_args(int argc, char **argv, args *a) {
         enum { OPT_KUBELET_DIR = 256, OPT_SYSFS, OPT_DEV, OPT_PROC, OPT_CDI, OPT_HOLD, OPT_UDEV, OPT_STATE,
                OPT_PODRES, OPT_PODRES_PERIOD, OPT_SOCKET_GROUP, OPT_STOP_TIMEOUT, OPT_METRICS, OPT_DEVICE_HEALTH,
-               OPT_STALL };
+               OPT_STALL, OPT_REGISTRATION, OPT_REGISTRY };
         static const struct option options[] = {
                 { "backend", required_argument, NULL, 'b' },     { "config", required_argument, NULL, 'c' },
                 { "option", required_argument, NULL, 'o' },      { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
@@ -169,6 +191,8 @@ static int parse_args(int argc, char **argv, args *a) {
                 { "metrics-address", required_argument, NULL, OPT_METRICS },
                 { "metrics-device-health", no_argument, NULL, OPT_DEVICE_HEALTH },
                 { "metrics-stall-ms", required_argument, NULL, OPT_STALL },
+                { "registration", required_argument, NULL, OPT_REGISTRATION },
+                { "plugins-registry", required_argument, NULL, OPT_REGISTRY },
                 { "v", required_argument, NULL, 'v' },           { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -196,6 +220,8 @@ static int parse_args(int argc, char **argv, args *a) {
                 case OPT_METRICS: a->opts.metrics_address = optarg; break;
                 case OPT_DEVICE_HEALTH: a->opts.metrics_device_health = true; break;
                 case OPT_STALL: r = parse_ms("metrics-stall-ms", optarg, 100, 3600000, &a->opts.metrics_stall_ms); break;
+                case OPT_REGISTRATION: r = parse_registration(optarg, &a->opts.registration); break;
+                case OPT_REGISTRY: a->opts.plugins_registry = optarg; break;
                 case 'v': r = parse_verbosity(optarg); break;
                 case 'h': a->help = true; break;
                 default: usage(stderr); return -EINVAL;

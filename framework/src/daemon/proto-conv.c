@@ -11,6 +11,7 @@
 #include <kdp/config-file.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "pluginregistration/v1/api.pb-c.h"
 #include "podresources/v1/api.pb-c.h"
 #include "proto-conv.h"
 
@@ -108,6 +109,18 @@ int kdp_proto_conv_pack_empty(grpc_byte_buffer **ret) {
         V1beta1__Empty e = V1BETA1__EMPTY__INIT;
 
         return pack_buffer(&e.base, ret);
+}
+
+int kdp_proto_conv_pack_plugin_info(const char *resource, grpc_byte_buffer **ret) {
+        Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
+        char *versions[] = { (char *) "v1beta1" };
+
+        info.type = (char *) "DevicePlugin";
+        info.name = (char *) resource;
+        info.endpoint = (char *) "";            /* this socket serves the DevicePlugin service too */
+        info.n_supported_versions = KDP_ELEMENTSOF(versions);
+        info.supported_versions = versions;
+        return pack_buffer(&info.base, ret);
 }
 
 int kdp_proto_conv_pack_register(const char *resource, const char *endpoint, bool pre_start_required,

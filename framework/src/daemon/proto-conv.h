@@ -26,6 +26,8 @@ grpc_byte_buffer *kdp_proto_conv_buffer(const uint8_t *data, size_t size);
 
 int kdp_proto_conv_pack_options(bool pre_start_required, bool preferred_available, grpc_byte_buffer **ret);
 int kdp_proto_conv_pack_empty(grpc_byte_buffer **ret);
+/* The plugin watcher's PluginInfo of `resource`: a DevicePlugin of API v1beta1 served on the socket asked. */
+int kdp_proto_conv_pack_plugin_info(const char *resource, grpc_byte_buffer **ret);
 int kdp_proto_conv_pack_register(const char *resource, const char *endpoint, bool pre_start_required,
                             bool preferred_available, grpc_byte_buffer **ret);
 /* AllocateResponse with one ContainerAllocateResponse per element of `containers`. */

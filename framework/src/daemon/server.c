@@ -75,6 +75,7 @@
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "gate.h"
+#include "pluginregistration/v1/api.pb-c.h"
 #include "log-limit.h"
 #include "proto-conv.h"
 #include "server.h"
@@ -86,6 +87,7 @@
 #define REFUSALS_PER_WINDOW 5
 #define REFUSAL_WINDOW_USEC (10u * 1000000u)
 #define METHOD_PREFIX "/v1beta1.DevicePlugin/"
+#define WATCHER_PREFIX "/pluginregistration.Registration/"
 
 typedef enum method {
         M_OPTIONS,
@@ -93,6 +95,8 @@ typedef enum method {
         M_PREFERRED,
         M_ALLOCATE,
         M_PRE_START,
+        M_GET_INFO,                     /* the plugin watcher's (KUBELET.md §1.7) */
+        M_NOTIFY,
         _M_REGISTERED,
         M_UNKNOWN = _M_REGISTERED,
         _M_MAX,
@@ -104,6 +108,8 @@ static const char *const method_names[_M_REGISTERED] = {
         [M_PREFERRED] = METHOD_PREFIX "GetPreferredAllocation",
         [M_ALLOCATE] = METHOD_PREFIX "Allocate",
         [M_PRE_START] = METHOD_PREFIX "PreStartContainer",
+        [M_GET_INFO] = WATCHER_PREFIX "GetInfo",
+        [M_NOTIFY] = WATCHER_PREFIX "NotifyRegistrationStatus",
 };
 
 /* Where a unary call is, for the call limit (under the server lock). */
@@ -787,6 +793,17 @@ static int answer_pre_started(const char *resource, const V1beta1__PreStartConta
         return answer_empty(err, err_size, ret);
 }
 
+static int answer_get_info(const char *resource, char *err, size_t err_size, grpc_byte_buffer **ret) {
+        int r = kdp_proto_conv_pack_plugin_info(resource, ret);
+
+        if (r < 0) {
+                snprintf(err, err_size, "failed to encode the response");
+                return r;
+        }
+        kdp_log_v(2, "Answered the plugin watcher's GetInfo", KDP_F_STR("resource", resource));
+        return 0;
+}
+
 /* One decoded request `m` of method `m`: as answer_*(); 1 for a PreStart whose hook is to run. */
 static int answer_unary(const char *resource, kdp_backend *backend, const kdp_snapshot *snap, method mt,
                         const ProtobufCMessage *m, char *err, size_t err_size, grpc_byte_buffer **ret) {
@@ -802,6 +819,10 @@ static int answer_unary(const char *resource, kdp_backend *backend, const kdp_sn
         case M_PRE_START:
                 return answer_pre_start(resource, backend, snap, (const V1beta1__PreStartContainerRequest *) m, err,
                                         err_size, ret);
+        case M_GET_INFO:
+                return answer_get_info(resource, err, err_size, ret);
+        case M_NOTIFY:                  /* handle_unary() tells the loop what it says */
+                return answer_empty(err, err_size, ret);
         default:
                 snprintf(err, err_size, "unknown method");
                 return -EOPNOTSUPP;
@@ -1031,6 +1052,10 @@ static const ProtobufCMessageDescriptor *request_descriptor(method m) {
                 return &v1beta1__preferred_allocation_request__descriptor;
         case M_PRE_START:
                 return &v1beta1__pre_start_container_request__descriptor;
+        case M_GET_INFO:
+                return &pluginregistration__info_request__descriptor;
+        case M_NOTIFY:
+                return &pluginregistration__registration_status__descriptor;
         default:
                 return &v1beta1__empty__descriptor;
         }
@@ -1058,6 +1083,14 @@ static void count_call(const kdp_call *c, int r, uint64_t started_ns) {
                 kdp_metrics_resource_preferred(c->server->series, ns);
 }
 
+/* The kubelet's plugin watcher says whether it took the plugin (CQ thread). */
+static void notify_status(kdp_server *s, const Pluginregistration__RegistrationStatus *st) {
+        const char *error = st->error ? st->error : "";
+
+        if (s->ev.watcher_status)
+                s->ev.watcher_status(st->plugin_registered, error, s->userdata);
+}
+
 static void handle_unary(kdp_call *c) {
         _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = NULL;
         uint64_t started_ns = kdp_metrics_now_ns();
@@ -1075,6 +1108,8 @@ static void handle_unary(kdp_call *c) {
                         queue_job(c->server->rt, c);
                         return;
                 }
+                if (r >= 0 && c->m == M_NOTIFY)
+                        notify_status(c->server, (const Pluginregistration__RegistrationStatus *) m);
                 protobuf_c_message_free_unpacked(m, NULL);
         }
         count_call(c, r, started_ns);   /* before the answer: once handed to gRPC, the call may be freed */

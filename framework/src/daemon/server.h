@@ -2,6 +2,10 @@
 /*
  * The DevicePlugin gRPC servers: one grpc_server per resource, each on its own
  * unix socket, all on one completion queue served by one CQ thread.
+ * Each socket also serves the kubelet plugin watcher's Registration service
+ * (GetInfo: a DevicePlugin named after the resource, API v1beta1, endpoint ""
+ * = this socket; NotifyRegistrationStatus: handed to ev->watcher_status), so
+ * in plugins_registry one socket is both the registration and the endpoint.
  *
  *   loop thread      kdp_server_new / _publish / _stop / runtime_cancel_overdue
  *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
@@ -50,6 +54,12 @@ typedef struct kdp_server_events {
         void (*stream_lost)(void *userdata);
         /* CQ thread: an Allocate was answered with success (may be NULL) */
         void (*allocated)(void *userdata);
+        /*
+         * CQ thread: the kubelet's plugin watcher told how registering this
+         * socket went (NotifyRegistrationStatus); `error` is "" when it
+         * registered (may be NULL)
+         */
+        void (*watcher_status)(bool registered, const char *error, void *userdata);
         /* CQ thread, or kdp_server_stop()'s: a stopped server is gone (socket removed); userdata may be freed now */
         void (*stopped)(void *userdata);
 } kdp_server_events;
