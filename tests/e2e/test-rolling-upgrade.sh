@@ -4,9 +4,11 @@
 # the old pod of a DaemonSet updated with maxSurge 1 does. From the stand-in kubelet's lines: the
 # resource's capacity never drops below the full count (so never to 0) through the handover, and
 # it ends at the full count, all allocatable, with the second kdpd's socket the one registered.
-# (The stand-in replaces a registration of a resource by a newer one at once, closing the old
-# one's stream; the first kdpd takes that for a dropped stream and registers again, and the two
-# take turns until the first exits: the number of registrations is printed, not asserted.)
+# The stand-in replaces a registration of a resource by a newer one at once, closing the old
+# one's stream, as a kubelet before 1.25 does. The first kdpd sees that a newer kdpd serves the
+# resource and leaves the registration to it instead of registering again (else the two would
+# take turns, dozens of registrations a second, until the first exits): two registrations in
+# all, and one warning from the first.
 . "$(dirname "$0")/lib.sh"
 
 RES=example.com/widget
@@ -32,6 +34,11 @@ SECOND=$KDPD_PID
 wait_line "$T/kubelet.out" "^registered resource=$RES endpoint=$(endpoint_re "$SECOND") "
 proc_alive "$FIRST" || fail "the first kdpd exited before the second registered"
 pass "the second kdpd registered $RES while the first still served it"
+wait_line "$T/first.err" '"Another kdpd serves the resource on a newer socket; leaving the registration to it" resource="'"$RES"'"'
+sleep 1         # what taking turns would have done by now
+assert_eq "$(count_lines "$T/kubelet.out" "^registered resource=$RES ")" 2 "registrations while both kdpd serve"
+assert_eq "$(count_lines "$T/first.err" '"Another kdpd serves the resource')" 1 "warnings of the first kdpd"
+pass "the first kdpd left the registration to the newer one: no taking turns"
 
 KDPD_PID=$FIRST
 stop_kdpd
@@ -49,6 +56,5 @@ pass "after the first kdpd's SIGTERM, $RES is served by the second: capacity=8 a
 assert_eq "$(grep "^devices resource=$RES " "$T/kubelet.out" | grep -cv " capacity=8 ")" 0 \
         "devices lines of $RES with a capacity other than 8"
 pass "the capacity of $RES stayed 8 on all $(grep -c "^devices resource=$RES " "$T/kubelet.out") devices lines of the handover"
-echo "measured: $(grep -c "^registered resource=$RES " "$T/kubelet.out") registrations of $RES," \
-        "$(grep "^devices resource=$RES " "$T/kubelet.out" | grep -c " allocatable=0 ") devices lines with allocatable=0"
+assert_eq "$(count_lines "$T/kubelet.out" "^registered resource=$RES ")" 2 "registrations of $RES in all"
 stop_kdpd
