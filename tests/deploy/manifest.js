@@ -7,6 +7,9 @@
  *
  *   node tests/deploy/manifest.js data DIR CONFIGMAP KEY    the ConfigMap's data[KEY], as is
  *   node tests/deploy/manifest.js args DIR DAEMONSET        its first container's args, one a line
+ *   node tests/deploy/manifest.js probe DIR DAEMONSET KIND  its first container's KIND (livenessProbe,
+ *                                                           readinessProbe, startupProbe): "PATH PORT"
+ *                                                           of its httpGet, PORT as the probe names it
  *
  * DIR is rendered by `kubectl kustomize` (what `kubectl apply -k` sends; KDP_KUBECTL names another
  * kubectl, as for validate.js). Exit 1 with a message when it does not render, or the object or
@@ -39,8 +42,14 @@ function main(argv) {
                 if (!c || !Array.isArray(c.args))
                         throw new Error(`DaemonSet ${name} has no container with args`);
                 process.stdout.write(c.args.map((a) => `${a}\n`).join(''));
+        } else if (what === 'probe' && /^(liveness|readiness|startup)Probe$/.test(key || '')) {
+                const c = (find('DaemonSet').spec.template.spec.containers || [])[0];
+                const get = c && c[key] && c[key].httpGet;
+                if (!get || typeof get.path !== 'string' || get.port === undefined)
+                        throw new Error(`DaemonSet ${name} has no ${key} with httpGet`);
+                process.stdout.write(`${get.path} ${get.port}\n`);
         } else {
-                throw new Error('usage: manifest.js data DIR CONFIGMAP KEY | args DIR DAEMONSET');
+                throw new Error('usage: manifest.js data DIR CONFIGMAP KEY | args DIR DAEMONSET | probe DIR DAEMONSET KIND');
         }
 }
 

@@ -10,7 +10,9 @@
  *
  *   node tests/deploy/validate.js [SRCDIR]          (ctest: deploy/schema)
  *
- * KDP_KUBECTL names the kubectl to render with (default: kubectl on the PATH).
+ * KDP_KUBECTL names the kubectl to render with (default: kubectl on the PATH). KDP_KUBECTL_ALSO
+ * names a second one (kubectl 1.20 beside 1.32, or the other way round) that must render every
+ * kustomization byte for byte as the first.
  * The kustomizations keep to what the kustomize inside kubectl 1.20 reads
  * (KUSTOMIZE_V2), so that it and a newer kubectl render them alike: any other
  * field is an error here, whichever kubectl renders.
@@ -291,14 +293,21 @@ function kustomizationFiles(dir, k) {
 /* the kubectl to render with */
 const kubectl = () => process.env.KDP_KUBECTL || 'kubectl';
 
-/* { objs } of what `kubectl kustomize DIR` renders, or { error } */
-function kustomize(dir) {
+/* { stdout } of `BIN kustomize DIR`, or { error } */
+function kustomizeText(bin, dir) {
         const { spawnSync } = require('child_process');
-        const r = spawnSync(kubectl(), ['kustomize', dir], { encoding: 'utf8', maxBuffer: 64 << 20 });
+        const r = spawnSync(bin, ['kustomize', dir], { encoding: 'utf8', maxBuffer: 64 << 20 });
         if (r.error)
-                return { error: `${kubectl()}: ${r.error.code === 'ENOENT' ? 'not installed (scripts/install-deps installs it)' : r.error.message}` };
+                return { error: `${bin}: ${r.error.code === 'ENOENT' ? 'not installed (scripts/install-deps installs it)' : r.error.message}` };
         if (r.status !== 0)
-                return { error: `${kubectl()} kustomize: ${(r.stderr || '').split('\n').filter((l) => !l.startsWith('# Warning:')).join('\n').trim()}` };
+                return { error: `${bin} kustomize: ${(r.stderr || '').split('\n').filter((l) => !l.startsWith('# Warning:')).join('\n').trim()}` };
+        return { stdout: r.stdout };
+}
+
+/* { objs } of a rendering `r` of kustomizeText(), or { error } */
+function renderedObjects(r) {
+        if (r.error)
+                return r;
         const docs = parseYaml(r.stdout);
         const bad = docs.find((d) => d.errors.length);
         if (bad)
@@ -306,31 +315,60 @@ function kustomize(dir) {
         return { objs: docs.filter((d) => d.value != null).map((d) => d.value) };
 }
 
+/* { objs } of what `kubectl kustomize DIR` renders, or { error } */
+function kustomize(dir) {
+        return renderedObjects(kustomizeText(kubectl(), dir));
+}
+
 // ---- the properties the DaemonSets must have ---------------------------------------------------
 
 const GPU_NFD_LABELS = ['pci-0302_10de', 'pci-0300_10de', 'pci-0380_1002', 'pci-1200_1002', 'pci-0380_8086', 'pci-0300_8086']
         .map((l) => `feature.node.kubernetes.io/${l}.present`);
 const GPU_TAINTS = ['nvidia.com/gpu', 'amd.com/gpu', 'gpu.intel.com/i915'];
-const GPU_HOST_MOUNTS = [       // hostPath, its type, where it is mounted, read-only?
-        ['/var/lib/kubelet/device-plugins', 'Directory', '/var/lib/kubelet/device-plugins', false],
+/* hostPath, its type, where it is mounted, read-only? */
+const DEVICE_PLUGINS_MOUNT = ['/var/lib/kubelet/device-plugins', 'Directory', '/var/lib/kubelet/device-plugins', false];
+/* the kubelet's PodResources socket (kdpctl who; the SR-IOV backend's device-info cleaning): connect() needs no write */
+const POD_RESOURCES_MOUNT = ['/var/lib/kubelet/pod-resources', 'Directory', '/var/lib/kubelet/pod-resources', true];
+/* the kubelet's plugin watcher directory, mounted unless kdpd registers through kubelet.sock only */
+const PLUGINS_REGISTRY = '/var/lib/kubelet/plugins_registry';
+const PLUGINS_REGISTRY_MOUNT = [PLUGINS_REGISTRY, 'Directory', PLUGINS_REGISTRY, false];
+const GPU_HOST_MOUNTS = [
+        DEVICE_PLUGINS_MOUNT,
         ['/dev', 'Directory', '/dev', true],
         ['/run/udev', 'DirectoryOrCreate', '/run/udev', true],
         ['/var/run/cdi', 'DirectoryOrCreate', '/var/run/cdi', false],
         ['/proc/driver', 'Directory', '/host/proc/driver', true],
+        POD_RESOURCES_MOUNT,
 ];
 const SRIOV_NFD_LABEL = 'feature.node.kubernetes.io/network-sriov.capable';
+/* the SR-IOV DaemonSet's args after --registration and --metrics-address */
 const SRIOV_ARGS = ['--backend', 'sriov', '-o', 'sriov.config_file=/etc/pcidp/config.json',
         '-o', 'sriov.resource_prefix=intel.com', '--state-dir', '/run/kdp'];
+const SRIOV_ARGS_CHECK = `container args after the first two: ${SRIOV_ARGS.join(' ')}`;
 const SRIOV_HOST_MOUNTS = [
-        ['/var/lib/kubelet/device-plugins', 'Directory', '/var/lib/kubelet/device-plugins', false],
+        DEVICE_PLUGINS_MOUNT,
         ['/dev', 'Directory', '/dev', true],
         ['/run/udev', 'DirectoryOrCreate', '/run/udev', true],
         ['/var/run/k8s.cni.cncf.io/devinfo/dp', 'DirectoryOrCreate', '/var/run/k8s.cni.cncf.io/devinfo/dp', false],
-        ['/var/lib/kubelet/pod-resources', 'Directory', '/var/lib/kubelet/pod-resources', true],
+        POD_RESOURCES_MOUNT,
 ];
 const FPGA_NFD_LABELS = ['pci-1200_8086', 'pci-1200_10ee', 'pci-1200_1c2c'].map((l) => `feature.node.kubernetes.io/${l}.present`);
 const FPGA_HOST_MOUNTS = GPU_HOST_MOUNTS.filter(([host]) => host !== '/proc/driver');
-const EXAMPLE_HOST_MOUNTS = GPU_HOST_MOUNTS.slice(0, 1);
+const EXAMPLE_HOST_MOUNTS = [DEVICE_PLUGINS_MOUNT, POD_RESOURCES_MOUNT];
+
+/*
+ * The metrics endpoint's port of each backend: one each, since the GPU, SR-IOV and FPGA
+ * DaemonSets share the node's network and may share a node (9400 is dcgm-exporter's).
+ */
+const METRICS_PORTS = { 'kdp-gpu': 9464, 'kdp-sriov': 9465, 'kdp-fpga': 9466, 'kdp-example': 9467 };
+/* the probes of every kdpd container, exactly (deploy/README.md, "Metrics and probes", has the reasons) */
+const PROBES = {
+        startupProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 1, timeoutSeconds: 5, failureThreshold: 120 },
+        readinessProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 },
+        livenessProbe: { httpGet: { path: '/healthz', port: 'metrics' }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3 },
+};
+/* kdpd's --registration modes, and whether each needs the plugins registry mounted */
+const REGISTRATION_NEEDS_REGISTRY = { 'auto': true, 'kubelet-sock': false, 'plugin-watcher': true };
 /* the resources of deploy/sriov/base/configmap.yaml's pools, in file order */
 const SRIOV_RESOURCES = ['intel.com/e810_netdevice', 'intel.com/e810_vfio', 'nvidia.com/cx6_rdma'];
 
@@ -377,14 +415,79 @@ function optionValue(args, key) {
         return o === undefined ? undefined : o.slice(key.length + 1);
 }
 
+/* `v` with the keys of every object sorted, for comparing values whatever their key order */
+function canonical(v) {
+        if (Array.isArray(v))
+                return v.map(canonical);
+        if (v && typeof v === 'object')
+                return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])]));
+        return v;
+}
+const same = (a, b) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+
+/* The names of the checks that broken copies of the DaemonSets must fail, by what they check. */
+const CHECK = {
+        mount: ([host, type, at, ro]) => `mounts hostPath ${host} (${type}) at ${at}${ro ? ' read-only' : ' writable'}`,
+        podIp: 'env POD_IP from the downward API (fieldRef status.podIP), nothing else',
+        metricsArg: (port) => `args: --metrics-address=[$(POD_IP)]:${port}, once (the pod's IP, the node's with hostNetwork)`,
+        ports: (port, hostNetwork) => `ports: only metrics, ${port}/TCP, ${hostNetwork ? `hostPort ${port} (the API's default with hostNetwork)` : 'no hostPort'}`,
+        probe: (kind) => {
+                const p = PROBES[kind];
+                return `${kind}: GET ${p.httpGet.path} on port metrics every ${p.periodSeconds} s, timeout ` +
+                        `${p.timeoutSeconds} s, ${p.failureThreshold} failures, nothing else`;
+        },
+        registration: (mode) => `args: --registration=${mode} first, once; no --plugins-registry (the mounted path is kdpd's default)`,
+        noRegistry: `no mount and no volume of ${PLUGINS_REGISTRY} (kdpd registers through kubelet.sock)`,
+        listedOnly: 'no hostPath but those listed',
+};
+
+/*
+ * The metrics endpoint and the probes: kdpd serves them on the pod's IP (the node's with
+ * hostNetwork) from the downward API, at the backend's port, named metrics, which the probes ask.
+ */
+function metricsProperties(check, ds, hostNetwork) {
+        const { c } = podOf(ds);
+        const port = METRICS_PORTS[ds.metadata.name];
+
+        check(CHECK.podIp, () => {
+                const env = (c.env || []).filter((e) => e.name === 'POD_IP');
+                return env.length === 1 && same(env[0], { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+        });
+        check(CHECK.metricsArg(port), () => same((c.args || []).filter((a) => /^--metrics-address(=|$)/.test(a)),
+                [`--metrics-address=[$(POD_IP)]:${port}`]));
+        check(CHECK.ports(port, hostNetwork), () => same(c.ports,
+                [{ name: 'metrics', containerPort: port, protocol: 'TCP', ...(hostNetwork ? { hostPort: port } : {}) }]));
+        for (const kind of Object.keys(PROBES))
+                check(CHECK.probe(kind), () => same(c[kind], PROBES[kind]));
+}
+
+/*
+ * How kdpd registers (`mode`, --registration): the first arg says it, and the kubelet's plugins
+ * registry is mounted exactly when the mode may use it.
+ */
+function registrationProperties(check, ds, mode) {
+        const { c, mounts, volumes } = podOf(ds);
+        const args = c.args || [];
+
+        check(CHECK.registration(mode), () => args[0] === `--registration=${mode}` &&
+                args.filter((a) => /^--registration(=|$)/.test(a)).length === 1 &&
+                !args.some((a) => /^--plugins-registry(=|$)/.test(a)));
+        if (!REGISTRATION_NEEDS_REGISTRY[mode])
+                check(CHECK.noRegistry, () => mounts.every((m) => m.mountPath !== PLUGINS_REGISTRY) &&
+                        volumes.every((v) => !v.hostPath || v.hostPath.path !== PLUGINS_REGISTRY));
+}
+
 /*
  * What every kdpd DaemonSet has: in kube-system at critical priority, replaced one node at a time
  * with the old pod gone first, given the time of kdpd's stop timeout, in the host's network
- * (`hostNetwork`: a backend of real devices) or not, hostPaths `hostMounts` mounted as listed,
- * nothing inside /proc, no host /sys, and a hardened container with requests and a memory limit.
+ * (`hostNetwork`: a backend of real devices) or not, hostPaths `hostMounts` mounted as listed
+ * (and the plugins registry, when the `registration` mode may use it), nothing inside /proc, no
+ * host /sys, a hardened container with requests and a memory limit, the metrics endpoint and the
+ * probes.
  */
-function commonProperties(check, ds, hostMounts, { privileged = false, hostNetwork = true } = {}) {
+function commonProperties(check, ds, baseMounts, { privileged = false, hostNetwork = true, registration = 'auto' } = {}) {
         const { pod, c, sc, mounts, volumes, volume } = podOf(ds);
+        const hostMounts = REGISTRATION_NEEDS_REGISTRY[registration] ? [...baseMounts, PLUGINS_REGISTRY_MOUNT] : baseMounts;
 
         check('namespace kube-system', () => ds.metadata.namespace === 'kube-system');
         check('priorityClassName system-node-critical', () => pod.priorityClassName === 'system-node-critical');
@@ -400,11 +503,11 @@ function commonProperties(check, ds, hostMounts, { privileged = false, hostNetwo
                         c.terminationMessagePath && !c.terminationMessagePath.startsWith('/dev/'));
         } else {
                 check('no hostNetwork (no device and no uevent to read)', () => !pod.hostNetwork);
-                check('no hostPath but those listed', () => volumes.every((v) => !v.hostPath ||
+                check(CHECK.listedOnly, () => volumes.every((v) => !v.hostPath ||
                         hostMounts.some(([host]) => host === v.hostPath.path)));
         }
         for (const [host, type, at, ro] of hostMounts)
-                check(`mounts hostPath ${host} (${type}) at ${at}${ro ? ' read-only' : ' writable'}`, () => mounts.some((m) =>
+                check(CHECK.mount([host, type, at, ro]), () => mounts.some((m) =>
                         m.mountPath === at && !m.subPath && !!m.readOnly === ro && volume(m.name).hostPath &&
                         volume(m.name).hostPath.path === host && volume(m.name).hostPath.type === type));
         check('no mount inside /proc (runc refuses them)', () =>
@@ -430,6 +533,8 @@ function commonProperties(check, ds, hostMounts, { privileged = false, hostNetwo
                 return r.requests.cpu && r.requests.memory && r.limits.memory && r.limits.cpu === undefined &&
                         mebibytes(r.requests.memory) <= mebibytes(r.limits.memory);
         });
+        metricsProperties(check, ds, hostNetwork);
+        registrationProperties(check, ds, registration);
 }
 
 /*
@@ -468,19 +573,22 @@ function argChecks(check, c, args) {
                 args.every((a, i) => i % 2 === 1 || have.some((x, j) => x === a && have[j + 1] === args[i + 1])));
 }
 
-/* [what, ok] for each property of the GPU DaemonSet; `privileged` for deploy/gpu/privileged */
-function gpuProperties(ds, configMaps, { privileged = false } = {}) {
+/*
+ * [what, ok] for each property of the GPU DaemonSet; `privileged` for deploy/gpu/privileged,
+ * `registration` the --registration mode of its overlay
+ */
+function gpuProperties(ds, configMaps, { privileged = false, registration = 'auto' } = {}) {
         const [out, check] = checklist();
         const { pod, c } = podOf(ds);
 
-        commonProperties(check, ds, GPU_HOST_MOUNTS, { privileged });
+        commonProperties(check, ds, GPU_HOST_MOUNTS, { privileged, registration });
         for (const key of GPU_TAINTS)
                 check(`tolerates ${key}:NoSchedule`, () => pod.tolerations.some((t) =>
                         t.key === key && t.operator === 'Exists' && t.effect === 'NoSchedule'));
         nfdTermChecks(check, pod, GPU_NFD_LABELS);
         argChecks(check, c, ['--backend', 'gpu', '--config', '/etc/kdp/config.yaml', '--proc-root', '/host/proc']);
         check('env: NVIDIA_VISIBLE_DEVICES=all, NVIDIA_DRIVER_CAPABILITIES=utility (NVML from NVIDIA\'s container toolkit)',
-                () => JSON.stringify((c.env || []).map((e) => [e.name, e.value])) ===
+                () => JSON.stringify((c.env || []).filter((e) => e.name !== 'POD_IP').map((e) => [e.name, e.value])) ===
                         JSON.stringify([['NVIDIA_VISIBLE_DEVICES', 'all'], ['NVIDIA_DRIVER_CAPABILITIES', 'utility']]));
         check('config: ConfigMap with a config.yaml holding a gpu: section, mounted at /etc/kdp', () =>
                 configSection(ds, configMaps, 'gpu') !== undefined);
@@ -489,13 +597,14 @@ function gpuProperties(ds, configMaps, { privileged = false } = {}) {
 
 /*
  * [what, ok] for each property of an FPGA DaemonSet; `mode` is what its ConfigMap's fpga.mode
- * must be (deploy/fpga/unprivileged: af, deploy/fpga/region: region).
+ * must be (deploy/fpga/unprivileged: af, deploy/fpga/region: region), `registration` the
+ * --registration mode of its overlay.
  */
-function fpgaProperties(ds, configMaps, mode) {
+function fpgaProperties(ds, configMaps, mode, { registration = 'auto' } = {}) {
         const [out, check] = checklist();
         const { pod, c } = podOf(ds);
 
-        commonProperties(check, ds, FPGA_HOST_MOUNTS);
+        commonProperties(check, ds, FPGA_HOST_MOUNTS, { registration });
         nfdTermChecks(check, pod, FPGA_NFD_LABELS);
         argChecks(check, c, ['--backend', 'fpga', '--config', '/etc/kdp/config.yaml']);
         check(`config: ConfigMap with a config.yaml whose fpga: section has mode ${mode}, mounted at /etc/kdp`, () =>
@@ -503,12 +612,12 @@ function fpgaProperties(ds, configMaps, mode) {
         return out;
 }
 
-/* [what, ok] for each property of the example DaemonSet */
-function exampleProperties(ds, configMaps) {
+/* [what, ok] for each property of the example DaemonSet; `registration` the --registration mode of its overlay */
+function exampleProperties(ds, configMaps, { registration = 'auto' } = {}) {
         const [out, check] = checklist();
         const { pod, c } = podOf(ds);
 
-        commonProperties(check, ds, EXAMPLE_HOST_MOUNTS, { hostNetwork: false });
+        commonProperties(check, ds, EXAMPLE_HOST_MOUNTS, { hostNetwork: false, registration });
         check('nodeSelector example.com/widgets=true, alone', () =>
                 JSON.stringify(pod.nodeSelector) === JSON.stringify({ 'example.com/widgets': 'true' }));
         argChecks(check, c, ['--backend', 'example', '--config', '/etc/kdp/config.yaml']);
@@ -522,8 +631,8 @@ function sriovResources(json, prefix) {
         return JSON.parse(json).resourceList.map((r) => `${r.resourcePrefix || prefix}/${r.resourceName}`);
 }
 
-/* [what, ok] for each property of the SR-IOV DaemonSet */
-function sriovProperties(ds, configMaps) {
+/* [what, ok] for each property of the SR-IOV DaemonSet; `registration` the --registration mode of its overlay */
+function sriovProperties(ds, configMaps, { registration = 'auto' } = {}) {
         const [out, check] = checklist();
         const { pod, c, mounts, volume } = podOf(ds);
         const args = c.args || [];
@@ -532,7 +641,7 @@ function sriovProperties(ds, configMaps) {
         const configMap = () => configMaps.find((x) => x.metadata.name === volume(configMount().name).configMap.name &&
                 x.metadata.namespace === ds.metadata.namespace);
 
-        commonProperties(check, ds, SRIOV_HOST_MOUNTS);
+        commonProperties(check, ds, SRIOV_HOST_MOUNTS, { registration });
         check('tolerates every NoSchedule taint (a toleration without key, Exists, NoSchedule)', () =>
                 pod.tolerations.some((t) => t.key === undefined && t.operator === 'Exists' && t.effect === 'NoSchedule'));
         check('tolerates no NoExecute taint of any key (every keyless toleration is NoSchedule only)', () =>
@@ -543,7 +652,7 @@ function sriovProperties(ds, configMaps) {
                 return terms.length === 1 && !terms[0].matchFields && e.length === 1 && e[0].key === SRIOV_NFD_LABEL &&
                         e[0].operator === 'In' && e[0].values.join() === 'true';
         });
-        check(`container args: ${SRIOV_ARGS.join(' ')}`, () => JSON.stringify(args) === JSON.stringify(SRIOV_ARGS));
+        check(SRIOV_ARGS_CHECK, () => JSON.stringify(args.slice(2)) === JSON.stringify(SRIOV_ARGS));
         check('no subPath mount (a subPath never sees a ConfigMap update)', () => mounts.every((m) => !m.subPath));
         check('config: sriov.config_file is config.json in a ConfigMap mounted whole, read-only, at its directory', () => {
                 const m = configMount();
@@ -590,25 +699,48 @@ function sriovExampleChecks(docs) {
 const SC = '/spec/template/spec/containers/0/securityContext';
 const unprivileged = (ds) => ['allowPrivilegeEscalation', 'capabilities', 'privileged']
         .map((p) => `DaemonSet kube-system/${ds} ${SC}/${p}`);
+/*
+ * The registration overlays of backend `b` (kdp-`b`), on `b`/unprivileged: kubelet-sock changes the
+ * first arg and drops the plugins registry's mount and volume, the last of each (`mount`, `volume`:
+ * their indexes); plugin-watcher changes the first arg only.
+ */
+const registrationOverlays = (b, mount, volume) => {
+        const at = (p) => `DaemonSet kube-system/kdp-${b} /spec/template/spec/${p}`;
+        return [[`${b}/kubelet-sock`, `${b}/unprivileged`,
+                 [at('containers/0/args/0'), at(`containers/0/volumeMounts/${mount}`), at(`volumes/${volume}`)]],
+                [`${b}/plugin-watcher`, `${b}/unprivileged`, [at('containers/0/args/0')]]];
+};
 /* the kustomizations under deploy/ that are bases */
 const BASES = ['gpu/base', 'sriov/base', 'fpga/base', 'example/base'];
 /* each overlay, what it builds on, and the paths of the objects it renders that differ from those */
 const OVERLAYS = [
         ['gpu/unprivileged', 'gpu/base', unprivileged('kdp-gpu')],
         ['gpu/privileged', 'gpu/base', [`DaemonSet kube-system/kdp-gpu ${SC}/privileged`]],
+        ...registrationOverlays('gpu', 8, 8),
         ['sriov/unprivileged', 'sriov/base', unprivileged('kdp-sriov')],
+        ...registrationOverlays('sriov', 7, 7),
         ['fpga/unprivileged', 'fpga/base', unprivileged('kdp-fpga')],
         ['fpga/region', 'fpga/unprivileged', ['ConfigMap kube-system/kdp-fpga-config /data/config.yaml']],
+        ...registrationOverlays('fpga', 7, 7),
         ['example/unprivileged', 'example/base', unprivileged('kdp-example')],
+        ...registrationOverlays('example', 4, 4),
 ];
 /* the property checks of the DaemonSet each overlay renders, given it and the ConfigMaps rendered with it */
 const PROPERTIES = [
         ['gpu/unprivileged', (ds, cms) => gpuProperties(ds, cms)],
         ['gpu/privileged', (ds, cms) => gpuProperties(ds, cms, { privileged: true })],
-        ['sriov/unprivileged', sriovProperties],
+        ['gpu/kubelet-sock', (ds, cms) => gpuProperties(ds, cms, { registration: 'kubelet-sock' })],
+        ['gpu/plugin-watcher', (ds, cms) => gpuProperties(ds, cms, { registration: 'plugin-watcher' })],
+        ['sriov/unprivileged', (ds, cms) => sriovProperties(ds, cms)],
+        ['sriov/kubelet-sock', (ds, cms) => sriovProperties(ds, cms, { registration: 'kubelet-sock' })],
+        ['sriov/plugin-watcher', (ds, cms) => sriovProperties(ds, cms, { registration: 'plugin-watcher' })],
         ['fpga/unprivileged', (ds, cms) => fpgaProperties(ds, cms, 'af')],
         ['fpga/region', (ds, cms) => fpgaProperties(ds, cms, 'region')],
-        ['example/unprivileged', exampleProperties],
+        ['fpga/kubelet-sock', (ds, cms) => fpgaProperties(ds, cms, 'af', { registration: 'kubelet-sock' })],
+        ['fpga/plugin-watcher', (ds, cms) => fpgaProperties(ds, cms, 'af', { registration: 'plugin-watcher' })],
+        ['example/unprivileged', (ds, cms) => exampleProperties(ds, cms)],
+        ['example/kubelet-sock', (ds, cms) => exampleProperties(ds, cms, { registration: 'kubelet-sock' })],
+        ['example/plugin-watcher', (ds, cms) => exampleProperties(ds, cms, { registration: 'plugin-watcher' })],
 ];
 
 /* the JSON pointers at which `a` and `b` differ, each under `at` */
@@ -630,6 +762,124 @@ function renderingDiff(from, to) {
 }
 
 // ---- the checks against what is broken --------------------------------------------------------
+
+/*
+ * The metrics, probe, mount and registration checks catch a DaemonSet that lost or changed any of
+ * them: broken copies of what each backend's unprivileged and kubelet-sock overlays render, each
+ * failing exactly the checks that name its breakage.
+ */
+function brokenMetricsAndRegistration(renderings) {
+        const properties = new Map(PROPERTIES);
+        const c = (ds) => ds.spec.template.spec.containers[0];
+        const spec = (ds) => ds.spec.template.spec;
+        const dropMount = (at) => (ds) => { c(ds).volumeMounts = c(ds).volumeMounts.filter((m) => m.mountPath !== at); };
+        const mountAt = (ds, at) => c(ds).volumeMounts.find((m) => m.mountPath === at);
+        const volumeOf = (ds, at) => spec(ds).volumes.find((v) => v.name === mountAt(ds, at).name);
+        const metricsArg = (ds) => c(ds).args.findIndex((a) => a.startsWith('--metrics-address'));
+        const probe = (kind, what, how) => ['unprivileged', `${kind}: ${what}`, (ds) => how(c(ds)[kind]), [CHECK.probe(kind)]];
+
+        for (const b of ['gpu', 'sriov', 'fpga', 'example']) {
+                const name = `kdp-${b}`;
+                const port = METRICS_PORTS[name];
+                const hostNetwork = b !== 'example';
+                const ports = [CHECK.ports(port, hostNetwork)];
+                /* a change of the args after the first two also fails SR-IOV's check of its exact args */
+                const tail = b === 'sriov' ? [SRIOV_ARGS_CHECK] : [];
+                const cases = [   // [dir, what is broken, how, the checks that must fail (exactly those)]
+                        ...['livenessProbe', 'readinessProbe', 'startupProbe'].map((kind) =>
+                                ['unprivileged', `no ${kind}`, (ds) => { delete c(ds)[kind]; }, [CHECK.probe(kind)]]),
+                        probe('livenessProbe', '/readyz (it would kill kdpd while the kubelet restarts)', (p) => { p.httpGet.path = '/readyz'; }),
+                        probe('readinessProbe', '/healthz', (p) => { p.httpGet.path = '/healthz'; }),
+                        probe('startupProbe', '/healthz (started before the kubelet took it)', (p) => { p.httpGet.path = '/healthz'; }),
+                        probe('startupProbe', 'the port by number', (p) => { p.httpGet.port = port; }),
+                        probe('livenessProbe', 'failureThreshold 1', (p) => { p.failureThreshold = 1; }),
+                        probe('livenessProbe', 'the timeout left at 1 s', (p) => { delete p.timeoutSeconds; }),
+                        probe('readinessProbe', 'periodSeconds 1', (p) => { p.periodSeconds = 1; }),
+                        probe('startupProbe', 'failureThreshold 10', (p) => { p.failureThreshold = 10; }),
+                        probe('startupProbe', 'an initial delay', (p) => { p.initialDelaySeconds = 5; }),
+                        ['unprivileged', 'no ports', (ds) => { delete c(ds).ports; }, ports],
+                        ['unprivileged', 'the metrics port renamed http', (ds) => { c(ds).ports[0].name = 'http'; }, ports],
+                        ['unprivileged', 'the metrics port 9400 (dcgm-exporter\'s)', (ds) => {
+                                Object.assign(c(ds).ports[0], { containerPort: 9400 }, hostNetwork ? { hostPort: 9400 } : {});
+                        }, ports],
+                        hostNetwork ? ['unprivileged', 'no hostPort', (ds) => { delete c(ds).ports[0].hostPort; }, ports]
+                                : ['unprivileged', 'a hostPort', (ds) => { c(ds).ports[0].hostPort = port; }, ports],
+                        ['unprivileged', 'POD_IP from status.hostIP', (ds) => {
+                                c(ds).env.find((e) => e.name === 'POD_IP').valueFrom.fieldRef.fieldPath = 'status.hostIP';
+                        }, [CHECK.podIp]],
+                        ['unprivileged', 'no POD_IP', (ds) => { c(ds).env = c(ds).env.filter((e) => e.name !== 'POD_IP'); },
+                         [CHECK.podIp]],
+                        ['unprivileged', 'the metrics endpoint on every address', (ds) => {
+                                c(ds).args[metricsArg(ds)] = `--metrics-address=:${port}`;
+                        }, [CHECK.metricsArg(port)]],
+                        ['unprivileged', 'the pod IP without brackets (an IPv6 one would be refused)', (ds) => {
+                                c(ds).args[metricsArg(ds)] = `--metrics-address=$(POD_IP):${port}`;
+                        }, [CHECK.metricsArg(port)]],
+                        ['unprivileged', 'no --metrics-address', (ds) => { c(ds).args[metricsArg(ds)] = '--v=0'; },
+                         [CHECK.metricsArg(port)]],
+                        ['unprivileged', 'no pod-resources mount', dropMount(POD_RESOURCES_MOUNT[2]), [CHECK.mount(POD_RESOURCES_MOUNT)]],
+                        ['unprivileged', 'pod-resources writable', (ds) => { mountAt(ds, POD_RESOURCES_MOUNT[2]).readOnly = false; },
+                         [CHECK.mount(POD_RESOURCES_MOUNT)]],
+                        ['unprivileged', 'no plugins registry mount', dropMount(PLUGINS_REGISTRY), [CHECK.mount(PLUGINS_REGISTRY_MOUNT)]],
+                        ['unprivileged', 'the plugins registry DirectoryOrCreate (auto would always pick it)', (ds) => {
+                                volumeOf(ds, PLUGINS_REGISTRY).hostPath.type = 'DirectoryOrCreate';
+                        }, [CHECK.mount(PLUGINS_REGISTRY_MOUNT)]],
+                        ['unprivileged', '--registration=kubelet-sock with the plugins registry mounted', (ds) => {
+                                c(ds).args[0] = '--registration=kubelet-sock';
+                        }, [CHECK.registration('auto')]],
+                        ['unprivileged', 'a second --registration', (ds) => { c(ds).args.push('--registration=auto'); },
+                         [CHECK.registration('auto'), ...tail]],
+                        ['unprivileged', 'a --plugins-registry', (ds) => { c(ds).args.push(`--plugins-registry=${PLUGINS_REGISTRY}`); },
+                         [CHECK.registration('auto'), ...tail]],
+                        ['kubelet-sock', '--registration=auto', (ds) => { c(ds).args[0] = '--registration=auto'; },
+                         [CHECK.registration('kubelet-sock')]],
+                        ['kubelet-sock', 'the plugins registry mounted', (ds) => {
+                                spec(ds).volumes.push({ name: 'plugins-registry', hostPath: { path: PLUGINS_REGISTRY, type: 'Directory' } });
+                                c(ds).volumeMounts.push({ name: 'plugins-registry', mountPath: PLUGINS_REGISTRY });
+                        }, [CHECK.noRegistry, ...(hostNetwork ? [] : [CHECK.listedOnly])]],
+                ];
+                for (const [overlay, what, mutate, want] of cases) {
+                        const dir = `${b}/${overlay}`;
+                        const ds = (renderings.get(dir) || []).find((o) => o.kind === 'DaemonSet');
+                        const cms = (renderings.get(dir) || []).filter((o) => o.kind === 'ConfigMap');
+                        if (!report(!!ds, `deploy/${dir} renders a DaemonSet to break`))
+                                continue;
+                        const broken = JSON.parse(JSON.stringify(ds));
+                        try {
+                                mutate(broken);
+                        } catch (e) {
+                                report(false, `property checks reject a deploy/${dir} DaemonSet with ${what}`,
+                                       [`it has nothing to break that way: ${e.message}`]);
+                                continue;
+                        }
+                        const failing = properties.get(dir)(broken, cms).filter(([, ok]) => !ok).map(([w]) => w).sort();
+                        report(JSON.stringify(failing) === JSON.stringify([...want].sort()),
+                               `property checks reject a deploy/${dir} DaemonSet with ${what}`,
+                               [`failed: ${JSON.stringify(failing)}`, `expected: ${JSON.stringify(want)}`]);
+                }
+        }
+}
+
+/*
+ * Across the DaemonSets: no two share a metrics port (three of them share the node's network),
+ * and the registration overlays' patches, copies since a kustomization reads no file outside its
+ * directory, stay the same in every backend (but for the DaemonSet's name).
+ */
+function sharedChecks(deploy, renderings) {
+        const ports = BASES.map((b) => (renderings.get(b) || []).filter((o) => o.kind === 'DaemonSet')
+                .map((ds) => ((podOf(ds).c.ports || []).find((p) => p.name === 'metrics') || {}).containerPort)[0]);
+        report(ports.every((p) => Number.isInteger(p) && p !== 9400) && new Set(ports).size === ports.length,
+               `each backend's metrics port is its own: ${BASES.map((b, i) => `${b.replace(/\/.*/, '')} ${ports[i]}`).join(', ')}`);
+        for (const [overlay, file] of [['kubelet-sock', 'registration.yaml'], ['kubelet-sock', 'no-plugins-registry.yaml'],
+                                       ['plugin-watcher', 'registration.yaml']]) {
+                const texts = BASES.map((b) => b.replace(/\/.*/, '')).map((b) => {
+                        const f = path.join(deploy, b, overlay, file);
+                        return fs.existsSync(f) ? fs.readFileSync(f, 'utf8').replace(new RegExp(`\\bkdp-${b}\\b`, 'g'), 'kdp-BACKEND') : null;
+                });
+                report(texts[0] !== null && texts.every((t) => t === texts[0]),
+                       `deploy/*/${overlay}/${file}: the same in every backend but for the DaemonSet's name`);
+        }
+}
 
 /* The overlay check catches an overlay that changes more than it must, or less. */
 function brokenOverlays(renderings) {
@@ -682,9 +932,16 @@ function renderAll(deploy) {
                 report(!!k && kustomizeV2Errors(dir, k).length === 0, `deploy/${rel}: fields the kustomize of kubectl 1.20 reads`,
                        k ? kustomizeV2Errors(dir, k) : ['not one YAML document']);
                 kustomizationFiles(dir, k || {}).forEach((f) => files.add(f));
-                const r = kustomize(dir);
+                const text = kustomizeText(kubectl(), dir);
+                const r = renderedObjects(text);
                 if (!report(!r.error, `deploy/${rel}: ${kubectl()} kustomize renders it`, [r.error]))
                         continue;
+                if (process.env.KDP_KUBECTL_ALSO) {
+                        const also = kustomizeText(process.env.KDP_KUBECTL_ALSO, dir);
+                        report(!also.error && also.stdout === text.stdout,
+                               `deploy/${rel}: ${process.env.KDP_KUBECTL_ALSO} kustomize renders it byte for byte the same`,
+                               [also.error || 'the renderings differ']);
+                }
                 for (const o of r.objs) {
                         const errs = schemaErrors(o);
                         report(errs.length === 0, `deploy/${rel} -> ${describe(o)}`, errs.map(formatError));
@@ -815,7 +1072,7 @@ function main() {
                                 spec(ds).containers[0].volumeMounts.push({ name: 'sys', mountPath: '/sys', readOnly: true });
                         }, ['no hostPath /sys (readOnly would not cover its cgroup/debugfs submounts)']],
                         ['sriov.cdi=true without /var/run/cdi', (ds) => { spec(ds).containers[0].args.push('-o', 'sriov.cdi=true'); },
-                         [`container args: ${SRIOV_ARGS.join(' ')}`, '/var/run/cdi mounted writable exactly when sriov.cdi is true']],
+                         [SRIOV_ARGS_CHECK, '/var/run/cdi mounted writable exactly when sriov.cdi is true']],
                         ['a toleration of every NoExecute taint', (ds) => { spec(ds).tolerations.push({ operator: 'Exists' }); },
                          ['tolerates no NoExecute taint of any key (every keyless toleration is NoSchedule only)']],
                         ['a pool renamed in the ConfigMap', null,
@@ -835,6 +1092,8 @@ function main() {
                                [`failed: ${JSON.stringify(failing)}`, `expected: ${JSON.stringify(want)}`]);
                 }
         }
+        brokenMetricsAndRegistration(renderings);
+        sharedChecks(deploy, renderings);
         brokenOverlays(renderings);
         brokenKustomizations(deploy);
 
