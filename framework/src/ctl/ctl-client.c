@@ -28,6 +28,8 @@
 #include "ctl-client.h"
 #include "unary.h"
 
+#define WAIT_SLICE_MS 100                      /* kdp_ctl_client_wait_ready() looks for a cancel this often */
+
 struct kdp_ctl_client {
         grpc_channel *channel;
         grpc_completion_queue *cq;
@@ -85,11 +87,21 @@ int kdp_ctl_client_new(const char *socket_path, kdp_ctl_client **ret) {
 }
 
 int kdp_ctl_client_new_max_message(const char *socket_path, size_t max_receive, kdp_ctl_client **ret) {
-        grpc_arg arg[2] = {
+        grpc_arg arg[3] = {
                 {
                         .type = GRPC_ARG_STRING,
                         .key = (char *) GRPC_ARG_DEFAULT_AUTHORITY,
                         .value.string = (char *) "localhost",
+                },
+                /*
+                 * a connection of its own, as each grpc-go ClientConn has: from the global pool, a
+                 * new channel to a path would reuse a live connection to the socket that was there
+                 * before (a plugin's socket replaced at the same path)
+                 */
+                {
+                        .type = GRPC_ARG_INTEGER,
+                        .key = (char *) GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL,
+                        .value.integer = 1,
                 },
                 {
                         .type = GRPC_ARG_INTEGER,
@@ -97,7 +109,7 @@ int kdp_ctl_client_new_max_message(const char *socket_path, size_t max_receive, 
                         .value.integer = max_receive > INT_MAX ? INT_MAX : (int) max_receive,
                 },
         };
-        grpc_channel_args args = { .num_args = max_receive > 0 ? 2 : 1, .args = arg };
+        grpc_channel_args args = { .num_args = max_receive > 0 ? 3 : 2, .args = arg };
         _cleanup_free_ char *target = NULL;
         grpc_channel_credentials *creds;
         kdp_ctl_client *c;
@@ -145,6 +157,37 @@ void kdp_ctl_client_cancel(kdp_ctl_client *c) {
 
 bool kdp_ctl_client_is_ready(kdp_ctl_client *c) {
         return grpc_channel_check_connectivity_state(c->channel, 0) == GRPC_CHANNEL_READY;
+}
+
+static void client_pluck(kdp_ctl_client *c, void *tag);
+
+static bool client_cancelled(kdp_ctl_client *c) {
+        bool cancelled;
+
+        (void) pthread_mutex_lock(&c->lock);
+        cancelled = c->cancelled;
+        (void) pthread_mutex_unlock(&c->lock);
+        return cancelled;
+}
+
+int kdp_ctl_client_wait_ready(kdp_ctl_client *c, gpr_timespec deadline) {
+        char tag;
+
+        for (;;) {
+                grpc_connectivity_state s = grpc_channel_check_connectivity_state(c->channel, 1);
+
+                if (s == GRPC_CHANNEL_READY)
+                        return 0;
+                if (client_cancelled(c))
+                        return -ECANCELED;
+                if (gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), deadline) >= 0)
+                        return -ETIMEDOUT;
+                /* in slices, so that a cancel is seen soon */
+                grpc_channel_watch_connectivity_state(c->channel, s,
+                                                      gpr_time_min(deadline, kdp_ctl_client_deadline(WAIT_SLICE_MS)),
+                                                      c->cq, &tag);
+                client_pluck(c, &tag);
+        }
 }
 
 gpr_timespec kdp_ctl_client_deadline(int64_t ms) {

@@ -56,6 +56,13 @@ void kdp_ctl_client_cancel(kdp_ctl_client *c);
 /* True if the channel has a live connection right now. */
 bool kdp_ctl_client_is_ready(kdp_ctl_client *c);
 
+/*
+ * Connects, as a blocking dial does: waits until the channel is ready, retrying a refused or
+ * failed connection, until `deadline`. Returns 0, -ETIMEDOUT, or -ECANCELED once the client
+ * was cancelled (seen within 100 ms).
+ */
+int kdp_ctl_client_wait_ready(kdp_ctl_client *c, gpr_timespec deadline);
+
 /* Absolute deadline `ms` from now; ms <= 0 means none. */
 gpr_timespec kdp_ctl_client_deadline(int64_t ms);
 

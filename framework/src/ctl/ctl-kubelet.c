@@ -11,14 +11,33 @@
  *                 a registration thread, anything else is answered at once
  *   reg threads   one per Register: dial back, GetDevicePluginOptions, answer
  *                 Register, follow ListAndWatch, run the admissions
+ *   watcher       (--plugins-registry, KUBELET.md §1.7) the plugin watcher:
+ *                 walks the registry at start, then follows it with inotify;
+ *                 each socket found gets a reg thread, each socket gone or
+ *                 replaced is deregistered, and a refused socket is tried
+ *                 again 0.5 s, 1 s, 2 s, 4 s, then every 8 s while it stays
  *
- * Ownership: the kubelet owns every reg (list `regs`; joined when a later
- * Register finds it finished, or at shutdown) and every resource. A reg owns
- * its client and, until it answers it, the Register call; the reply's
- * completion on the cq thread frees the call. k->lock guards the lists, the
- * resource state, the admissions, each reg's `client`/`cancelled` and stdout,
- * so a resource's events print in the order its state changed.
+ *   Register ───────> cq thread ─> reg thread: ─────────────────> dial endpoint,
+ *                                                                 GetDevicePluginOptions,
+ *   <registry>/x.sock ─> watcher ─> reg thread: dial x.sock,      answer (Register reply |
+ *     (inotify, walk)               GetInfo (1 s), type and       NotifyRegistrationStatus),
+ *                                   ValidatePlugin ─────────────> ListAndWatch, admissions
+ *
+ * Both paths share the connection, the events on stdout, the resources and
+ * what a newer registration of a resource does to the older one; only the
+ * way in and the answer differ. A watcher reg dials the endpoint GetInfo
+ * names, or the registry socket itself, and prints that path as its endpoint.
+ *
+ * Ownership: the kubelet owns every Register reg (list `regs`; joined when a
+ * later Register finds it finished, or at shutdown) and every resource; the
+ * watcher thread owns its plugins (list `plugins`), each its latest reg, and
+ * joins them. A reg owns its clients and, until it answers it, the Register
+ * call; the reply's completion on the cq thread frees the call. k->lock
+ * guards the lists of regs, the resource state, the admissions, each reg's
+ * `client`/`info`/`cancelled`/`validated`/`finished` and stdout, so a
+ * resource's events print in the order its state changed.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -30,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -46,6 +66,7 @@
 
 #include "ctl-client.h"
 #include "ctl-kubelet.h"
+#include "pluginregistration/v1/api.pb-c.h"
 #include "podresources/v1/api.pb-c.h"
 
 #define KUBELET_SOCKET "kubelet.sock"
@@ -56,11 +77,21 @@
 #define PRESTART_TIMEOUT_MS 30000
 #define SHUTDOWN_GRACE_MS 1000
 #define MAX_REGS 256                            /* live registration threads */
+/* The plugin watcher (pkg/kubelet/pluginmanager, the device manager's handler) */
+#define GET_INFO_METHOD "/pluginregistration.Registration/GetInfo"
+#define NOTIFY_METHOD "/pluginregistration.Registration/NotifyRegistrationStatus"
+#define PLUGIN_TYPE "DevicePlugin"
+#define INFO_TIMEOUT_MS 1000
+#define NOTIFY_TIMEOUT_MS 5000
+#define RETRY_FIRST_MS 500                      /* the reconciler's back-off, doubling */
+#define RETRY_MAX_MS 8000
+#define REGISTER_FAILED "RegisterPlugin error -- plugin registration failed with err: "
 
 #define container_of(p, type, member) ((type *) ((char *) (p) - offsetof(type, member)))
 
 typedef struct kubelet kubelet;
 typedef struct reg reg;
+typedef struct plugin plugin;
 
 /* Every completion-queue tag: the cq loop only calls on_done. */
 typedef struct ctl_tag {
@@ -104,14 +135,33 @@ typedef struct admission {
 
 struct reg {
         kubelet *k;
-        srv_call *rq;                           /* until answered */
+        srv_call *rq;                           /* Register: until answered */
+        plugin *plugin;                         /* watcher: the socket it came from, borrowed */
+        kdp_ctl_client *info;                   /* watcher: of that socket, until NotifyRegistrationStatus */
         char *resource, *endpoint, *path;
         gpr_timespec deadline;                  /* dial and GetDevicePluginOptions */
         kdp_ctl_client *client;
         bool cancelled, finished;
+        bool validated;                         /* watcher: passed ValidatePlugin */
+        bool refused;                           /* printed as register-rejected (watcher: read once joined) */
+        bool retry;                             /* watcher: refused so that the reconciler tries again */
         bool pre_start, preferred;
         pthread_t thread;
         reg *next;
+};
+
+/* A socket the watcher found in the registry (the plugin manager's desired state). */
+struct plugin {
+        kubelet *k;
+        char *path;                             /* <registry>/<name> */
+        dev_t dev;
+        ino_t ino;
+        reg *g;                                 /* its latest registration, owned */
+        bool running;                           /* g's thread not joined yet */
+        bool removed;                           /* its file is gone or replaced */
+        int64_t retry_at_ms;                    /* the next attempt; -1: none */
+        int64_t backoff_ms;
+        plugin *next;
 };
 
 struct kubelet {
@@ -132,6 +182,11 @@ struct kubelet {
         admission *admits;
         size_t n_admits_done, n_admits_failed;
         unsigned drops_before_stream;           /* of cfg->drop_before_stream, done */
+        char *registry;                         /* the plugins registry, resolved; NULL: no watcher */
+        int inotify_fd, wake_fd;                /* the watcher's; wake_fd: a reg of its ended, or stop */
+        pthread_t pw_thread;
+        bool pw_started;
+        plugin *plugins;                        /* the watcher thread's */
 };
 
 /* ---- string sets ---- */
@@ -303,31 +358,80 @@ static void put_go_quoted(FILE *f, const char *s) {
         putc('"', f);
 }
 
-/* "requested API version ..." or "the ResourceName ... is invalid"; 0 if the request is valid. */
-static int register_validate(const V1beta1__RegisterRequest *req, char **ret_err) {
+/* The text a memstream `f` wrote into `buf`; NULL without memory. */
+static char *text_close(FILE *f, char *const *buf) {
+        if (fclose(f) != 0) {
+                free(*buf);
+                return NULL;
+        }
+        return *buf;
+}
+
+/* `before`, then `quoted` as Go's %q, then `after`: a new string, NULL without memory. */
+static char *text_quoted(const char *before, const char *quoted, const char *after) {
         char *buf = NULL;
         size_t size = 0;
-        FILE *f;
+        FILE *f = open_memstream(&buf, &size);
 
-        if (strcmp(req->version, "v1beta1") == 0 && kdp_ctl_kubelet_resource_name_valid(req->resource_name))
-                return 0;
-        f = open_memstream(&buf, &size);
         if (!f)
+                return NULL;
+        fputs(before, f);
+        put_go_quoted(f, quoted);
+        fputs(after, f);
+        return text_close(f, &buf);
+}
+
+/* errInvalidResourceName, after `prefix` (a literal) */
+#define TEXT_NAME_INVALID(prefix, name) text_quoted(prefix "the ResourceName ", (name), " is invalid")
+
+/* "requested API version ..." or "the ResourceName ... is invalid"; 0 if the request is valid. */
+static int register_validate(const V1beta1__RegisterRequest *req, char **ret_err) {
+        char *err;
+
+        if (strcmp(req->version, "v1beta1") != 0)
+                err = text_quoted("requested API version ", req->version,
+                                  " is not supported by kubelet. Supported version is [\"v1beta1\"]");
+        else if (!kdp_ctl_kubelet_resource_name_valid(req->resource_name))
+                err = TEXT_NAME_INVALID("", req->resource_name);
+        else
+                return 0;
+        if (!err)
                 return -ENOMEM;
-        if (strcmp(req->version, "v1beta1") != 0) {
-                fputs("requested API version ", f);
-                put_go_quoted(f, req->version);
-                fputs(" is not supported by kubelet. Supported version is [\"v1beta1\"]", f);
-        } else {
-                fputs("the ResourceName ", f);
-                put_go_quoted(f, req->resource_name);
-                fputs(" is invalid", f);
-        }
-        if (fclose(f) != 0) {
-                free(buf);
+        *ret_err = err;
+        return -EINVAL;
+}
+
+/* Go's "manager version, v1beta1, is not among plugin supported versions %v" of the []string. */
+static char *text_versions(char *const *versions, size_t n_versions) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        fputs("manager version, v1beta1, is not among plugin supported versions [", f);
+        for (size_t i = 0; i < n_versions; i++)
+                fprintf(f, "%s%s", i > 0 ? " " : "", versions[i]);
+        putc(']', f);
+        return text_close(f, &buf);
+}
+
+/* The device manager's ValidatePlugin (KUBELET.md §1.7); 0 if the plugin is valid. */
+static int plugin_validate(const Pluginregistration__PluginInfo *info, char **ret_err) {
+        bool v1beta1 = false;
+        char *err;
+
+        for (size_t i = 0; i < info->n_supported_versions; i++)
+                v1beta1 = v1beta1 || strcmp(info->supported_versions[i], "v1beta1") == 0;
+        if (!v1beta1)
+                err = text_versions(info->supported_versions, info->n_supported_versions);
+        else if (!kdp_ctl_kubelet_resource_name_valid(info->name))
+                err = TEXT_NAME_INVALID("invalid name of device plugin socket: ", info->name);
+        else
+                return 0;
+        if (!err)
                 return -ENOMEM;
-        }
-        *ret_err = buf;
+        *ret_err = err;
         return -EINVAL;
 }
 
@@ -461,6 +565,10 @@ static int resource_mark_unhealthy(resource *res) {
 
         strv_clear(&res->healthy);
         return r;
+}
+
+static int64_t now_ms(void) {
+        return (int64_t) (kdp_backend_now_usec(NULL) / 1000);
 }
 
 /* ---- kubelet.sock calls (cq thread, except srv_reply) ---- */
@@ -894,6 +1002,7 @@ static void *cq_thread(void *userdata) {
 static reg *reg_free(reg *g) {
         if (!g)
                 return NULL;
+        assert(!g->client && !g->info);
         free(g->resource);
         free(g->endpoint);
         free(g->path);
@@ -906,24 +1015,60 @@ static void reg_cancel(reg *g) {
         g->cancelled = true;
         if (g->client)
                 kdp_ctl_client_cancel(g->client);
+        if (g->info)
+                kdp_ctl_client_cancel(g->info);
+}
+
+/* Puts `c` in g's `*slot`, where reg_cancel() reaches it. */
+static void reg_adopt(reg *g, kdp_ctl_client **slot, kdp_ctl_client *c) {
+        (void) pthread_mutex_lock(&g->k->lock);
+        *slot = c;
+        if (g->cancelled)
+                kdp_ctl_client_cancel(c);
+        (void) pthread_mutex_unlock(&g->k->lock);
+}
+
+static void plugin_notify(reg *g, const char *err);
+
+/* Tells the plugin how it went (`err` NULL: registered): Register's reply, or NotifyRegistrationStatus. */
+static void reg_answer(reg *g, const char *err) {
+        if (g->rq)
+                srv_reply(KDP_TAKE_PTR(g->rq), err ? GRPC_STATUS_UNKNOWN : GRPC_STATUS_OK, err);
+        else if (g->plugin)
+                plugin_notify(g, err);
+}
+
+/* Prints the rejection, unless the kubelet is stopping or (the watcher's) the socket went meanwhile. */
+static void reg_print_rejected(reg *g, const char *text) {
+        kubelet *k = g->k;
+
+        (void) pthread_mutex_lock(&k->lock);
+        if (!k->stopping && !g->cancelled)
+                event_rejected(g->resource, text);
+        (void) pthread_mutex_unlock(&k->lock);
+}
+
+static int reg_refuse(reg *g, const char *text) {
+        g->refused = true;
+        reg_print_rejected(g, text);
+        reg_answer(g, text);
+        return -ECONNREFUSED;
 }
 
 static int reg_reject(reg *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A failed connection; the watcher's RegisterPlugin wraps its error. */
 static int reg_reject(reg *g, const char *fmt, ...) {
-        kubelet *k = g->k;
         char text[1024];
+        int n = 0;
         va_list ap;
 
+        if (g->plugin)
+                n = snprintf(text, sizeof(text), "%s", REGISTER_FAILED);
         va_start(ap, fmt);
-        (void) vsnprintf(text, sizeof(text), fmt, ap);
+        (void) vsnprintf(text + n, sizeof(text) - (size_t) n, fmt, ap);
         va_end(ap);
-        (void) pthread_mutex_lock(&k->lock);
-        if (!k->stopping)
-                event_rejected(g->resource, text);
-        (void) pthread_mutex_unlock(&k->lock);
-        srv_reply(KDP_TAKE_PTR(g->rq), GRPC_STATUS_UNKNOWN, text);
-        return -ECONNREFUSED;
+        return reg_refuse(g, text);
 }
 
 /* The kubelet's texts: a failed dial, or GetDevicePluginOptions failing on a live connection. */
@@ -941,11 +1086,15 @@ static int reg_reject_options(reg *g, const kdp_ctl_client_status *st) {
 }
 
 /* Registered: this registration replaces any older one of its resource. */
-static void reg_activate(reg *g) {
+static int reg_activate(reg *g) {
         kubelet *k = g->k;
         resource *res;
 
         (void) pthread_mutex_lock(&k->lock);
+        if (g->plugin && g->cancelled) {        /* deregistered while it connected */
+                (void) pthread_mutex_unlock(&k->lock);
+                return -ECANCELED;
+        }
         res = resource_find(k, g->resource, true);
         if (res && res->current && res->current != g) {
                 kdp_log_info("Replaced registration", KDP_F_STR("resource", g->resource),
@@ -957,7 +1106,8 @@ static void reg_activate(reg *g) {
         if (!k->stopping)
                 event_registered(g);
         (void) pthread_mutex_unlock(&k->lock);
-        srv_reply(KDP_TAKE_PTR(g->rq), GRPC_STATUS_OK, NULL);
+        reg_answer(g, NULL);
+        return 0;
 }
 
 static int reg_connect(reg *g) {
@@ -969,19 +1119,14 @@ static int reg_connect(reg *g) {
         r = kdp_ctl_client_new(g->path, &c);
         if (r < 0)
                 return reg_reject(g, "failed to dial device plugin: %s", strerror(-r));
-        (void) pthread_mutex_lock(&g->k->lock);
-        g->client = c;
-        if (g->cancelled)
-                kdp_ctl_client_cancel(c);
-        (void) pthread_mutex_unlock(&g->k->lock);
+        reg_adopt(g, &g->client, c);
         r = kdp_ctl_client_options(c, g->deadline, KDP_CTL_CLIENT_WAIT_FOR_READY, &o, &st);
         if (r < 0)
                 return reg_reject_options(g, &st);
         g->pre_start = o->pre_start_required;
         g->preferred = o->get_preferred_allocation_available;
         v1beta1__device_plugin_options__free_unpacked(o, NULL);
-        reg_activate(g);
-        return 0;
+        return reg_activate(g);
 }
 
 /* k->lock held: the resource if `g` is still its live registration. */
@@ -1067,7 +1212,7 @@ static void reg_follow(reg *g) {
 
 static void reg_finish(reg *g) {
         kubelet *k = g->k;
-        kdp_ctl_client *c;
+        kdp_ctl_client *c, *info;
         resource *res;
 
         (void) pthread_mutex_lock(&k->lock);
@@ -1075,21 +1220,28 @@ static void reg_finish(reg *g) {
         if (res && res->current == g)
                 res->current = NULL;
         c = KDP_TAKE_PTR(g->client);
+        info = KDP_TAKE_PTR(g->info);
         (void) pthread_mutex_unlock(&k->lock);
         if (g->rq)
                 srv_reply(KDP_TAKE_PTR(g->rq), GRPC_STATUS_UNKNOWN, "registration failed");
         c = kdp_ctl_client_free(c);
+        info = kdp_ctl_client_free(info);
         (void) pthread_mutex_lock(&k->lock);
         g->finished = true;
         (void) pthread_mutex_unlock(&k->lock);
 }
 
+static int plugin_info(reg *g);
+
+/* A Register's, or a watcher's registration, which asks the plugin first (plugin_info). */
 static void *reg_thread(void *userdata) {
         reg *g = userdata;
 
-        if (reg_connect(g) >= 0)
+        if ((!g->plugin || plugin_info(g) >= 0) && reg_connect(g) >= 0)
                 reg_follow(g);
         reg_finish(g);
+        if (g->plugin)
+                (void) eventfd_write(g->k->wake_fd, 1);
         return NULL;
 }
 
@@ -1169,6 +1321,426 @@ static int reg_start(kubelet *k, srv_call *sc, const V1beta1__RegisterRequest *r
         if (r < 0)
                 g = reg_free(g);
         return r;
+}
+
+/*
+ * ---- the plugin watcher (KUBELET.md §1.7; pluginmanager's operation_generator.go) ----
+ * A reg thread's part first, then the watcher thread's.
+ */
+
+/* NotifyRegistrationStatus on the registry socket, whose client is then closed (its conn.Close()). */
+static void plugin_notify(reg *g, const char *err) {
+        Pluginregistration__RegistrationStatus req = PLUGINREGISTRATION__REGISTRATION_STATUS__INIT;
+        ProtobufCMessage *resp = NULL;
+        kdp_ctl_client_status st;
+        kdp_ctl_client *c;
+        char text[700];
+        int r;
+
+        req.plugin_registered = !err;
+        req.error = (char *) (err ? err : "");
+        r = kdp_ctl_client_call(g->info, NOTIFY_METHOD, &req.base,
+                                &pluginregistration__registration_status_response__descriptor,
+                                kdp_ctl_client_deadline(NOTIFY_TIMEOUT_MS), 0, &resp, &st);
+        if (resp)
+                protobuf_c_message_free_unpacked(resp, NULL);
+        if (r < 0 && r != -ECANCELED) {
+                kdp_ctl_client_format_go_error(&st, text, sizeof(text));
+                kdp_log_warning("Failed to notify plugin", KDP_F_STR("socket", g->plugin->path),
+                                KDP_F_STR("err", text));
+        }
+        (void) pthread_mutex_lock(&g->k->lock);
+        c = KDP_TAKE_PTR(g->info);
+        (void) pthread_mutex_unlock(&g->k->lock);
+        c = kdp_ctl_client_free(c);
+}
+
+static int plugin_reject(reg *g, bool notify, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A refusal before the plugin is in the actual state: the reconciler tries it again. */
+static int plugin_reject(reg *g, bool notify, const char *fmt, ...) {
+        char text[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        g->retry = true;
+        if (notify)
+                return reg_refuse(g, text);
+        g->refused = true;
+        reg_print_rejected(g, text);
+        return -ECONNREFUSED;
+}
+
+/* A blocking dial of the registry socket, 10 s at most. */
+static int plugin_dial(reg *g) {
+        const char *path = g->plugin->path;
+        kdp_ctl_client *c;
+        int r;
+
+        r = kdp_ctl_client_new(path, &c);
+        if (r >= 0) {
+                reg_adopt(g, &g->info, c);
+                r = kdp_ctl_client_wait_ready(c, kdp_ctl_client_deadline(DIAL_TIMEOUT_MS));
+        }
+        if (r < 0)
+                return plugin_reject(g, false, "RegisterPlugin error -- dial failed at socket %s, err: "
+                                     "failed to dial socket %s, err: %s", path, path,
+                                     r == -ETIMEDOUT ? "context deadline exceeded" :
+                                     r == -ECANCELED ? "context canceled" : strerror(-r));
+        return 0;
+}
+
+/* g takes the plugin's name, and dials `endpoint` (printed as is). */
+static int plugin_name(reg *g, const char *name, const char *endpoint) {
+        char *n = strdup(name), *e = strdup(endpoint), *p = strdup(endpoint);
+
+        if (!n || !e || !p) {
+                free(n);
+                free(e);
+                free(p);
+                return -ENOMEM;
+        }
+        free(g->resource);
+        g->resource = n;
+        g->endpoint = e;
+        g->path = p;
+        return 0;
+}
+
+/* The type and ValidatePlugin; then g is named after the plugin and dials its endpoint. */
+static int plugin_accept(reg *g, const Pluginregistration__PluginInfo *info) {
+        const char *endpoint = *info->endpoint ? info->endpoint : g->plugin->path;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (plugin_name(g, info->name, endpoint) < 0)
+                return plugin_reject(g, false, "%s", strerror(ENOMEM));
+        if (strcmp(info->type, PLUGIN_TYPE) != 0)
+                return plugin_reject(g, true, "RegisterPlugin error -- no handler registered for plugin type: "
+                                     "%s at socket %s", info->type, g->plugin->path);
+        r = plugin_validate(info, &err);
+        if (r < 0)
+                return plugin_reject(g, true, "RegisterPlugin error -- plugin validation failed with err: %s",
+                                     err ? err : strerror(-r));
+        (void) pthread_mutex_lock(&g->k->lock);
+        g->validated = true;
+        (void) pthread_mutex_unlock(&g->k->lock);
+        g->deadline = kdp_ctl_client_deadline(DIAL_TIMEOUT_MS);
+        return 0;
+}
+
+/* Dial the registry socket, GetInfo (1 s), check the type and validate: what comes before RegisterPlugin. */
+static int plugin_info(reg *g) {
+        Pluginregistration__InfoRequest req = PLUGINREGISTRATION__INFO_REQUEST__INIT;
+        Pluginregistration__PluginInfo *info = NULL;
+        kdp_ctl_client_status st;
+        char err[700];
+        int r;
+
+        r = plugin_dial(g);
+        if (r < 0)
+                return r;
+        r = kdp_ctl_client_call(g->info, GET_INFO_METHOD, &req.base, &pluginregistration__plugin_info__descriptor,
+                                kdp_ctl_client_deadline(INFO_TIMEOUT_MS), 0, (ProtobufCMessage **) &info, &st);
+        if (r < 0) {
+                kdp_ctl_client_format_go_error(&st, err, sizeof(err));
+                return plugin_reject(g, false, "RegisterPlugin error -- failed to get plugin info using RPC GetInfo "
+                                     "at socket %s, err: %s", g->plugin->path, err);
+        }
+        r = plugin_accept(g, info);
+        pluginregistration__plugin_info__free_unpacked(info, NULL);
+        return r;
+}
+
+/* k->lock held: DeRegisterPlugin, which disconnects the plugin's client as the end of its stream would. */
+static void plugin_deregister(reg *g) {
+        resource *res = resource_find(g->k, g->resource, false);
+
+        fprintf(stdout, "deregistered resource=%s endpoint=", g->resource);
+        kdp_ctl_client_put_value(stdout, g->endpoint);
+        putc('\n', stdout);
+        if (res && res->current == g) {
+                res->current = NULL;
+                (void) resource_mark_unhealthy(res);
+                event_devices(res);
+        }
+        (void) fflush(stdout);
+}
+
+/* Its reg must have been joined. Returns NULL. */
+static plugin *plugin_free(plugin *p) {
+        if (!p)
+                return NULL;
+        (void) reg_free(p->g);
+        free(p->path);
+        free(p);
+        return NULL;
+}
+
+static plugin *plugin_find(kubelet *k, const char *path) {
+        for (plugin *p = k->plugins; p; p = p->next)
+                if (!p->removed && strcmp(p->path, path) == 0)
+                        return p;
+        return NULL;
+}
+
+/* The next attempt, after the back-off, which doubles up to RETRY_MAX_MS. */
+static void plugin_schedule(plugin *p) {
+        p->retry_at_ms = now_ms() + p->backoff_ms;
+        kdp_log_info("Scheduled plugin registration retry", KDP_F_STR("socket", p->path),
+                     KDP_F_INT("delayMs", p->backoff_ms));
+        p->backoff_ms = p->backoff_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : p->backoff_ms * 2;
+}
+
+/* Starts a registration of p's socket on a thread of its own; p's previous one has been joined. */
+static void plugin_attempt(plugin *p) {
+        reg *g = calloc(1, sizeof(*g));
+        int r = -ENOMEM;
+
+        p->retry_at_ms = -1;
+        if (g) {
+                *g = (reg){ .k = p->k, .plugin = p, .resource = strdup("") };
+                r = g->resource ? -pthread_create(&g->thread, NULL, reg_thread, g) : -ENOMEM;
+        }
+        if (r < 0) {
+                (void) reg_free(g);
+                (void) kdp_log_error(r, "Failed to start plugin registration", KDP_F_STR("socket", p->path));
+                plugin_schedule(p);
+                return;
+        }
+        (void) reg_free(p->g);
+        p->g = g;
+        p->running = true;
+}
+
+static void plugin_add(kubelet *k, char *path, const struct stat *st) {
+        plugin *p = calloc(1, sizeof(*p));
+
+        if (!p) {
+                free(path);
+                (void) kdp_log_error(-ENOMEM, "Failed to add plugin");
+                return;
+        }
+        *p = (plugin){ .k = k, .path = path, .dev = st->st_dev, .ino = st->st_ino, .retry_at_ms = -1,
+                       .backoff_ms = RETRY_FIRST_MS, .next = k->plugins };
+        k->plugins = p;
+        kdp_log_info("Found plugin socket", KDP_F_STR("socket", path));
+        plugin_attempt(p);
+}
+
+/* Its file is gone or replaced: no more attempts, its registration cancelled and, if validated, deregistered. */
+static void plugin_lose(plugin *p) {
+        kubelet *k = p->k;
+
+        p->removed = true;
+        p->retry_at_ms = -1;
+        kdp_log_info("Lost plugin socket", KDP_F_STR("socket", p->path));
+        if (!p->g)
+                return;
+        (void) pthread_mutex_lock(&k->lock);
+        reg_cancel(p->g);
+        if (p->g->validated && !k->stopping)
+                plugin_deregister(p->g);
+        (void) pthread_mutex_unlock(&k->lock);
+}
+
+/* Brings the plugin at <registry>/name in line with the file there now (names starting with '.' are ignored). */
+static void plugin_sync(kubelet *k, const char *name) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+        plugin *p;
+        bool have;
+
+        if (name[0] == '.' || name[0] == '\0')
+                return;
+        if (asprintf(&path, "%s/%s", k->registry, name) < 0) {
+                (void) kdp_log_error(-ENOMEM, "Failed to add plugin");
+                return;
+        }
+        have = lstat(path, &st) >= 0 && S_ISSOCK(st.st_mode);
+        p = plugin_find(k, path);
+        if (p && (!have || p->dev != st.st_dev || p->ino != st.st_ino)) {
+                plugin_lose(p);
+                p = NULL;
+        }
+        if (have && !p)
+                plugin_add(k, KDP_TAKE_PTR(path), &st);
+}
+
+/* Every socket now in the registry, and every plugin known: at start, and after an inotify overflow. */
+static void watcher_walk(kubelet *k) {
+        _cleanup_closedir_ DIR *d = opendir(k->registry);
+        struct dirent *de;
+
+        if (!d) {
+                (void) kdp_log_error(-errno, "Failed to read plugin registry", KDP_F_STR("path", k->registry));
+                return;
+        }
+        while ((de = readdir(d)))
+                plugin_sync(k, de->d_name);
+        for (plugin *p = k->plugins; p; p = p->next)
+                if (!p->removed)
+                        plugin_sync(k, strrchr(p->path, '/') + 1);
+}
+
+static void watcher_read(kubelet *k) {
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        ssize_t n;
+
+        while ((n = read(k->inotify_fd, buf, sizeof(buf))) > 0)
+                for (char *e = buf; e < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) e;
+
+                        if (ev->mask & IN_Q_OVERFLOW)
+                                watcher_walk(k);
+                        else if (ev->len > 0)
+                                plugin_sync(k, ev->name);
+                        e += sizeof(*ev) + ev->len;
+                }
+}
+
+/*
+ * Its registration ended. Refused before it was validated, it is tried again;
+ * refused after (its connection failed), it stays in the kubelet's actual
+ * state of the world, so the reconciler leaves it until its socket changes.
+ */
+static void plugin_ended(plugin *p) {
+        if (p->removed || !p->g->refused)
+                return;
+        if (p->g->retry)
+                plugin_schedule(p);
+        else
+                kdp_log_info("Skipped plugin registration retry", KDP_F_STR("socket", p->path),
+                             KDP_F_STR("reason", "refused after validation: registered until its socket changes"));
+}
+
+static bool reg_finished(reg *g) {
+        bool finished;
+
+        (void) pthread_mutex_lock(&g->k->lock);
+        finished = g->finished;
+        (void) pthread_mutex_unlock(&g->k->lock);
+        return finished;
+}
+
+/* Joins the registrations that ended, schedules the retries, frees the plugins gone. */
+static void watcher_reap(kubelet *k) {
+        plugin **pp = &k->plugins;
+
+        while (*pp) {
+                plugin *p = *pp;
+
+                if (p->running && reg_finished(p->g)) {
+                        (void) pthread_join(p->g->thread, NULL);
+                        p->running = false;
+                        plugin_ended(p);
+                }
+                if (p->removed && !p->running) {
+                        *pp = p->next;
+                        (void) plugin_free(p);
+                        continue;
+                }
+                pp = &p->next;
+        }
+}
+
+/* A retry is scheduled. */
+static bool plugin_waiting(const plugin *p) {
+        return !p->removed && !p->running && p->retry_at_ms >= 0;
+}
+
+/* The poll timeout until the next retry, -1: none. */
+static int watcher_timeout(kubelet *k) {
+        int64_t now = now_ms(), next = -1;
+
+        for (const plugin *p = k->plugins; p; p = p->next)
+                if (plugin_waiting(p) && (next < 0 || p->retry_at_ms < next))
+                        next = p->retry_at_ms;
+        return next < 0 ? -1 : next <= now ? 0 : next - now > INT_MAX ? INT_MAX : (int) (next - now);
+}
+
+/* Waits for an inotify event, a registration's end or the next retry; false once the kubelet stops. */
+static bool watcher_wait(kubelet *k) {
+        struct pollfd p[2] = { { .fd = k->inotify_fd, .events = POLLIN }, { .fd = k->wake_fd, .events = POLLIN } };
+        eventfd_t v;
+        bool stopping;
+
+        if (poll(p, 2, watcher_timeout(k)) < 0 && errno != EINTR) {
+                (void) kdp_log_error(-errno, "Failed to wait");
+                return false;
+        }
+        if (p[1].revents)
+                (void) eventfd_read(k->wake_fd, &v);
+        (void) pthread_mutex_lock(&k->lock);
+        stopping = k->stopping;
+        (void) pthread_mutex_unlock(&k->lock);
+        return !stopping;
+}
+
+static void watcher_shutdown(kubelet *k) {
+        (void) pthread_mutex_lock(&k->lock);
+        for (plugin *p = k->plugins; p; p = p->next)
+                if (p->running)
+                        reg_cancel(p->g);
+        (void) pthread_mutex_unlock(&k->lock);
+        while (k->plugins) {
+                plugin *p = k->plugins;
+
+                k->plugins = p->next;
+                if (p->running)
+                        (void) pthread_join(p->g->thread, NULL);
+                (void) plugin_free(p);
+        }
+}
+
+static void *watcher_thread(void *userdata) {
+        kubelet *k = userdata;
+
+        watcher_walk(k);
+        while (watcher_wait(k)) {
+                int64_t now;
+
+                watcher_read(k);
+                watcher_reap(k);
+                now = now_ms();
+                for (plugin *p = k->plugins; p; p = p->next)
+                        if (plugin_waiting(p) && p->retry_at_ms <= now)
+                                plugin_attempt(p);
+        }
+        watcher_shutdown(k);
+        return NULL;
+}
+
+/* The watch is in place before the thread walks the registry, so no socket falls between. */
+static int watcher_start(kubelet *k) {
+        int r;
+
+        if (!k->registry)
+                return 0;
+        k->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (k->inotify_fd < 0 ||
+            inotify_add_watch(k->inotify_fd, k->registry, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) < 0)
+                return kdp_log_error(-errno, "Failed to watch plugin registry", KDP_F_STR("path", k->registry));
+        k->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (k->wake_fd < 0)
+                return kdp_log_error(-errno, "Failed to create eventfd");
+        r = -pthread_create(&k->pw_thread, NULL, watcher_thread, k);
+        if (r < 0)
+                return kdp_log_error(r, "Failed to start thread");
+        k->pw_started = true;
+        kdp_log_info("Watching plugin registry", KDP_F_STR("path", k->registry));
+        return 0;
+}
+
+/* k->stopping is set: the watcher cancels and joins its registrations. */
+static void watcher_stop(kubelet *k) {
+        if (!k->pw_started)
+                return;
+        (void) eventfd_write(k->wake_fd, 1);
+        (void) pthread_join(k->pw_thread, NULL);
+        k->pw_started = false;
 }
 
 /* ---- admissions (KUBELET.md §4.2, §5, §6) ---- */
@@ -1444,6 +2016,21 @@ static int prepare_dir(kubelet *k, const char *dir) {
         return cleanup_dir(k->dir);
 }
 
+/* The plugin watcher's directory exists (it removes nothing: the sockets there are registered at start). */
+static int prepare_registry(kubelet *k, const char *dir) {
+        int r;
+
+        if (!dir)
+                return 0;
+        r = mkdir_p(dir, 0755);
+        if (r < 0)
+                return kdp_log_error(r, "Failed to create plugin registry", KDP_F_STR("path", dir));
+        k->registry = realpath(dir, NULL);
+        if (!k->registry)
+                return kdp_log_error(-errno, "Failed to resolve plugin registry", KDP_F_STR("path", dir));
+        return 0;
+}
+
 /* The PodResources socket's directory exists, and a stale socket there is gone (the kubelet's own start). */
 static int prepare_pod_resources(const char *path) {
         _cleanup_free_ char *dir = NULL;
@@ -1471,7 +2058,7 @@ static int kubelet_init(kubelet *k, const kdp_ctl_kubelet_config *cfg) {
         pthread_condattr_t attr;
         int r;
 
-        *k = (kubelet){ .cfg = cfg, .event_fd = -1 };
+        *k = (kubelet){ .cfg = cfg, .event_fd = -1, .inotify_fd = -1, .wake_fd = -1 };
         k->tag_shutdown.on_done = on_shutdown;
         (void) pthread_mutex_init(&k->lock, NULL);
         (void) pthread_condattr_init(&attr);
@@ -1487,6 +2074,8 @@ static int kubelet_init(kubelet *k, const kdp_ctl_kubelet_config *cfg) {
         for (size_t i = 0; i < cfg->n_admits; i++)
                 k->admits[i] = (admission){ .resource = cfg->admits[i].resource, .n = cfg->admits[i].n };
         r = prepare_dir(k, cfg->dir);
+        if (r >= 0)
+                r = prepare_registry(k, cfg->plugins_registry);
         return r < 0 ? r : prepare_pod_resources(cfg->pod_resources);
 }
 
@@ -1502,8 +2091,13 @@ static void kubelet_done(kubelet *k) {
         free(k->admits);
         free(k->dir);
         free(k->socket_path);
+        free(k->registry);
         if (k->event_fd >= 0)
                 (void) close(k->event_fd);
+        if (k->inotify_fd >= 0)
+                (void) close(k->inotify_fd);
+        if (k->wake_fd >= 0)
+                (void) close(k->wake_fd);
         (void) pthread_cond_destroy(&k->cond);
         (void) pthread_mutex_destroy(&k->lock);
 }
@@ -1611,13 +2205,10 @@ static void kubelet_stop(kubelet *k) {
         list = KDP_TAKE_PTR(k->regs);
         k->n_regs = 0;
         (void) pthread_mutex_unlock(&k->lock);
+        watcher_stop(k);
         regs_join(list);
         server_stop(k);
         kdp_log_info("Stopped kubelet");
-}
-
-static int64_t now_ms(void) {
-        return (int64_t) (kdp_backend_now_usec(NULL) / 1000);
 }
 
 static int kubelet_on_timeout(kubelet *k) {
@@ -1755,8 +2346,10 @@ int kdp_ctl_kubelet_run(const kdp_ctl_kubelet_config *cfg) {
         }
         grpc_init();
         r = server_start(&k);
-        rc = r < 0 ? 1 : kubelet_wait(&k, sig_fd);
         if (r >= 0)
+                r = watcher_start(&k);
+        rc = r < 0 ? 1 : kubelet_wait(&k, sig_fd);
+        if (k.server)
                 kubelet_stop(&k);
         grpc_shutdown();
         kubelet_done(&k);

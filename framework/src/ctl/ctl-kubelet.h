@@ -13,6 +13,21 @@
  * `get_allocatable` says, fails as a kubelet that does not serve it. Devices
  * come one ContainerDevices per device and NUMA node, with its topology
  * (one without topology for a device without), as the kubelet's own.
+ *
+ * With a plugins registry it is also the kubelet's plugin watcher: every
+ * socket there at start or created later (not named ".*") is dialled and
+ * asked GetInfo; a DevicePlugin whose supported versions hold v1beta1 and
+ * whose name is a valid resource is connected to as a Register's endpoint
+ * would be (its endpoint, or the registry socket itself) and told
+ * NotifyRegistrationStatus(registered) after GetDevicePluginOptions, with the
+ * same events ("registered ... endpoint=<the path dialled>"). A refusal is
+ * told to the plugin (but for a failed dial or GetInfo) and printed as
+ * register-rejected, with the kubelet's own texts; a refusal before the
+ * connection is tried again after 0.5 s, doubling to 8 s, while the socket
+ * stays (a failed connection is not: the kubelet counts such a plugin as
+ * registered until its socket changes). Removing or replacing the socket
+ * deregisters it: "deregistered resource=R endpoint=P", its connection closed
+ * and its devices unhealthy, as at the end of its stream.
  */
 #pragma once
 
@@ -45,6 +60,7 @@ typedef struct kdp_ctl_kubelet_config {
         const char *pod_resources;              /* serve PodResources List on this socket; NULL: not */
         kdp_ctl_kubelet_allocatable get_allocatable;
         unsigned drop_before_stream;            /* the first N registrations dropped before ListAndWatch */
+        const char *plugins_registry;           /* also watch this plugins_registry directory; NULL: not */
 } kdp_ctl_kubelet_config;
 
 /*

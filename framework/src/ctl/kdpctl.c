@@ -54,6 +54,7 @@ enum {
         OPT_POD_RESOURCES,
         OPT_DROP_BEFORE_STREAM,
         OPT_GET_ALLOCATABLE,
+        OPT_PLUGINS_REGISTRY,
         OPT_OUTPUT,
         OPT_V,
         OPT_HELP,
@@ -82,6 +83,7 @@ static const struct option long_options[] = {
         { "pod-resources", required_argument, NULL, OPT_POD_RESOURCES },
         { "drop-before-stream", required_argument, NULL, OPT_DROP_BEFORE_STREAM },
         { "get-allocatable", required_argument, NULL, OPT_GET_ALLOCATABLE },
+        { "plugins-registry", required_argument, NULL, OPT_PLUGINS_REGISTRY },
         { "output", required_argument, NULL, OPT_OUTPUT },
         { "v", required_argument, NULL, OPT_V },
         { "help", no_argument, NULL, OPT_HELP },
@@ -108,6 +110,7 @@ static const char usage_text[] =
         "                   \"namespace\", \"pod\", \"container\"}...]}, null when not known or free)\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
         "                   [--pod-resources SOCKET [--get-allocatable MODE]] [--drop-before-stream N]\n"
+        "                   [--plugins-registry RDIR]\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
         "                   SIGUSR2 ends every admitted pod: its devices are free again)\n"
         "  kdpctl discover  [--sysfs-root DIR]\n"
@@ -131,6 +134,12 @@ static const char usage_text[] =
         "  -o, --output json|table  who's format (default table)\n"
         "  --drop-before-stream N  drop the first N registrations before their ListAndWatch (the\n"
         "               connection closes with no stream opened)\n"
+        "  --plugins-registry RDIR  (kubelet) the plugin watcher too: each socket in RDIR, at start and\n"
+        "               as it appears, is asked GetInfo; a DevicePlugin supporting v1beta1 is connected\n"
+        "               to as a Register would be (its endpoint, or that socket) and then told\n"
+        "               NotifyRegistrationStatus; a refusal (printed as register-rejected) is retried after\n"
+        "               0.5 s doubling to 8 s while the socket stays; removing or replacing the socket\n"
+        "               prints \"deregistered resource=R endpoint=P\" and drops that connection\n"
         "  --v N        log verbosity on stderr\n"
         "Exit: 0 success, 1 RPC error, time-out, (who) a socket missing or its resource not told,\n"
         "      (discover) no PCI bus or (not-served) no list, 2 usage.\n";
@@ -161,6 +170,7 @@ typedef struct args {
         const char *state_dir;
         const char *backend;
         const char *pod_resources;
+        const char *plugins_registry;
         kdp_ctl_kubelet_allocatable get_allocatable;
         bool json;
         char **positional;                      /* borrowed */
@@ -368,9 +378,10 @@ static int set_option(args *a, int opt, char *value) {
                 a->json = strcmp(value, "json") == 0;
                 return 0;
         case OPT_POD_RESOURCES:
+        case OPT_PLUGINS_REGISTRY:
                 if (!*value)
                         return -EINVAL;
-                a->pod_resources = value;
+                *(opt == OPT_POD_RESOURCES ? &a->pod_resources : &a->plugins_registry) = value;
                 return 0;
         case OPT_SYSFS_ROOT:
                 if (!*value)
@@ -697,6 +708,7 @@ static int cmd_kubelet(args *a) {
                 .pod_resources = a->pod_resources,
                 .drop_before_stream = (unsigned) a->drop_before_stream,
                 .get_allocatable = a->get_allocatable,
+                .plugins_registry = a->plugins_registry,
         };
 
         if (a->n_positional > 0)
@@ -752,7 +764,7 @@ static const command commands[] = {
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
                   OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM) |
-                  OPT_BIT(OPT_GET_ALLOCATABLE),
+                  OPT_BIT(OPT_GET_ALLOCATABLE) | OPT_BIT(OPT_PLUGINS_REGISTRY),
           OPT_BIT(OPT_DIR), false, cmd_kubelet },
         { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), 0, false, cmd_discover },
         { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), 0, false, cmd_not_served },
