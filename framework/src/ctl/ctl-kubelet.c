@@ -182,6 +182,7 @@ struct kubelet {
         admission *admits;
         size_t n_admits_done, n_admits_failed;
         unsigned drops_before_stream;           /* of cfg->drop_before_stream, done */
+        unsigned dial_backs_failed;             /* of cfg->fail_dial_back, done */
         char *registry;                         /* the plugins registry, resolved; NULL: no watcher */
         int inotify_fd, wake_fd;                /* the watcher's; wake_fd: a reg of its ended, or stop */
         pthread_t pw_thread;
@@ -1110,12 +1111,27 @@ static int reg_activate(reg *g) {
         return 0;
 }
 
+/* --fail-dial-back: true if g's dial-back is one of the first N, failed as a dial that timed out. */
+static bool reg_fail_dial_back(reg *g) {
+        kubelet *k = g->k;
+        bool fail;
+
+        (void) pthread_mutex_lock(&k->lock);
+        fail = k->dial_backs_failed < k->cfg->fail_dial_back;
+        if (fail)
+                k->dial_backs_failed++;
+        (void) pthread_mutex_unlock(&k->lock);
+        return fail;
+}
+
 static int reg_connect(reg *g) {
         V1beta1__DevicePluginOptions *o = NULL;
         kdp_ctl_client_status st;
         kdp_ctl_client *c;
         int r;
 
+        if (reg_fail_dial_back(g))
+                return reg_reject(g, "failed to dial device plugin: %s", "context deadline exceeded");
         r = kdp_ctl_client_new(g->path, &c);
         if (r < 0)
                 return reg_reject(g, "failed to dial device plugin: %s", strerror(-r));

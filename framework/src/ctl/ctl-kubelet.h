@@ -60,6 +60,7 @@ typedef struct kdp_ctl_kubelet_config {
         const char *pod_resources;              /* serve PodResources List on this socket; NULL: not */
         kdp_ctl_kubelet_allocatable get_allocatable;
         unsigned drop_before_stream;            /* the first N registrations dropped before ListAndWatch */
+        unsigned fail_dial_back;                /* the first N registrations' dial-backs fail */
         const char *plugins_registry;           /* also watch this plugins_registry directory; NULL: not */
 } kdp_ctl_kubelet_config;
 

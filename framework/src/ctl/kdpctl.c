@@ -53,6 +53,7 @@ enum {
         OPT_BACKEND,
         OPT_POD_RESOURCES,
         OPT_DROP_BEFORE_STREAM,
+        OPT_FAIL_DIAL_BACK,
         OPT_GET_ALLOCATABLE,
         OPT_PLUGINS_REGISTRY,
         OPT_OUTPUT,
@@ -82,6 +83,7 @@ static const struct option long_options[] = {
         { "backend", required_argument, NULL, OPT_BACKEND },
         { "pod-resources", required_argument, NULL, OPT_POD_RESOURCES },
         { "drop-before-stream", required_argument, NULL, OPT_DROP_BEFORE_STREAM },
+        { "fail-dial-back", required_argument, NULL, OPT_FAIL_DIAL_BACK },
         { "get-allocatable", required_argument, NULL, OPT_GET_ALLOCATABLE },
         { "plugins-registry", required_argument, NULL, OPT_PLUGINS_REGISTRY },
         { "output", required_argument, NULL, OPT_OUTPUT },
@@ -110,7 +112,7 @@ static const char usage_text[] =
         "                   \"namespace\", \"pod\", \"container\"}...]}, null when not known or free)\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
         "                   [--pod-resources SOCKET [--get-allocatable MODE]] [--drop-before-stream N]\n"
-        "                   [--plugins-registry RDIR]\n"
+        "                   [--fail-dial-back N] [--plugins-registry RDIR]\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
         "                   SIGUSR2 ends every admitted pod: its devices are free again)\n"
         "  kdpctl discover  [--sysfs-root DIR]\n"
@@ -134,6 +136,8 @@ static const char usage_text[] =
         "  -o, --output json|table  who's format (default table)\n"
         "  --drop-before-stream N  drop the first N registrations before their ListAndWatch (the\n"
         "               connection closes with no stream opened)\n"
+        "  --fail-dial-back N  the first N registrations fail to dial the plugin back (refused with\n"
+        "               \"failed to dial device plugin: context deadline exceeded\")\n"
         "  --plugins-registry RDIR  (kubelet) the plugin watcher too: each socket in RDIR, at start and\n"
         "               as it appears, is asked GetInfo; a DevicePlugin supporting v1beta1 is connected\n"
         "               to as a Register would be (its endpoint, or that socket) and then told\n"
@@ -166,6 +170,7 @@ typedef struct args {
         bool exit_after_admit;
         int64_t duration_ms;
         unsigned long drop_before_stream;
+        unsigned long fail_dial_back;
         const char *sysfs_root;
         const char *state_dir;
         const char *backend;
@@ -371,6 +376,7 @@ static int set_option(args *a, int opt, char *value) {
         case OPT_EXIT_AFTER_ADMIT: a->exit_after_admit = true; return 0;
         case OPT_DURATION: return parse_seconds(value, &a->duration_ms);
         case OPT_DROP_BEFORE_STREAM: return parse_ulong(value, UINT_MAX, &a->drop_before_stream);
+        case OPT_FAIL_DIAL_BACK: return parse_ulong(value, UINT_MAX, &a->fail_dial_back);
         case OPT_GET_ALLOCATABLE: return parse_allocatable(value, &a->get_allocatable);
         case OPT_OUTPUT:
                 if (strcmp(value, "json") != 0 && strcmp(value, "table") != 0)
@@ -707,6 +713,7 @@ static int cmd_kubelet(args *a) {
                 .duration_ms = a->duration_ms,
                 .pod_resources = a->pod_resources,
                 .drop_before_stream = (unsigned) a->drop_before_stream,
+                .fail_dial_back = (unsigned) a->fail_dial_back,
                 .get_allocatable = a->get_allocatable,
                 .plugins_registry = a->plugins_registry,
         };
@@ -763,7 +770,7 @@ static const command commands[] = {
         { "who", OPTS_CLIENT | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_OUTPUT), 0, true, cmd_who },
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
-                  OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM) |
+                  OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM) | OPT_BIT(OPT_FAIL_DIAL_BACK) |
                   OPT_BIT(OPT_GET_ALLOCATABLE) | OPT_BIT(OPT_PLUGINS_REGISTRY),
           OPT_BIT(OPT_DIR), false, cmd_kubelet },
         { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), 0, false, cmd_discover },

@@ -91,7 +91,7 @@ struct kdp_resource {
         kdp_metrics_resource *series;   /* the metrics list's reference */
         kdp_loop_source *serve_retry;   /* serving failed: the next socket name after a back-off */
         kdp_loop_source *stream_wait;   /* registered: STREAM_WAIT_MS for the kubelet's ListAndWatch */
-        bool watcher_refused;           /* the plugin watcher refused its socket: logged */
+        unsigned watcher_refusals;      /* the plugin watcher refused its sockets, in a row */
         bool yielded;                   /* left its registration to a newer kdpd: logged */
         unsigned serve_attempts;        /* failed in a row */
         unsigned incarnation;
@@ -413,67 +413,7 @@ static void on_stream_lost(void *userdata) {
                 server_note_free(copy);
 }
 
-/* What the plugin watcher said of one socket, posted from the CQ thread to the loop. */
-typedef struct watcher_note {
-        server_note *note;
-        bool registered;
-        char *error;
-} watcher_note;
-
-static void watcher_note_free(watcher_note *w) {
-        server_note_free(w->note);
-        free(w->error);
-        free(w);
-}
-
-/*
- * The kubelet took the socket: the registration is its own, adopted as done
- * (and a refusal logged once per socket; the kubelet retries on its own).
- */
-static void on_watcher_status_posted(kdp_loop *loop, void *userdata) {
-        watcher_note *w = userdata;
-        kdp_resource *res = find_resource(w->note->d, w->note->resource);
-        _cleanup_free_ char *path = NULL;
-
-        if (!res || res->incarnation != w->note->incarnation || !res->server ||
-            !(path = socket_path(res->d, res->socket_name))) {
-                watcher_note_free(w);
-                return;
-        }
-        if (!w->registered) {
-                if (!res->watcher_refused)
-                        kdp_log_warning("The kubelet's plugin watcher refused the resource",
-                                        KDP_F_STR("resource", res->name), KDP_F_STR("socket", path),
-                                        KDP_F_STR("err", w->error));
-                res->watcher_refused = true;
-                kdp_metrics_resource_registration(res->series, KDP_METRICS_REGISTER_REJECTED);
-                watcher_note_free(w);
-                return;
-        }
-        kdp_kubelet_client_cancel(res->reg);
-        res->reg = NULL;
-        if (kdp_kubelet_client_adopt(res->d->kubelet, res->name, path, &res->reg) < 0)
-                kdp_log_error(-ENOMEM, "Failed to note a registration", KDP_F_STR("resource", res->name));
-        kdp_log_info("Registered with kubelet through its plugin watcher", KDP_F_STR("resource", res->name),
-                     KDP_F_STR("socket", path));
-        res->watcher_refused = false;
-        resource_registered(res);
-        watcher_note_free(w);
-}
-
-/* CQ thread. */
-static void on_watcher_status(bool registered, const char *error, void *userdata) {
-        const server_note *note = userdata;
-        watcher_note *w = calloc(1, sizeof(*w));
-
-        if (!w)
-                return;
-        w->registered = registered;
-        w->note = server_note_new(note->d, note->resource, note->incarnation);
-        w->error = strdup(error);
-        if (!w->note || !w->error || kdp_loop_post(note->d->loop, on_watcher_status_posted, w) < 0)
-                watcher_note_free(w);
-}
+static void on_watcher_status(bool registered, const char *error, void *userdata);
 
 static void on_allocated_posted(kdp_loop *loop, void *userdata) {
         kdp_daemon *d = userdata;
@@ -540,7 +480,6 @@ static int serve_once(kdp_resource *res, char **ret_path) {
         }
         res->server = server;
         res->socket_name = KDP_TAKE_PTR(name);
-        res->watcher_refused = false;
         res->yielded = false;
         if (d->registration == KDP_REGISTRATION_PLUGIN_WATCHER)
                 return 0;               /* the kubelet's plugin watcher finds the socket */
@@ -601,7 +540,12 @@ static int serve_try(kdp_resource *res) {
 }
 
 static void on_serve_retry(kdp_loop *loop, void *userdata) {
-        (void) serve_try(userdata);
+        kdp_resource *res = userdata;
+
+        if (res->server)
+                (void) serve_resource(res);     /* its socket was refused by the plugin watcher */
+        else
+                (void) serve_try(res);
 }
 
 /* (Re)serves on a fresh socket, then registers. The old server's streams end first. */
@@ -610,6 +554,81 @@ static int serve_resource(kdp_resource *res) {
         (void) kdp_loop_timer_disarm(res->serve_retry);
         res->serve_attempts = 0;
         return serve_try(res);
+}
+
+/* What the plugin watcher said of one socket, posted from the CQ thread to the loop. */
+typedef struct watcher_note {
+        server_note *note;
+        bool registered;
+        char *error;
+} watcher_note;
+
+static void watcher_note_free(watcher_note *w) {
+        server_note_free(w->note);
+        free(w->error);
+        free(w);
+}
+
+/*
+ * The plugin watcher refused the socket. A kubelet that got as far as
+ * connecting (dial-back or GetDevicePluginOptions failed) holds the plugin
+ * as registered and never tries that socket again: after the back-off of
+ * serving, a fresh socket replaces it. Warned when a streak
+ * starts and every 60th refusal.
+ */
+static void watcher_refused(kdp_resource *res, const char *path, const char *error) {
+        res->watcher_refusals++;
+        if (serve_failure_warns(-EPERM, res->watcher_refusals))
+                kdp_log_warning("The kubelet's plugin watcher refused the resource; serving a fresh socket",
+                                KDP_F_STR("resource", res->name), KDP_F_STR("socket", path), KDP_F_STR("err", error),
+                                KDP_F_INT("refusals", res->watcher_refusals));
+        else
+                kdp_log_v(1, "The kubelet's plugin watcher refused the resource", KDP_F_STR("resource", res->name),
+                          KDP_F_STR("socket", path), KDP_F_STR("err", error),
+                          KDP_F_INT("refusals", res->watcher_refusals));
+        kdp_metrics_resource_registration(res->series, KDP_METRICS_REGISTER_REJECTED);
+        (void) kdp_loop_timer_arm(res->serve_retry, serve_backoff_ms(res->watcher_refusals), 0);
+}
+
+/* The kubelet took the socket: the registration is its own, adopted as done. */
+static void on_watcher_status_posted(kdp_loop *loop, void *userdata) {
+        watcher_note *w = userdata;
+        kdp_resource *res = find_resource(w->note->d, w->note->resource);
+        _cleanup_free_ char *path = NULL;
+
+        if (!res || res->incarnation != w->note->incarnation || !res->server ||
+            !(path = socket_path(res->d, res->socket_name))) {
+                watcher_note_free(w);
+                return;
+        }
+        if (!w->registered) {
+                watcher_refused(res, path, w->error);
+                watcher_note_free(w);
+                return;
+        }
+        kdp_kubelet_client_cancel(res->reg);
+        res->reg = NULL;
+        if (kdp_kubelet_client_adopt(res->d->kubelet, res->name, path, &res->reg) < 0)
+                kdp_log_error(-ENOMEM, "Failed to note a registration", KDP_F_STR("resource", res->name));
+        kdp_log_info("Registered with kubelet through its plugin watcher", KDP_F_STR("resource", res->name),
+                     KDP_F_STR("socket", path));
+        res->watcher_refusals = 0;
+        resource_registered(res);
+        watcher_note_free(w);
+}
+
+/* CQ thread. */
+static void on_watcher_status(bool registered, const char *error, void *userdata) {
+        const server_note *note = userdata;
+        watcher_note *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return;
+        w->registered = registered;
+        w->note = server_note_new(note->d, note->resource, note->incarnation);
+        w->error = strdup(error);
+        if (!w->note || !w->error || kdp_loop_post(note->d->loop, on_watcher_status_posted, w) < 0)
+                watcher_note_free(w);
 }
 
 static bool same_reason(const char *a, const char *b) {
