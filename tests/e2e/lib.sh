@@ -19,6 +19,15 @@ KDPCTL="$KDP_BUILD_DIR/kdpctl"
 T=$(mktemp -d /tmp/kdp-e2e.XXXXXX)
 DIR="$T/device-plugins"
 mkdir -p "$DIR"
+# KDP_E2E_REGISTRATION=plugin-watcher runs a scenario through the kubelet's plugin watcher: the
+# stand-in kubelets watch $REG (plugins_registry beside $DIR) too, so kdpd's --registration auto
+# takes it. SOCK_DIR is where kdpd's sockets are in either mode.
+REG="$T/plugins_registry"
+SOCK_DIR=$DIR
+if [ "${KDP_E2E_REGISTRATION:-}" = plugin-watcher ]; then
+        mkdir -p "$REG"
+        SOCK_DIR=$REG
+fi
 export TMPDIR="$T"              # sim-node's testbed too: gone with $T even when sim-node was SIGKILLed
 PIDS=()
 FAILED=0
@@ -128,7 +137,10 @@ wait_socket() {
 start_kubelet() {
         local name=$1
         shift
-        "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$DIR" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+        local watch=()
+
+        [ "$SOCK_DIR" = "$REG" ] && watch=(--plugins-registry "$REG")
+        "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$DIR" "${watch[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" &
         PIDS+=($!)
         KUBELET_PID=$!
         wait_line "$T/$name.err" '"Serving kubelet socket"'
@@ -238,5 +250,24 @@ release_kdpd() {
 
 # plugin_socket RESOURCE_PART: the newest socket kdpd serves for a resource
 plugin_socket() {
-        ls -t "$DIR"/kdp-*"$1"* 2>/dev/null | head -n 1
+        ls -t "$SOCK_DIR"/kdp-*"$1"* 2>/dev/null | head -n 1
+}
+
+# printed_endpoint NAME: how the stand-in prints the endpoint of kdpd's socket NAME (the name
+# Register gave, or the path the plugin watcher dialled)
+printed_endpoint() {
+        if [ "$SOCK_DIR" = "$REG" ]; then
+                echo "$REG/$1"
+        else
+                echo "$1"
+        fi
+}
+
+# endpoint_path EP: the socket file of an endpoint the stand-in printed (a name in $DIR after a
+# Register, the path the plugin watcher dialled)
+endpoint_path() {
+        case $1 in
+        /*) echo "$1" ;;
+        *) echo "$DIR/$1" ;;
+        esac
 }

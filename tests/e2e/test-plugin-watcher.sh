@@ -17,7 +17,6 @@
 #   auto, no dir  without plugins_registry, auto registers on kubelet.sock
 . "$(dirname "$0")/lib.sh"
 
-REG="$T/plugins_registry"
 mkdir -p "$REG"
 WIDGETS='^devices resource=example.com/widget capacity=8 allocatable=8 '
 

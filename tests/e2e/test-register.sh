@@ -9,7 +9,7 @@ wait_line "$T/kubelet.out" '^devices resource=example.com/widget '
 
 reg=$(grep '^registered ' "$T/kubelet.out")
 case "$reg" in
-"registered resource=example.com/widget endpoint=kdp-example-example.com_widget.$KDPD_PID.1.sock pre_start_required=true preferred_available=true") ;;
+"registered resource=example.com/widget endpoint=$(printed_endpoint "kdp-example-example.com_widget.$KDPD_PID.1.sock") pre_start_required=true preferred_available=true") ;;
 *) fail "registration line: $reg" ;;
 esac
 pass "registered with a fresh socket name and identical options"

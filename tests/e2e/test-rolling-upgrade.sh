@@ -16,7 +16,7 @@ FULL="^devices resource=$RES capacity=8 allocatable=8 healthy=widget-0,widget-1,
 
 # endpoint_re PID: a socket name of the kdpd of PID (kdp-<backend>-<resource>.<pid>.<n>.sock)
 endpoint_re() {
-        echo "kdp-example-example\\.com_widget\\.$1\\.[0-9]+\\.sock"
+        echo "(.*/)?kdp-example-example\\.com_widget\\.$1\\.[0-9]+\\.sock"
 }
 
 # last_registered: the endpoint of the stand-in's newest registration of the resource
@@ -49,8 +49,8 @@ until last_registered | grep -Eqx "$(endpoint_re "$SECOND")" &&
         [ "$(now_ms)" -lt "$end" ] || fail "the second kdpd is not the one serving $RES: last registered $(last_registered)"
         sleep 0.02
 done
-[ -S "$DIR/$(last_registered)" ] || fail "the registered endpoint $(last_registered) is not served"
-assert_eq "$(find "$DIR" -name "kdp-example-*.$FIRST.*.sock" | wc -l)" 0 "sockets of the first kdpd left behind"
+[ -S "$(endpoint_path "$(last_registered)")" ] || fail "the registered endpoint $(last_registered) is not served"
+assert_eq "$(find "$SOCK_DIR" -name "kdp-example-*.$FIRST.*.sock" | wc -l)" 0 "sockets of the first kdpd left behind"
 pass "after the first kdpd's SIGTERM, $RES is served by the second: capacity=8 allocatable=8"
 
 assert_eq "$(grep "^devices resource=$RES " "$T/kubelet.out" | grep -cv " capacity=8 ")" 0 \

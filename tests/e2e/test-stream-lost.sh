@@ -26,8 +26,8 @@ assert_eq "$(tail -n 1 "$T/kubelet.out" | cut -d' ' -f1-4)" "devices resource=ex
 last=$(sed -n 's/^registered .* endpoint=\([^ ]*\) .*/\1/p' "$T/kubelet.out" | tail -n 1)
 assert_eq "$(sed -n 's/^registered .* endpoint=\([^ ]*\) .*/\1/p' "$T/kubelet.out" | sort -u | wc -l)" 4 \
         "distinct endpoints of the 4 registrations"
-[ -S "$DIR/$last" ] || fail "the new endpoint $last is not served"
-[ -e "$DIR/$first" ] && fail "the old socket $first is still there"
+[ -S "$(endpoint_path "$last")" ] || fail "the new endpoint $last is not served"
+[ -e "$(endpoint_path "$first")" ] && fail "the old socket $first is still there"
 assert_eq "$(count_lines "$T/kdpd.err" '"Re-registering after the kubelet dropped its stream"')" 3 "re-registrations logged"
 pass "a dropped stream with kubelet.sock unchanged re-registers on a fresh socket (3 rounds)"
 

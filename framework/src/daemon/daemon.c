@@ -1480,21 +1480,21 @@ static int start_metrics(kdp_daemon *d, const kdp_daemon_options *o) {
 /*
  * --registration: the plugin watcher when asked, or for auto when its
  * directory exists (every kubelet since 1.12 makes it at start; a DaemonSet
- * without its mount has none), else Register on kubelet.sock. Says why.
+ * without its mount has none), else Register on kubelet.sock. *ret_why says
+ * why, for log_registration() once the config was taken.
  */
-static int choose_registration(kdp_daemon *d, kdp_registration_mode asked) {
+static int choose_registration(kdp_daemon *d, kdp_registration_mode asked, const char **ret_why) {
         struct stat st;
         bool present = stat(d->plugins_registry, &st) == 0 && S_ISDIR(st.st_mode);
         const char *why = asked != KDP_REGISTRATION_AUTO ? "--registration" :
                           present ? "the plugin watcher's directory exists" :
                                     "no plugin watcher's directory";
 
+        *ret_why = why;
         d->registration = asked != KDP_REGISTRATION_AUTO ? asked :
                           present ? KDP_REGISTRATION_PLUGIN_WATCHER : KDP_REGISTRATION_KUBELET_SOCK;
         if (d->registration == KDP_REGISTRATION_PLUGIN_WATCHER) {
                 d->socket_dir = d->plugins_registry;
-                kdp_log_info("Registering through the kubelet's plugin watcher", KDP_F_STR("dir", d->plugins_registry),
-                             KDP_F_STR("reason", why));
                 /* made 0750 if missing, as the kubelet would: it may start after us */
                 if (!present && mkdir(d->plugins_registry, 0750) < 0 && errno != EEXIST)
                         return kdp_log_error(-errno, "Failed to create the plugin watcher's directory",
@@ -1502,8 +1502,15 @@ static int choose_registration(kdp_daemon *d, kdp_registration_mode asked) {
                 return 0;
         }
         d->socket_dir = d->kubelet_dir;
-        kdp_log_info("Registering on kubelet.sock", KDP_F_STR("dir", d->kubelet_dir), KDP_F_STR("reason", why));
         return 0;
+}
+
+static void log_registration(const kdp_daemon *d, const char *why) {
+        if (d->registration == KDP_REGISTRATION_PLUGIN_WATCHER)
+                kdp_log_info("Registering through the kubelet's plugin watcher", KDP_F_STR("dir", d->socket_dir),
+                             KDP_F_STR("reason", why));
+        else
+                kdp_log_info("Registering on kubelet.sock", KDP_F_STR("dir", d->socket_dir), KDP_F_STR("reason", why));
 }
 
 static int copy_options(kdp_daemon *d, const kdp_daemon_options *o) {
@@ -1535,6 +1542,7 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
                 .dropped = on_kubelet_dropped,
         };
         _cleanup_(kdp_daemon_freep) kdp_daemon *d = NULL;
+        const char *registration_why = NULL;
         int r;
 
         d = calloc(1, sizeof(*d));
@@ -1543,9 +1551,6 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         d->signal_fd = -1;
         raise_fd_limit();
         r = copy_options(d, o);
-        if (r < 0)
-                return r;
-        r = choose_registration(d, o->registration);
         if (r < 0)
                 return r;
         r = kdp_loop_new(&d->loop);
@@ -1581,6 +1586,9 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
                 if (r < 0)
                         return r;
         }
+        r = choose_registration(d, o->registration, &registration_why);
+        if (r < 0)
+                return r;
         r = kdp_kubelet_client_new(d->loop, kdp_server_runtime_cq(d->rt), d->kubelet_dir, &kubelet_events, d,
                                    &d->kubelet);
         if (r < 0)
@@ -1597,6 +1605,7 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         r = start_backends(d);
         if (r < 0)
                 return r;
+        log_registration(d, registration_why);
         kdp_metrics_started(d->metrics);
         r = follow_pod_resources(d, o);
         if (r < 0)
