@@ -44,6 +44,7 @@
 #define SERVE_BACKOFF_FIRST_MS 5
 #define SERVE_BACKOFF_MAX_MS 5000
 #define SERVE_WARN_AFTER_VANISHED 16     /* failures in a row, as REGISTER_WARN_AFTER */
+#define WATCHER_REFUSED_FIRST_MS 1000   /* a socket the plugin watcher refused is replaced after this, at the least */
 #define STREAM_WAIT_MS 10000             /* registered, no ListAndWatch yet: ask whether the kubelet dropped us */
 #define STOP_TIMEOUT_MS 20000           /* below the kubelet's 30 s grace period of a pod */
 #define UNIX_PATH_MAX_LEN 107
@@ -573,10 +574,13 @@ static void watcher_note_free(watcher_note *w) {
  * The plugin watcher refused the socket. A kubelet that got as far as
  * connecting (dial-back or GetDevicePluginOptions failed) holds the plugin
  * as registered and never tries that socket again: after the back-off of
- * serving, a fresh socket replaces it. Warned when a streak
+ * serving (at least WATCHER_REFUSED_FIRST_MS, so the kubelet is done with
+ * the old socket), a fresh socket replaces it. Warned when a streak
  * starts and every 60th refusal.
  */
 static void watcher_refused(kdp_resource *res, const char *path, const char *error) {
+        uint64_t ms;
+
         res->watcher_refusals++;
         if (serve_failure_warns(-EPERM, res->watcher_refusals))
                 kdp_log_warning("The kubelet's plugin watcher refused the resource; serving a fresh socket",
@@ -587,7 +591,8 @@ static void watcher_refused(kdp_resource *res, const char *path, const char *err
                           KDP_F_STR("socket", path), KDP_F_STR("err", error),
                           KDP_F_INT("refusals", res->watcher_refusals));
         kdp_metrics_resource_registration(res->series, KDP_METRICS_REGISTER_REJECTED);
-        (void) kdp_loop_timer_arm(res->serve_retry, serve_backoff_ms(res->watcher_refusals), 0);
+        ms = serve_backoff_ms(res->watcher_refusals);
+        (void) kdp_loop_timer_arm(res->serve_retry, ms > WATCHER_REFUSED_FIRST_MS ? ms : WATCHER_REFUSED_FIRST_MS, 0);
 }
 
 /* The kubelet took the socket: the registration is its own, adopted as done. */
