@@ -20,14 +20,21 @@ T=$(mktemp -d /tmp/kdp-e2e.XXXXXX)
 DIR="$T/device-plugins"
 mkdir -p "$DIR"
 # KDP_E2E_REGISTRATION=plugin-watcher runs a scenario through the kubelet's plugin watcher: the
-# stand-in kubelets watch $REG (plugins_registry beside $DIR) too, so kdpd's --registration auto
-# takes it. SOCK_DIR is where kdpd's sockets are in either mode.
+# stand-in kubelets watch $REG (plugins_registry beside the first $DIR) too, so kdpd's
+# --registration auto takes it. sock_dir says where kdpd's sockets are in either mode (a scenario
+# may point DIR elsewhere).
 REG="$T/plugins_registry"
-SOCK_DIR=$DIR
-if [ "${KDP_E2E_REGISTRATION:-}" = plugin-watcher ]; then
-        mkdir -p "$REG"
-        SOCK_DIR=$REG
-fi
+watcher_mode() {
+        [ "${KDP_E2E_REGISTRATION:-}" = plugin-watcher ]
+}
+sock_dir() {
+        if watcher_mode; then
+                echo "$REG"
+        else
+                echo "$DIR"
+        fi
+}
+watcher_mode && mkdir -p "$REG"
 export TMPDIR="$T"              # sim-node's testbed too: gone with $T even when sim-node was SIGKILLed
 PIDS=()
 FAILED=0
@@ -139,7 +146,7 @@ start_kubelet() {
         shift
         local watch=()
 
-        [ "$SOCK_DIR" = "$REG" ] && watch=(--plugins-registry "$REG")
+        watcher_mode && watch=(--plugins-registry "$REG")
         "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$DIR" "${watch[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" &
         PIDS+=($!)
         KUBELET_PID=$!
@@ -250,13 +257,13 @@ release_kdpd() {
 
 # plugin_socket RESOURCE_PART: the newest socket kdpd serves for a resource
 plugin_socket() {
-        ls -t "$SOCK_DIR"/kdp-*"$1"* 2>/dev/null | head -n 1
+        ls -t "$(sock_dir)"/kdp-*"$1"* 2>/dev/null | head -n 1
 }
 
 # printed_endpoint NAME: how the stand-in prints the endpoint of kdpd's socket NAME (the name
 # Register gave, or the path the plugin watcher dialled)
 printed_endpoint() {
-        if [ "$SOCK_DIR" = "$REG" ]; then
+        if watcher_mode; then
                 echo "$REG/$1"
         else
                 echo "$1"

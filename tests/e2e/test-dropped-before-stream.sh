@@ -16,7 +16,7 @@ wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 allo
 second=$(sed -n 's/^registered .* endpoint=\([^ ]*\) .*/\1/p' "$T/kubelet.out" | tail -n 1)
 [ "$first" != "$second" ] || fail "registered again on the same socket $first"
 [ -e "$(endpoint_path "$first")" ] && fail "the first socket $first is still there"
-if [ "$SOCK_DIR" = "$REG" ]; then    # the plugin watcher's socket is replaced without asking
+if watcher_mode; then    # the plugin watcher's socket is replaced without asking
         warning="No ListAndWatch from the kubelet's plugin watcher; serving a fresh socket"
         reregistered=0
 else

@@ -69,7 +69,7 @@ start_metrics_kdpd() {
 
 # ---- before the kubelet ----
 start_metrics_kdpd kdpd --metrics-address 127.0.0.1:0
-if [ "$SOCK_DIR" = "$REG" ]; then    # the plugin watcher's: no attempt of kdpd's own to name
+if watcher_mode; then    # the plugin watcher's: no attempt of kdpd's own to name
         wait_http /readyz 503 "^$RES: not registered with the kubelet$"
 else
         wait_http /readyz 503 "^$RES: not registered with the kubelet \(last attempt: kubelet_absent\)$"

@@ -50,7 +50,7 @@ until last_registered | grep -Eqx "$(endpoint_re "$SECOND")" &&
         sleep 0.02
 done
 [ -S "$(endpoint_path "$(last_registered)")" ] || fail "the registered endpoint $(last_registered) is not served"
-assert_eq "$(find "$SOCK_DIR" -name "kdp-example-*.$FIRST.*.sock" | wc -l)" 0 "sockets of the first kdpd left behind"
+assert_eq "$(find "$(sock_dir)" -name "kdp-example-*.$FIRST.*.sock" | wc -l)" 0 "sockets of the first kdpd left behind"
 pass "after the first kdpd's SIGTERM, $RES is served by the second: capacity=8 allocatable=8"
 
 assert_eq "$(grep "^devices resource=$RES " "$T/kubelet.out" | grep -cv " capacity=8 ")" 0 \

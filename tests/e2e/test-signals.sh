@@ -122,9 +122,9 @@ assert_eq "$(count_lines "$T/kdpd.err" "\"Ignored config of a backend that is no
         "third section named"
 pass "SIGHUP with 40 000 unknown sections: three warnings and a count, the known section applied"
 
-socks_before=$(ls "$SOCK_DIR" | grep -c '^kdp-')
+socks_before=$(ls "$(sock_dir)" | grep -c '^kdp-')
 assert_eq "$socks_before" 3 "kdpd sockets while running"
 stop_kdpd
-assert_eq "$(ls "$SOCK_DIR" | grep -c '^kdp-')" 0 "kdpd sockets after SIGTERM"
+assert_eq "$(ls "$(sock_dir)" | grep -c '^kdp-')" 0 "kdpd sockets after SIGTERM"
 wait_line "$T/kubelet.out" '^stream-ended resource=example.com/widget status=OK'
 pass "SIGTERM: streams ended with OK, sockets removed, exit 0"
