@@ -4,7 +4,8 @@
 # the next name with back-off, and succeeds once the directory is writable
 # again; then kdpd registers. As root, kdpd runs in a user namespace of its
 # own (unshare -U) where it keeps its uid but no power over the host's files,
-# so the directory's mode binds it as it would bind any user.
+# so the directory's mode binds it as it would bind any user. Through the
+# plugin watcher (e2e-watcher/socket-errors) the directory is plugins_registry.
 . "$(dirname "$0")/lib.sh"
 
 ns=()
@@ -23,10 +24,10 @@ wait_line "$T/kubelet.out" '^registered resource=example.com/widget '
 # the stream is open (SIGUSR1 drops only an open one)
 wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 allocatable=8 '
 
-chmod 0555 "$DIR"
+chmod 0555 "$(sock_dir)"
 kill -USR1 "$KUBELET_PID"      # the kubelet drops the stream: kdpd serves anew
-wait_line "$T/kdpd.err" "^W.*\"Failed to serve resource; retrying on the next socket name\" resource=\"example.com/widget\" socket=\"$DIR/kdp-example-example.com_widget\.$KDPD_PID\.2\.sock\" attempts=1 err=\"Permission denied\""
-chmod 0755 "$DIR"
+wait_line "$T/kdpd.err" "^W.*\"Failed to serve resource; retrying on the next socket name\" resource=\"example.com/widget\" socket=\"$(sock_dir)/kdp-example-example.com_widget\.$KDPD_PID\.2\.sock\" attempts=1 err=\"Permission denied\""
+chmod 0755 "$(sock_dir)"
 wait_line "$T/kdpd.err" '"Serving resource again" resource="example.com/widget"'
 wait_count "$T/kubelet.out" '^registered resource=example.com/widget ' 2
 devices_match example.com/widget 'capacity=8 allocatable=8 '

@@ -4,7 +4,10 @@
 # alone, logs the real reason (not "Address already in use"), and retries on
 # the name after each with back-off until one is free; then it registers.
 # The kubelet asks for it by dropping the stream (SIGUSR1 of the stand-in),
-# which keeps kubelet.sock and deletes nothing in the directory.
+# which keeps kubelet.sock and deletes nothing in the directory. Through the
+# plugin watcher (e2e-watcher/socket-obstacles) the names are in
+# plugins_registry, which the stand-in watches: it finds the new socket
+# itself (the obstacles are no sockets of kdpd's: none of them registers).
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -12,10 +15,10 @@ PY=/usr/bin/python3
 
 start_kubelet kubelet
 start_kdpd kdpd --backend example --v 2
-wait_line "$T/kubelet.out" '^registered resource=example.com/widget endpoint=kdp-example-example.com_widget\.[0-9]+\.1\.sock '
+wait_line "$T/kubelet.out" "^registered resource=example.com/widget endpoint=$(printed_endpoint "kdp-example-example.com_widget.$KDPD_PID.1.sock") "
 # the stream is open (SIGUSR1 drops only an open one)
 wait_line "$T/kubelet.out" '^devices resource=example.com/widget capacity=8 allocatable=8 '
-name() { echo "$DIR/kdp-example-example.com_widget.$KDPD_PID.$1.sock"; }
+name() { echo "$(sock_dir)/kdp-example-example.com_widget.$KDPD_PID.$1.sock"; }
 
 foreign="$T/foreign.sock"
 "${DIE_WITH_US[@]}" "$PY" -c '
@@ -28,7 +31,7 @@ ln -s "$foreign" "$(name 3)"
 mkdir "$(name 4)"
 
 kill -USR1 "$KUBELET_PID"
-wait_line "$T/kubelet.out" "^registered resource=example.com/widget endpoint=kdp-example-example.com_widget\.$KDPD_PID\.5\.sock "
+wait_line "$T/kubelet.out" "^registered resource=example.com/widget endpoint=$(printed_endpoint "kdp-example-example.com_widget.$KDPD_PID.5.sock") "
 devices_match example.com/widget 'capacity=8 allocatable=8 '
 assert_eq "$(count_lines "$T/kubelet.out" '^registered resource=example.com/widget ')" 2 "registrations"
 grep -q "\"Failed to serve resource; retrying on the next socket name\" resource=\"example.com/widget\" socket=\"$(name 2)\" attempts=1 err=\"File exists\"" \
