@@ -21,6 +21,16 @@
 # 200 restarts of the stand-in (30 under valgrind), then 30 of kubelet-go
 # (9 under valgrind) when it is built. Then kdpd started before any kubelet
 # registers once kubelet.sock appears.
+#
+# Through the plugin watcher (KDP_E2E_REGISTRATION=plugin-watcher) kdpd's
+# sockets are in plugins_registry, which the restart's cleaning leaves alone:
+# the new stand-in finds them by walking the registry at start. The same must
+# hold, and more: kdpd re-serves nothing, so every kubelet registers the very
+# sockets the first one did; taking the end of the old streams for a drop
+# would show as a fresh socket (an extra registration, or another endpoint).
+# kubelet-go has no plugin watcher: its rounds are skipped. kdpd started
+# before any kubelet serves in plugins_registry at once, and the late kubelet
+# registers that socket.
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=200
@@ -77,16 +87,18 @@ endpoint() {
         done <"$T/$1.out"
 }
 
-# launch NAME: a kubelet of $KIND (c: the stand-in, go: kubelet-go), output in $T/NAME.{out,err}, once it listens
+# launch NAME: a kubelet of $KIND (c: the stand-in, with the plugin watcher in watcher mode; go:
+# kubelet-go), output in $T/NAME.{out,err}, once it listens
 launch() {
-        if [ "$KIND" = go ]; then
-                "${DIE_WITH_US[@]}" "$KUBELET_GO" -dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
-        else
-                "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
+        if [ "$KIND" = c ]; then
+                start_kubelet "$1"
+                KPID=$KUBELET_PID
+                return
         fi
+        "${DIE_WITH_US[@]}" "$KUBELET_GO" -dir "$DIR" >"$T/$1.out" 2>"$T/$1.err" &
         KPID=$!
         PIDS+=("$KPID")
-        await "$T/$1.err" '"Serving kubelet socket"|^kubelet-go: serving '
+        await "$T/$1.err" '^kubelet-go: serving '
 }
 
 # end SIGNAL: ends the kubelet and forgets its pid (no later kill may reach a reused pid)
@@ -100,14 +112,19 @@ end() {
         KPID=
 }
 
-# serving NAME: kubelet NAME has both device lists and both endpoints exist
+# serving NAME: kubelet NAME has both device lists and both endpoints exist; in watcher mode they
+# are the sockets the first kubelet registered (FIRST_EP), as kdpd re-serves nothing
+declare -A FIRST_EP
 serving() {
         local res
         await "$T/$1.out" "$WIDGETS"
         await "$T/$1.out" "$GADGETS"
         for res in example.com/widget twin.example.com/gadget; do
                 endpoint "$1" "$res"
-                [ -n "$EP" ] && [ -S "$DIR/$EP" ] || fail "$1: endpoint '$EP' of $res is not a socket"
+                [ -n "$EP" ] && [ -S "$(endpoint_path "$EP")" ] || fail "$1: endpoint '$EP' of $res is not a socket"
+                watcher_mode || continue
+                [ -n "${FIRST_EP[$res]:-}" ] || FIRST_EP[$res]=$EP
+                assert_eq "$EP" "${FIRST_EP[$res]}" "$1: endpoint of $res"
         done
 }
 
@@ -160,7 +177,10 @@ launch k-0
 start_kdpd kdpd --backend example --backend "$TWIN" --v 2
 serving k-0
 restarts k "$ROUNDS"
-if [ -x "$KUBELET_GO" ]; then
+if watcher_mode; then
+        GO_ROUNDS=0
+        echo "skip: kubelet-go has no plugin watcher"
+elif [ -x "$KUBELET_GO" ]; then
         KIND=go
         launch go-0
         serving go-0
@@ -171,17 +191,34 @@ fi
 stop_kdpd                                      # its log is final now
 assert_eq "$(count_lines "$T/kdpd.err" '"Re-registering after the kubelet dropped its stream"')" 0 \
         "re-registrations for a dropped stream"
-pass "kubelet restarts (term, kill, frozen; $ROUNDS of the stand-in, $GO_ROUNDS of kubelet-go if built): one registration per resource and kubelet, endpoints served, full lists back"
+assert_eq "$(count_lines "$T/kdpd.err" '"No ListAndWatch from the kubelet')" 0 "registrations left without a stream"
+assert_eq "$(count_lines "$T/kdpd.err" '"The kubelet.s plugin watcher refused')" 0 "refusals by the plugin watcher"
+if watcher_mode; then
+        pass "kubelet restarts through the plugin watcher (term, kill, frozen; $ROUNDS of the stand-in): one registration per resource and kubelet, on the sockets served from the start, full lists back"
+else
+        pass "kubelet restarts (term, kill, frozen; $ROUNDS of the stand-in, $GO_ROUNDS of kubelet-go if built): one registration per resource and kubelet, endpoints served, full lists back"
+fi
 
 # kdpd started before the kubelet: it registers once kubelet.sock appears
+# (through the plugin watcher: it serves in plugins_registry at once, and the kubelet finds the socket)
 KIND=c
 rm -f "$DIR/kubelet.sock"
 start_kdpd kdpd-early --backend example --v 2
-wait_line "$T/kdpd-early.err" '"Waiting for kubelet.sock"' 20
+if watcher_mode; then
+        early="kdp-example-example.com_widget.$KDPD_PID.1.sock"
+        wait_socket "$REG/$early"
+        assert_eq "$(find "$REG" -name 'kdp-*' | wc -l)" 1 "kdpd's sockets in plugins_registry before the kubelet"
+else
+        wait_line "$T/kdpd-early.err" '"Waiting for kubelet.sock"' 20
+fi
 launch late
 await "$T/late.out" "$WIDGETS"
 end TERM
 count "$T/late.out" '^registered resource=example.com/widget '
 assert_eq "$N" 1 "registrations of a late kubelet"
-pass "kdpd started before the kubelet registered once kubelet.sock appeared"
+if watcher_mode; then
+        endpoint late example.com/widget
+        assert_eq "$EP" "$(printed_endpoint "$early")" "the endpoint the late kubelet registered"
+fi
+pass "kdpd started before the kubelet registered once the kubelet came"
 stop_kdpd
