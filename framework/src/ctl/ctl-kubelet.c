@@ -24,8 +24,11 @@
  *                                   ValidatePlugin ─────────────> ListAndWatch, admissions
  *
  * Both paths share the connection, the events on stdout, the resources and
- * what a newer registration of a resource does to the older one; only the
- * way in and the answer differ. A watcher reg dials the endpoint GetInfo
+ * what a newer registration of a resource does to the older one (closes it,
+ * or with --duplicate-registration keep-old keeps it, its updates applied,
+ * until its stream's end disconnects whichever is registered then: the
+ * kubelet 1.25-1.36 handler.go runClient, k/k#121994); only the way in and
+ * the answer differ. A watcher reg dials the endpoint GetInfo
  * names, or the registry socket itself, and prints that path as its endpoint.
  *
  * Ownership: the kubelet owns every Register reg (list `regs`; joined when a
@@ -142,6 +145,7 @@ struct reg {
         gpr_timespec deadline;                  /* dial and GetDevicePluginOptions */
         kdp_ctl_client *client;
         bool cancelled, finished;
+        bool superseded;                        /* keep-old: a newer one has the resource, this one stays */
         bool validated;                         /* watcher: passed ValidatePlugin */
         bool refused;                           /* printed as register-rejected (watcher: read once joined) */
         bool retry;                             /* watcher: refused so that the reconciler tries again */
@@ -1086,7 +1090,10 @@ static int reg_reject_options(reg *g, const kdp_ctl_client_status *st) {
         return reg_reject(g, "failed to dial device plugin: %s", err);
 }
 
-/* Registered: this registration replaces any older one of its resource. */
+/*
+ * Registered: this registration replaces any older one of its resource, which
+ * is closed, or (keep-old) only loses the resource name and stays connected.
+ */
 static int reg_activate(reg *g) {
         kubelet *k = g->k;
         resource *res;
@@ -1098,9 +1105,15 @@ static int reg_activate(reg *g) {
         }
         res = resource_find(k, g->resource, true);
         if (res && res->current && res->current != g) {
-                kdp_log_info("Replaced registration", KDP_F_STR("resource", g->resource),
-                             KDP_F_STR("endpoint", res->current->endpoint));
-                reg_cancel(res->current);
+                if (k->cfg->duplicate_registration == KDP_CTL_KUBELET_DUPLICATE_KEEP_OLD) {
+                        kdp_log_info("Overwrote registration; the older client stays connected",
+                                     KDP_F_STR("resource", g->resource), KDP_F_STR("endpoint", res->current->endpoint));
+                        res->current->superseded = true;
+                } else {
+                        kdp_log_info("Replaced registration", KDP_F_STR("resource", g->resource),
+                                     KDP_F_STR("endpoint", res->current->endpoint));
+                        reg_cancel(res->current);
+                }
         }
         if (res)
                 res->current = g;
@@ -1152,12 +1165,19 @@ static resource *reg_resource(reg *g) {
         return res && res->current == g && !g->cancelled ? res : NULL;
 }
 
+/* k->lock held: the resource if `g` still feeds it, live or (keep-old) superseded but connected. */
+static resource *reg_fed(reg *g) {
+        if (g->superseded && !g->cancelled)
+                return resource_find(g->k, g->resource, false);
+        return reg_resource(g);
+}
+
 static void reg_on_list(reg *g, const V1beta1__ListAndWatchResponse *m) {
         kubelet *k = g->k;
         resource *res;
 
         (void) pthread_mutex_lock(&k->lock);
-        res = reg_resource(g);
+        res = reg_fed(g);
         if (res) {
                 if (resource_update(res, m) < 0)
                         (void) kdp_log_error(-ENOMEM, "Failed to update devices", KDP_F_STR("resource", res->name));
@@ -1167,12 +1187,30 @@ static void reg_on_list(reg *g, const V1beta1__ListAndWatchResponse *m) {
         (void) pthread_mutex_unlock(&k->lock);
 }
 
+/*
+ * The end of g's stream disconnects the client registered under its resource
+ * name: g itself, or (keep-old, g superseded) the newer one, whose connection
+ * is closed. One the stand-in cancelled (closed) itself disconnects nothing.
+ */
 static void reg_on_end(reg *g, const kdp_ctl_client_status *st) {
         kubelet *k = g->k;
         resource *res;
 
         (void) pthread_mutex_lock(&k->lock);
         res = reg_resource(g);
+        if (!res && (res = reg_fed(g))) {       /* superseded: getClient(name) is the newest */
+                reg *cur = res->current;
+
+                if (cur && !cur->cancelled) {
+                        kdp_log_info("Older client's stream ended; disconnecting the client registered now",
+                                     KDP_F_STR("resource", res->name), KDP_F_STR("older", g->endpoint),
+                                     KDP_F_STR("endpoint", cur->endpoint));
+                        reg_cancel(cur);
+                        res->current = NULL;
+                } else {
+                        res = NULL;
+                }
+        }
         if (res && !k->stopping) {
                 event_stream_ended(res, st);
                 (void) resource_mark_unhealthy(res);

@@ -28,6 +28,21 @@
  * registered until its socket changes). Removing or replacing the socket
  * deregisters it: "deregistered resource=R endpoint=P", its connection closed
  * and its devices unhealthy, as at the end of its stream.
+ *
+ * A second registration of a resource (KUBELET.md §1.6) replaces the first
+ * as a kubelet before 1.25 does: the older connection is closed at once, its
+ * stream's end goes unprinted, and the newer one serves the resource. With
+ * `duplicate_registration` keep-old it is a kubelet 1.25-1.36 instead
+ * (k/k#121994): the newest registration takes the resource name (admissions
+ * and allocations go to it) but the older connection stays open and the
+ * device lists its stream still sends are applied to the resource and
+ * printed; when that older stream ends, the client registered under the name
+ * then (the newer one) is disconnected: "stream-ended" (the older stream's
+ * status) and a devices line with every device unhealthy, as at the end of
+ * the live stream, and the newer connection closed. A connection the
+ * stand-in closed itself ends with no such look-up (the kubelet's finds no
+ * client then, but for a registration in that instant). The plugin watcher's
+ * deregistration still drops only the connection of the socket removed.
  */
 #pragma once
 
@@ -51,6 +66,14 @@ typedef enum kdp_ctl_kubelet_allocatable {
         _KDP_CTL_KUBELET_ALLOCATABLE_INVALID = -EINVAL,
 } kdp_ctl_kubelet_allocatable;
 
+/* What a second registration of a resource does to the first (KUBELET.md §1.6). */
+typedef enum kdp_ctl_kubelet_duplicate {
+        KDP_CTL_KUBELET_DUPLICATE_REPLACE,              /* up to 1.24: the older one closed at once */
+        KDP_CTL_KUBELET_DUPLICATE_KEEP_OLD,             /* 1.25-1.36: kept; its end disconnects the newer */
+        _KDP_CTL_KUBELET_DUPLICATE_MAX,
+        _KDP_CTL_KUBELET_DUPLICATE_INVALID = -EINVAL,
+} kdp_ctl_kubelet_duplicate;
+
 typedef struct kdp_ctl_kubelet_config {
         const char *dir;                        /* the device-plugins directory */
         const kdp_ctl_kubelet_admit *admits;
@@ -62,6 +85,7 @@ typedef struct kdp_ctl_kubelet_config {
         unsigned drop_before_stream;            /* the first N registrations dropped before ListAndWatch */
         unsigned fail_dial_back;                /* the first N registrations' dial-backs fail */
         const char *plugins_registry;           /* also watch this plugins_registry directory; NULL: not */
+        kdp_ctl_kubelet_duplicate duplicate_registration;
 } kdp_ctl_kubelet_config;
 
 /*

@@ -56,6 +56,7 @@ enum {
         OPT_FAIL_DIAL_BACK,
         OPT_GET_ALLOCATABLE,
         OPT_PLUGINS_REGISTRY,
+        OPT_DUPLICATE_REGISTRATION,
         OPT_OUTPUT,
         OPT_V,
         OPT_HELP,
@@ -86,6 +87,7 @@ static const struct option long_options[] = {
         { "fail-dial-back", required_argument, NULL, OPT_FAIL_DIAL_BACK },
         { "get-allocatable", required_argument, NULL, OPT_GET_ALLOCATABLE },
         { "plugins-registry", required_argument, NULL, OPT_PLUGINS_REGISTRY },
+        { "duplicate-registration", required_argument, NULL, OPT_DUPLICATE_REGISTRATION },
         { "output", required_argument, NULL, OPT_OUTPUT },
         { "v", required_argument, NULL, OPT_V },
         { "help", no_argument, NULL, OPT_HELP },
@@ -112,7 +114,7 @@ static const char usage_text[] =
         "                   \"namespace\", \"pod\", \"container\"}...]}, null when not known or free)\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
         "                   [--pod-resources SOCKET [--get-allocatable MODE]] [--drop-before-stream N]\n"
-        "                   [--fail-dial-back N] [--plugins-registry RDIR]\n"
+        "                   [--fail-dial-back N] [--plugins-registry RDIR] [--duplicate-registration MODE]\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
         "                   SIGUSR2 ends every admitted pod: its devices are free again)\n"
         "  kdpctl discover  [--sysfs-root DIR]\n"
@@ -144,6 +146,11 @@ static const char usage_text[] =
         "               NotifyRegistrationStatus; a refusal (printed as register-rejected) is retried after\n"
         "               0.5 s doubling to 8 s while the socket stays; removing or replacing the socket\n"
         "               prints \"deregistered resource=R endpoint=P\" and drops that connection\n"
+        "  --duplicate-registration MODE  (kubelet) what a second registration of a resource does to\n"
+        "               the first: replace (default; a kubelet before 1.25) closes the first at once;\n"
+        "               keep-old (1.25-1.36, k/k#121994) leaves it connected, its device lists still\n"
+        "               applied, and when its stream ends disconnects the newer one: \"stream-ended\",\n"
+        "               every device unhealthy, the newer connection closed\n"
         "  --v N        log verbosity on stderr\n"
         "Exit: 0 success, 1 RPC error, time-out, (who) a socket missing or its resource not told,\n"
         "      (discover) no PCI bus or (not-served) no list, 2 usage.\n";
@@ -177,6 +184,7 @@ typedef struct args {
         const char *pod_resources;
         const char *plugins_registry;
         kdp_ctl_kubelet_allocatable get_allocatable;
+        kdp_ctl_kubelet_duplicate duplicate_registration;
         bool json;
         char **positional;                      /* borrowed */
         size_t n_positional;
@@ -359,6 +367,20 @@ static int parse_allocatable(const char *s, kdp_ctl_kubelet_allocatable *ret) {
         return -EINVAL;
 }
 
+static int parse_duplicate(const char *s, kdp_ctl_kubelet_duplicate *ret) {
+        static const char *const names[] = {
+                [KDP_CTL_KUBELET_DUPLICATE_REPLACE] = "replace",
+                [KDP_CTL_KUBELET_DUPLICATE_KEEP_OLD] = "keep-old",
+        };
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(names); i++)
+                if (strcmp(s, names[i]) == 0) {
+                        *ret = (kdp_ctl_kubelet_duplicate) i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 static int set_option(args *a, int opt, char *value) {
         unsigned long v;
 
@@ -378,6 +400,7 @@ static int set_option(args *a, int opt, char *value) {
         case OPT_DROP_BEFORE_STREAM: return parse_ulong(value, UINT_MAX, &a->drop_before_stream);
         case OPT_FAIL_DIAL_BACK: return parse_ulong(value, UINT_MAX, &a->fail_dial_back);
         case OPT_GET_ALLOCATABLE: return parse_allocatable(value, &a->get_allocatable);
+        case OPT_DUPLICATE_REGISTRATION: return parse_duplicate(value, &a->duplicate_registration);
         case OPT_OUTPUT:
                 if (strcmp(value, "json") != 0 && strcmp(value, "table") != 0)
                         return -EINVAL;
@@ -716,6 +739,7 @@ static int cmd_kubelet(args *a) {
                 .fail_dial_back = (unsigned) a->fail_dial_back,
                 .get_allocatable = a->get_allocatable,
                 .plugins_registry = a->plugins_registry,
+                .duplicate_registration = a->duplicate_registration,
         };
 
         if (a->n_positional > 0)
@@ -771,7 +795,7 @@ static const command commands[] = {
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
                   OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM) | OPT_BIT(OPT_FAIL_DIAL_BACK) |
-                  OPT_BIT(OPT_GET_ALLOCATABLE) | OPT_BIT(OPT_PLUGINS_REGISTRY),
+                  OPT_BIT(OPT_GET_ALLOCATABLE) | OPT_BIT(OPT_PLUGINS_REGISTRY) | OPT_BIT(OPT_DUPLICATE_REGISTRATION),
           OPT_BIT(OPT_DIR), false, cmd_kubelet },
         { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), 0, false, cmd_discover },
         { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), 0, false, cmd_not_served },
