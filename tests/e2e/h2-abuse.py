@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """h2-abuse.py SOCKET MODE N [--hold FILE] [--conns C] [--device ID] [--wait-close S] [--stall S]
+                            [--path METHOD_PATH]
 
 A hostile HTTP/2 peer on a DevicePlugin unix socket, written frame by frame
 (hyperframe + hpack) so that nothing of a well-behaved client's state machine
@@ -14,6 +15,10 @@ only a polite client honours do not apply to it. Modes:
   unread-answers N  N complete Allocates; the socket is never read, so the
                     answers pile up on the server's side
   ping-flood N      N PINGs; the acks are never read
+  no-message N      N calls whose HEADERS end the stream: no request message
+                    at all (not an empty one); the answers are read
+
+The calls are Allocates, or --path's method.
 
 With --hold FILE the connections stay as they are once the frames are out
 (or the server stopped taking them) until FILE exists; then what the server
@@ -27,6 +32,7 @@ Output, one line each:
   held                              (with --hold) every connection is done sending
   result conn=K goaway=CODE|none last_stream=S rst=R rst_codes=C1,C2 closed=yes|no
     CODE and the RST_STREAM codes as RFC 9113 names them
+  status conn=K stream=S grpc-status=N grpc-message=TEXT   (no-message) each answer's trailers
 """
 import os
 import socket
@@ -35,7 +41,7 @@ import sys
 import threading
 import time
 
-from hpack import Encoder
+from hpack import Decoder, Encoder
 from hyperframe.frame import (DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame, RstStreamFrame,
                               SettingsFrame)
 
@@ -58,8 +64,11 @@ def allocate_message(device):
 
 
 class Conn:
-    def __init__(self, path, index, stall_s):
+    def __init__(self, path, index, stall_s, method_path):
         self.index = index
+        self.method_path = method_path
+        self.dec = Decoder()
+        self.statuses = []
         self.stall_s = stall_s
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(path)
@@ -76,7 +85,7 @@ class Conn:
 
     def headers(self, stream_id, end_stream):
         block = self.enc.encode([(":method", "POST"), (":scheme", "http"),
-                                 (":path", "/v1beta1.DevicePlugin/Allocate"), (":authority", "localhost"),
+                                 (":path", self.method_path), (":authority", "localhost"),
                                  ("content-type", "application/grpc"), ("te", "trailers")])
         f = HeadersFrame(stream_id, block)
         f.flags.add("END_HEADERS")
@@ -108,6 +117,10 @@ class Conn:
                 self.last_stream = f.last_stream_id
             elif isinstance(f, RstStreamFrame):
                 self.rst.append(f.error_code)
+            elif isinstance(f, HeadersFrame):
+                fields = dict(self.dec.decode(bytes(f.data)))
+                if "grpc-status" in fields:
+                    self.statuses.append((f.stream_id, fields["grpc-status"], fields.get("grpc-message", "")))
         self.buf = buf[pos:]
 
     def read_background(self):
@@ -155,6 +168,9 @@ class Conn:
             self.index, error_name(self.goaway) if self.goaway is not None else "none",
             self.last_stream if self.last_stream is not None else "-", len(self.rst),
             ",".join(codes) or "-", "yes" if self.closed else "no"), flush=True)
+        for sid, code, text in self.statuses:
+            print("status conn=%d stream=%d grpc-status=%s grpc-message=%s" % (self.index, sid, code, text),
+                  flush=True)
 
 
 def batches(n, size=500):
@@ -181,6 +197,8 @@ def attack(c, mode, n, device):
                 d = DataFrame(sid, msg)
                 d.flags.add("END_STREAM")
                 out.append(d.serialize())
+            elif mode == "no-message":
+                out.append(c.headers(sid, True))
             elif mode == "ping-flood":
                 out.append(PingFrame(0, struct.pack(">Q", i)).serialize())
         if not c.send(b"".join(out), len(b)):
@@ -194,6 +212,7 @@ def main():
         sys.exit(__doc__)
     path, mode, n = args[0], args[1], int(args[2])
     hold, conns, device, wait_close, stall_s = None, 1, "widget-1", 0, SEND_STALL_S
+    method_path = "/v1beta1.DevicePlugin/Allocate"
     rest = args[3:]
     while rest:
         opt, val, rest = rest[0], rest[1], rest[2:]
@@ -207,11 +226,13 @@ def main():
             wait_close = float(val)
         elif opt == "--stall":
             stall_s = float(val)
+        elif opt == "--path":
+            method_path = val
         else:
             sys.exit("unknown option " + opt)
-    if mode not in ("rst-flood", "open-streams", "unread-answers", "ping-flood"):
+    if mode not in ("rst-flood", "open-streams", "unread-answers", "ping-flood", "no-message"):
         sys.exit("unknown mode " + mode)
-    cs = [Conn(path, i, stall_s) for i in range(conns)]
+    cs = [Conn(path, i, stall_s, method_path) for i in range(conns)]
     threads = [threading.Thread(target=attack, args=(c, mode, n, device)) for c in cs]
     for t in threads:
         t.start()

@@ -140,14 +140,21 @@ wait_socket() {
         [ -S "$1" ] || fail "no socket $1 after $((timeout * SLOW))s"
 }
 
+# kubelet_command: sets KUBELET_RUN to the stand-in kubelet on $DIR (and in watcher mode its
+# plugin watcher on $REG), for scenarios that start it themselves
+kubelet_command() {
+        KUBELET_RUN=("$KDPCTL" kubelet --dir "$DIR")
+        watcher_mode && KUBELET_RUN+=(--plugins-registry "$REG")
+        return 0
+}
+
 # start_kubelet NAME [ARGS...]: a stand-in kubelet on $DIR, output in $T/NAME.out
 start_kubelet() {
         local name=$1
         shift
-        local watch=()
 
-        watcher_mode && watch=(--plugins-registry "$REG")
-        "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$DIR" "${watch[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+        kubelet_command
+        "${DIE_WITH_US[@]}" "${KUBELET_RUN[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" &
         PIDS+=($!)
         KUBELET_PID=$!
         wait_line "$T/$name.err" '"Serving kubelet socket"'

@@ -5,8 +5,15 @@
 # NotifyRegistrationStatus. In turn:
 #   auto        --registration auto picks the watcher because plugins_registry
 #               exists, and says why
+#   no message  a NotifyRegistrationStatus call with no request message (a
+#               kubelet killed in the middle of one) is answered
+#               INVALID_ARGUMENT and is not taken for a refusal
 #   restart     a kubelet that restarts (SIGTERM, then SIGKILL) finds the very
 #               same socket again: kdpd re-serves nothing
+#   gone        a kubelet killed before its watcher found the socket: when
+#               the 10 s wait for its stream ends, no kubelet listens, so kdpd
+#               serves no fresh socket and warns of nothing; the next kubelet
+#               finds the same socket
 #   dropped     a live kubelet that drops the stream: kdpd serves a fresh
 #               socket, which the watcher registers as a new plugin
 #   dir gone    plugins_registry removed and made again by the next kubelet:
@@ -44,7 +51,7 @@ devices_since_registered() {
 }
 
 kubelet k1
-start_kdpd kdpd --backend example
+start_kdpd kdpd --backend example --v 1
 wait_line "$T/k1.out" "$WIDGETS"
 wait_line "$T/kdpd.err" '"Registering through the kubelet.s plugin watcher" dir="'"$REG"'" reason="the plugin watcher.s directory exists"'
 wait_line "$T/kdpd.err" '"Registered with kubelet through its plugin watcher" resource="example.com/widget"'
@@ -54,6 +61,19 @@ assert_eq "$(dirname "$first")" "$REG" "the socket's directory"
 assert_eq "$(find "$DIR" -name 'kdp-*' | wc -l)" 0 "kdpd's sockets in the device-plugins dir"
 assert_eq "$(count_lines "$T/kdpd.err" '"Registered with kubelet" ')" 0 "Register calls on kubelet.sock"
 pass "auto: the watcher registered kdpd's socket in plugins_registry; no Register"
+
+if /usr/bin/python3 -c 'import h2' 2>/dev/null; then
+        "${DIE_WITH_US[@]}" /usr/bin/python3 "$KDP_SOURCE_DIR/tests/e2e/h2-abuse.py" "$first" no-message 1 \
+                --path /pluginregistration.Registration/NotifyRegistrationStatus --wait-close 2 >"$T/no-message.out"
+        assert_eq "$(grep '^status ' "$T/no-message.out")" \
+                "status conn=0 stream=1 grpc-status=3 grpc-message=no request message" "the answer to a Notify without a message"
+        wait_line "$T/kdpd.err" '"Call ended before its request message" resource="example.com/widget" method="/pluginregistration.Registration/NotifyRegistrationStatus" reason="no request message"'
+        assert_eq "$(count_lines "$T/kdpd.err" '^W')" 0 "warnings of kdpd"
+        assert_eq "$(ls "$REG")" "$(basename "$first")" "the sockets in plugins_registry"
+        pass "a Notify without a request message: INVALID_ARGUMENT, no refusal, no fresh socket"
+else
+        echo "skipped the Notify without a message: python3-h2 missing"
+fi
 
 # the kubelet after the SIGKILL is "kubelet", for devices_match
 for how in TERM KILL; do
@@ -67,6 +87,20 @@ for how in TERM KILL; do
 done
 assert_eq "$(count_lines "$T/kdpd.err" '"Re-registering after')" 0 "re-serves through two kubelet restarts"
 pass "a restarted kubelet (SIGTERM, SIGKILL) finds the same socket; nothing re-served"
+
+kill -KILL "$KUBELET_PID"
+wait_gone 30 "$KUBELET_PID"
+restarts=$(count_lines "$T/kdpd.err" '"Noticed kubelet restart"')
+start_kubelet k-gone            # kubelet.sock only: no watcher finds the socket
+wait_count "$T/kdpd.err" '"Noticed kubelet restart"' $((restarts + 1))
+kill -KILL "$KUBELET_PID"       # kubelet.sock stays behind, refusing
+wait_gone 30 "$KUBELET_PID"
+wait_line "$T/kdpd.err" '"No kubelet listens; its successor.s plugin watcher will find the socket" resource="example.com/widget"' 60
+assert_eq "$(count_lines "$T/kdpd.err" '^W')" 0 "warnings of kdpd"
+kubelet kubelet
+wait_line "$T/kubelet.out" "$WIDGETS"
+assert_eq "$(endpoints kubelet)" "$first" "the endpoint the kubelet after the one gone found"
+pass "a kubelet gone before its watcher found the socket: no fresh socket, no warning; the next finds the same"
 
 kill -USR1 "$KUBELET_PID"
 wait_line "$T/kubelet.out" '^dropped resource=example.com/widget'

@@ -3,7 +3,10 @@
 # then SIGKILL if it does not end) 0-90 ms after it was started, often before
 # or while kdpd registers with it. Registration attempts that fail inside a restart are ordinary: kdpd
 # logs them at --v 1, and not one warning at --v 0. The last kubelet gets
-# every resource registered once.
+# every resource registered once. Through the plugin watcher
+# (e2e-watcher/restart-storm) every kubelet of the storm watches
+# plugins_registry too, as the kubelet does: one that finds kdpd's sockets
+# before it dies calls GetInfo, connects and may say it registered.
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=60
@@ -15,8 +18,9 @@ start_kdpd kdpd --backend example --backend "$TWIN"
 wait_line "$T/k-0.out" '^devices resource=example.com/widget capacity=8 '
 wait_line "$T/k-0.out" '^devices resource=twin.example.com/gadget capacity=2 '
 stop_kubelet
+kubelet_command
 for i in $(seq 1 "$ROUNDS"); do
-        "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$DIR" >"$T/storm.out" 2>"$T/storm.err" &
+        "${DIE_WITH_US[@]}" "${KUBELET_RUN[@]}" >"$T/storm.out" 2>"$T/storm.err" &
         pid=$!
         PIDS+=("$pid")
         sleep "0.0$(((i * 37) % 90 / 10))$(((i * 37) % 10))"

@@ -391,6 +391,12 @@ static void on_stream_wait(kdp_loop *loop, void *userdata) {
         if (!res->server || kdp_server_n_streams(res->server) > 0)
                 return;
         if (res->d->registration == KDP_REGISTRATION_PLUGIN_WATCHER) {
+                /* no kubelet now: the next one's start arms the wait again (watcher_kubelet_restarted) */
+                if (!kdp_kubelet_client_listening(res->d->kubelet)) {
+                        kdp_log_v(1, "No kubelet listens; its successor's plugin watcher will find the socket",
+                                  KDP_F_STR("resource", res->name), KDP_F_STR("socket", res->socket_name));
+                        return;
+                }
                 /* a fresh socket is a new plugin to the watcher: it connects anew */
                 kdp_log_warning("No ListAndWatch from the kubelet's plugin watcher; serving a fresh socket",
                                 KDP_F_STR("resource", res->name), KDP_F_STR("socket", res->socket_name),

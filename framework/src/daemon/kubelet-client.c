@@ -508,6 +508,17 @@ static bool probe_start(kdp_registration *reg) {
         return false;
 }
 
+bool kdp_kubelet_client_listening(const kdp_kubelet_client *k) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+        if (fd < 0)
+                return true;            /* cannot tell: taken for listening */
+        (void) snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", k->socket_path);
+        /* a killed kubelet leaves kubelet.sock behind, refusing; EAGAIN is a full backlog: busy, alive */
+        return connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0 || errno == EAGAIN;
+}
+
 bool kdp_kubelet_client_stream_lost(kdp_registration *reg) {
         if (!reg || !reg->k || reg->kubelet_fd < 0)
                 return false;           /* between attempts: no kubelet has us */

@@ -129,3 +129,9 @@ bool kdp_kubelet_client_endpoint_intact(const kdp_registration *reg);
  * may drop it in between). Nothing happens between attempts.
  */
 bool kdp_kubelet_client_stream_lost(kdp_registration *reg);
+/*
+ * True if a kubelet listens on kubelet.sock now (a connection is accepted
+ * into its backlog, or the backlog is full); false if the file is missing or
+ * refuses (a kubelet that stopped or was killed).
+ */
+bool kdp_kubelet_client_listening(const kdp_kubelet_client *k);

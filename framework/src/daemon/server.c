@@ -451,6 +451,18 @@ static void reply_error(kdp_call *c, int r, const char *details) {
         reply_unary(c, status, details);
 }
 
+/*
+ * A unary call whose peer went, or ended its side, before the request
+ * message: nothing was asked, so nothing is refused or warned of (a kubelet
+ * killed in the middle of a call does this).
+ */
+static void reply_without_request(kdp_call *c, int r, const char *details) {
+        kdp_log_v(1, "Call ended before its request message", KDP_F_STR("resource", c->server->resource),
+                  KDP_F_STR("method", c->m < _M_REGISTERED ? method_names[c->m] : "unknown"),
+                  KDP_F_STR("reason", details));
+        reply_unary(c, kdp_server_status_from_errno(r), details);
+}
+
 static void reply_message(kdp_call *c, int r, grpc_byte_buffer *bb) {
         if (r < 0) {
                 reply_error(c, r, "failed to encode the response");
@@ -1386,7 +1398,11 @@ static void on_message(kdp_tag *tag, bool ok) {
 
         call_set_phase(c, P_RUNNING);
         if (!ok) {                      /* cancelled (by the peer, or evicted): answering fails at once */
-                reply_error(c, -ECANCELED, "call cancelled before its request message");
+                reply_without_request(c, -ECANCELED, "call cancelled before its request message");
+                return;
+        }
+        if (!c->payload) {              /* the peer ended its side with no message: not an empty one */
+                reply_without_request(c, -EINVAL, "no request message");
                 return;
         }
         handle_unary(c);
