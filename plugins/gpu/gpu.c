@@ -747,10 +747,7 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
         }
         if (kdp_health_pci_check(s->ctx, g->bdf, NULL, checks, &g->pci, &why) == KDP_UNHEALTHY && why)
                 reason_add(g, why);
-        /* a GPU's NUMA node does not change while it stays on the bus; none read while it leaves
-         * (its sysfs files go one by one) keeps the one known, which a removed GPU is kept with */
-        if (p->numa_node >= 0)
-                g->numa_node = p->numa_node;
+        g->numa_node = p->numa_node;
 }
 
 /* The Xids of a GPU's MIG devices: over after xid_recovery_s (their text is added when emitted). */

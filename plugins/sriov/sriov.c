@@ -670,8 +670,6 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
                 }
                 has_member = true;
                 m->present = true;
-                if (f.numa_node < 0)            /* none read while it leaves the bus: the one known stays */
-                        f.numa_node = m->f.numa_node;
                 m->f = f;
                 numvfs = pf_numvfs(s->pci.list, f.pf_address);
                 if (numvfs > 0)
