@@ -352,19 +352,26 @@ static int add_admit(args *a, const char *spec) {
         return 0;
 }
 
+/* The index of `s` in `names` (n entries), or -EINVAL. */
+static int name_index(const char *const *names, size_t n, const char *s) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(s, names[i]) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
 static int parse_allocatable(const char *s, kdp_ctl_kubelet_allocatable *ret) {
         static const char *const names[] = {
                 [KDP_CTL_KUBELET_ALLOCATABLE_SERVED] = "served",
                 [KDP_CTL_KUBELET_ALLOCATABLE_UNIMPLEMENTED] = "unimplemented",
                 [KDP_CTL_KUBELET_ALLOCATABLE_DISABLED] = "disabled",
         };
+        int i = name_index(names, KDP_ELEMENTSOF(names), s);
 
-        for (size_t i = 0; i < KDP_ELEMENTSOF(names); i++)
-                if (strcmp(s, names[i]) == 0) {
-                        *ret = (kdp_ctl_kubelet_allocatable) i;
-                        return 0;
-                }
-        return -EINVAL;
+        if (i < 0)
+                return i;
+        *ret = (kdp_ctl_kubelet_allocatable) i;
+        return 0;
 }
 
 static int parse_duplicate(const char *s, kdp_ctl_kubelet_duplicate *ret) {
@@ -372,13 +379,12 @@ static int parse_duplicate(const char *s, kdp_ctl_kubelet_duplicate *ret) {
                 [KDP_CTL_KUBELET_DUPLICATE_REPLACE] = "replace",
                 [KDP_CTL_KUBELET_DUPLICATE_KEEP_OLD] = "keep-old",
         };
+        int i = name_index(names, KDP_ELEMENTSOF(names), s);
 
-        for (size_t i = 0; i < KDP_ELEMENTSOF(names); i++)
-                if (strcmp(s, names[i]) == 0) {
-                        *ret = (kdp_ctl_kubelet_duplicate) i;
-                        return 0;
-                }
-        return -EINVAL;
+        if (i < 0)
+                return i;
+        *ret = (kdp_ctl_kubelet_duplicate) i;
+        return 0;
 }
 
 static int set_option(args *a, int opt, char *value) {
