@@ -140,6 +140,16 @@ wait_socket() {
         [ -S "$1" ] || fail "no socket $1 after $((timeout * SLOW))s"
 }
 
+# forget_pid PID: PID is reaped; cleanup must not signal it (a later process may reuse the number)
+forget_pid() {
+        local p keep=()
+
+        for p in "${PIDS[@]}"; do
+                [ "$p" = "$1" ] || keep+=("$p")
+        done
+        PIDS=("${keep[@]}")
+}
+
 # kubelet_command: sets KUBELET_RUN to the stand-in kubelet on $DIR (and in watcher mode its
 # plugin watcher on $REG), for scenarios that start it themselves
 kubelet_command() {

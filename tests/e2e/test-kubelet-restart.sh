@@ -103,12 +103,8 @@ launch() {
 
 # end SIGNAL: ends the kubelet and forgets its pid (no later kill may reach a reused pid)
 end() {
-        local p keep=()
         { kill -"$1" "$KPID"; wait "$KPID"; } 2>/dev/null     # braces: bash reports a killed job on its stderr
-        for p in "${PIDS[@]}"; do
-                [ "$p" = "$KPID" ] || keep+=("$p")
-        done
-        PIDS=("${keep[@]}")
+        forget_pid "$KPID"
         KPID=
 }
 

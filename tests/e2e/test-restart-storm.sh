@@ -29,7 +29,7 @@ for i in $(seq 1 "$ROUNDS"); do
         else
                 { kill -KILL "$pid"; wait "$pid"; } 2>/dev/null
         fi
-        PIDS=("${PIDS[@]/$pid/}")
+        forget_pid "$pid"
 done
 start_kubelet last
 for res in example.com/widget twin.example.com/gadget; do
