@@ -221,7 +221,7 @@ static void unit_found(fpga_state *s, unit *u, const kdp_pci_device *p, const ch
         bool bound = strcmp(p->driver, u->driver) == 0;
 
         u->present = true;
-        u->numa_node = p->numa_node;
+        u->numa_node = kdp_pci_numa_node(p, u->numa_node);
         u->n_nodes = 0;
         u->reason[0] = '\0';
         u->health = (fpga_health){ 0 };

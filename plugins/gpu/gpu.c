@@ -747,7 +747,7 @@ static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
         }
         if (kdp_health_pci_check(s->ctx, g->bdf, NULL, checks, &g->pci, &why) == KDP_UNHEALTHY && why)
                 reason_add(g, why);
-        g->numa_node = p->numa_node;
+        g->numa_node = kdp_pci_numa_node(p, g->numa_node);
 }
 
 /* The Xids of a GPU's MIG devices: over after xid_recovery_s (their text is added when emitted). */

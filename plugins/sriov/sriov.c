@@ -670,6 +670,7 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
                 }
                 has_member = true;
                 m->present = true;
+                f.numa_node = kdp_pci_numa_node(p, m->f.numa_node);
                 m->f = f;
                 numvfs = pf_numvfs(s->pci.list, f.pf_address);
                 if (numvfs > 0)

@@ -339,6 +339,12 @@ START_TEST(test_fpga_port_health_reasons_and_recovery) {
                                          "dfl-port.1 Unhealthy (device node %s/dev/dfl-port.1 missing) numa=1 "
                                          "/dev/dfl-port.1:rw\n", root), 0);
         expect_devices(&b, AF_NLB0, want);
+        /* the kernel removes the function's attributes before its directory: a scan then keeps its node */
+        kdp_test_tree_remove(root, "sys/devices/" CARD1 "/numa_node");
+        b.ops->device_event(b.state, &(kdp_device_event){ .action = "unbind", .subsystem = "pci",
+                                                          .devpath = "/devices/" CARD1, .sysname = "0000:d8:00.0" });
+        kdp_test_backend_scan(&b, root);
+        expect_devices(&b, AF_NLB0, want);
         kdp_test_tree_remove(root, "sys/bus/pci/devices/0000:d8:00.0");
         b.ops->device_event(b.state, &(kdp_device_event){ .action = "remove", .subsystem = "pci",
                                                           .devpath = "/devices/" CARD1, .sysname = "0000:d8:00.0" });

@@ -542,6 +542,68 @@ START_TEST(test_gpu_handles_pci_functions_that_cannot_be_read) {
 }
 END_TEST
 
+/*
+ * A scan in the middle of a hot-unplug finds the GPU without its numa_node file (the kernel
+ * removes the attributes before the directory): the GPU keeps its node, kept after the unplug
+ * too, as a kdpd started later would list its peers. A numa_node that reads -1 is taken.
+ */
+START_TEST(test_gpu_keeps_its_numa_node_while_the_file_is_absent) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        const char *numa_b = "sys/devices/pci0000:15/0000:15:01.0/0000:19:00.0/numa_node";
+        const kdp_device_list *l;
+        kdp_test_capture c;
+        gpu_run run;
+
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_str_eq(l->devices[0].id, UUID_B);
+        ck_assert_uint_eq(l->devices[0].n_numa_nodes, 1);
+        ck_assert_int_eq(l->devices[0].numa_nodes[0], 1);
+
+        /* the firmware reports no affinity: taken (the event has the PCI list read again) */
+        kdp_test_tree_write(root, numa_b, "-1\n");
+        pci_event(&run, "bind", "0000:19:00.0");
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_uint_eq(l->devices[0].n_numa_nodes, 0);
+        kdp_test_tree_write(root, numa_b, "1\n");
+        pci_event(&run, "bind", "0000:19:00.0");
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_uint_eq(l->devices[0].n_numa_nodes, 1);
+        ck_assert_int_eq(l->devices[0].numa_nodes[0], 1);
+
+        /* mid-unplug: the file is gone, the function still listed */
+        kdp_test_tree_remove(root, numa_b);
+        pci_event(&run, "unbind", "0000:19:00.0");
+        kdp_test_capture_begin(&c);
+        gpu_scan(&run, root);
+        free(kdp_test_capture_end(&c));
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_str_eq(l->devices[0].id, UUID_B);
+        ck_assert_uint_eq(l->devices[0].n_numa_nodes, 1);
+        ck_assert_int_eq(l->devices[0].numa_nodes[0], 1);
+
+        /* then the function is gone: kept, Unhealthy, on its node */
+        kdp_test_tree_remove(root, "sys/bus/pci/devices/0000:19:00.0");
+        pci_event(&run, "remove", "0000:19:00.0");
+        kdp_test_capture_begin(&c);
+        gpu_scan(&run, root);
+        free(kdp_test_capture_end(&c));
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_uint_eq(l->n_devices, 2);
+        ck_assert_str_eq(l->devices[0].id, UUID_B);
+        ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
+        ck_assert_str_eq(l->devices[0].health_reason, "removed from the PCI bus");
+        ck_assert_uint_eq(l->devices[0].n_numa_nodes, 1);
+        ck_assert_int_eq(l->devices[0].numa_nodes[0], 1);
+        ck_assert_uint_eq(l->devices[1].n_numa_nodes, 1);
+        ck_assert_int_eq(l->devices[1].numa_nodes[0], 0);
+        gpu_done(&run);
+}
+END_TEST
+
 /* ---- MIG devices shared (replicas) and their preferred allocation ---- */
 
 /* GPU A (0000:18:00.0, NUMA 0): 1g.10gb in GPU instances 9 and 10, 1g.10gb+me in 11; GPU B (0000:19:00.0,
@@ -816,6 +878,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);
         tcase_add_test(tc, test_gpu_declares_every_gpu_it_does_not_serve);
         tcase_add_test(tc, test_gpu_handles_pci_functions_that_cannot_be_read);
+        tcase_add_test(tc, test_gpu_keeps_its_numa_node_while_the_file_is_absent);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("mig-share");

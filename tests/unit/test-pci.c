@@ -202,6 +202,8 @@ static void expect_device(const kdp_pci_device *got, const kdp_pci_device *want)
         ck_assert_msg(got->class_code == want->class_code, "%s class %06x", want->address, got->class_code);
         ck_assert_str_eq(got->driver, want->driver);
         ck_assert_msg(got->numa_node == want->numa_node, "%s numa %d", want->address, got->numa_node);
+        ck_assert_msg(got->numa_node_absent == want->numa_node_absent, "%s numa absent %d", want->address,
+                      got->numa_node_absent);
         ck_assert_msg(got->iommu_group == want->iommu_group, "%s iommu %d", want->address, got->iommu_group);
         ck_assert_msg(got->sriov_totalvfs == want->sriov_totalvfs, "%s totalvfs %d", want->address,
                       got->sriov_totalvfs);
@@ -593,6 +595,37 @@ START_TEST(test_pci_list_scan_names_the_driver_of_a_dangling_link) {
 }
 END_TEST
 
+/* A numa_node file that reads -1 is no affinity; an absent one is told apart (a device leaving). */
+START_TEST(test_pci_list_scan_tells_an_absent_numa_node_from_minus_one) {
+        _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("pci");
+        _cleanup_(kdp_pci_list_freep) kdp_pci_list *l = NULL;
+        const kdp_pci_device *d;
+
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:3b/0000:3b:00.0", .vendor = "0x10de",
+                                                    .device = "0x2330", .class_code = "0x030200", .numa_node = "1" });
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:3b/0000:3b:00.1", .vendor = "0x10de",
+                                                    .device = "0x2330", .class_code = "0x030200", .numa_node = "-1" });
+        kdp_test_pci_add(root, &(kdp_test_pci_dev){ .path = "pci0000:3b/0000:3b:00.2", .vendor = "0x10de",
+                                                    .device = "0x2330", .class_code = "0x030200" });
+        l = scan_quietly(root, NULL);
+
+        ck_assert_uint_eq(kdp_pci_list_size(l), 3);
+        d = kdp_pci_list_get(l, 0);
+        ck_assert_int_eq(d->numa_node, 1);
+        ck_assert(!d->numa_node_absent);
+        ck_assert_int_eq(kdp_pci_numa_node(d, 0), 1);
+        d = kdp_pci_list_get(l, 1);
+        ck_assert_int_eq(d->numa_node, -1);
+        ck_assert(!d->numa_node_absent);
+        ck_assert_int_eq(kdp_pci_numa_node(d, 0), -1);
+        d = kdp_pci_list_get(l, 2);
+        ck_assert_int_eq(d->numa_node, -1);
+        ck_assert(d->numa_node_absent);
+        ck_assert_int_eq(kdp_pci_numa_node(d, 0), 0);
+        ck_assert_int_eq(kdp_pci_numa_node(d, -1), -1);
+}
+END_TEST
+
 START_TEST(test_pci_list_scan_skips_a_malformed_class) {
         _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("pci");
         _cleanup_free_ char *log = NULL;
@@ -942,6 +975,7 @@ static Suite *pci_suite(void) {
         tcase_add_test(tc, test_pci_list_find_parses_the_address);
         tcase_add_test(tc, test_pci_list_scan_sorts_by_numeric_domain);
         tcase_add_test(tc, test_pci_list_scan_names_the_driver_of_a_dangling_link);
+        tcase_add_test(tc, test_pci_list_scan_tells_an_absent_numa_node_from_minus_one);
         tcase_add_test(tc, test_pci_list_scan_skips_a_malformed_class);
         tcase_add_test(tc, test_pci_list_scan_of_the_real_sys_works);
         suite_add_tcase(s, tc);

@@ -50,6 +50,7 @@ typedef struct kdp_pci_device {
         uint32_t class_code;                    /* 24 bits: base class, sub-class, prog-if */
         char driver[64];                        /* bound driver's name; "" when unbound */
         int numa_node;                          /* -1: no affinity */
+        bool numa_node_absent;                  /* no numa_node file (numa_node is -1): see kdp_pci_numa_node() */
         int iommu_group;                        /* -1: no IOMMU group */
         int sriov_totalvfs;                     /* -1: not SR-IOV capable */
         int sriov_numvfs;                       /* VFs enabled now (0 when not capable) */
@@ -75,6 +76,18 @@ size_t kdp_pci_list_size(const kdp_pci_list *l);
 const kdp_pci_device *kdp_pci_list_get(const kdp_pci_list *l, size_t i);
 /* `address` is compared by value: "0000:3B:00.0" finds 0000:3b:00.0. NULL if absent or not an address. */
 const kdp_pci_device *kdp_pci_list_find(const kdp_pci_list *l, const char *address);
+
+/*
+ * The NUMA node a backend should record for a function it recorded before as `known` (-1 if
+ * never): the node read now, except when the numa_node file is absent. The kernel removes a
+ * function's attributes before its directory, so a scan in the middle of a hot-unplug can find
+ * the function without the file; its node has not changed, and a device kept after the unplug
+ * must keep the topology a kdpd started on the final node advertises for its peers. A kernel
+ * without CONFIG_NUMA has no such file at all: `known` is -1 there. A file that reads -1 is taken.
+ */
+static inline int kdp_pci_numa_node(const kdp_pci_device *p, int known) {
+        return p->numa_node_absent ? known : p->numa_node;
+}
 
 /*
  * A PCI list a backend keeps between its scans and reads again only when it may have changed:

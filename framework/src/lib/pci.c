@@ -370,6 +370,9 @@ static int pci_fill_sysfs(int dirfd, kdp_pci_device *dev, const char **ret_file)
         uint32_t v;
         int r;
 
+        /* libpci reads a missing numa_node as -1; whether it was missing matters (kdp_pci_numa_node()) */
+        dev->numa_node_absent = dev->numa_node < 0 && faccessat(dirfd, "numa_node", F_OK, 0) < 0 && errno == ENOENT;
+
         *ret_file = "class";
         r = read_hex_at(dirfd, "class", 0xffffff, &dev->class_code);
         if (r < 0)
