@@ -484,6 +484,17 @@ static void pci_event(gpu_run *run, const char *action, const char *address) {
                                                                  .sysname = address });
 }
 
+/* After a pci event on `address`: a scan, its log dropped; the nvidia.com/gpu list. */
+static const kdp_device_list *rescan_after(gpu_run *run, const char *root, const char *action, const char *address) {
+        kdp_test_capture c;
+
+        pci_event(run, action, address);
+        kdp_test_capture_begin(&c);
+        gpu_scan(run, root);
+        free(kdp_test_capture_end(&c));
+        return resource(run, "nvidia.com/gpu");
+}
+
 /*
  * PCI functions libkdp could not read: one not seen before that may be a GPU (vendor not read) is
  * declared not served with the reason, another vendor's is no GPU; a GPU already served stays,
@@ -517,11 +528,7 @@ START_TEST(test_gpu_handles_pci_functions_that_cannot_be_read) {
 
         /* a served GPU whose class file turns malformed, until it is fixed */
         kdp_test_tree_write(root, class_b, "0x1234567\n");
-        pci_event(&run, "unbind", "0000:19:00.0");
-        kdp_test_capture_begin(&c);
-        gpu_scan(&run, root);
-        free(kdp_test_capture_end(&c));
-        l = resource(&run, "nvidia.com/gpu");
+        l = rescan_after(&run, root, "unbind", "0000:19:00.0");
         ck_assert_uint_eq(l->n_devices, 2);
         ck_assert_str_eq(l->devices[0].id, UUID_B);
         ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
@@ -532,11 +539,7 @@ START_TEST(test_gpu_handles_pci_functions_that_cannot_be_read) {
         ck_assert_str_eq(text, want);
 
         kdp_test_tree_write(root, class_b, "0x030200\n");
-        pci_event(&run, "bind", "0000:19:00.0");
-        kdp_test_capture_begin(&c);
-        gpu_scan(&run, root);
-        free(kdp_test_capture_end(&c));
-        l = resource(&run, "nvidia.com/gpu");
+        l = rescan_after(&run, root, "bind", "0000:19:00.0");
         ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
         gpu_done(&run);
 }
@@ -551,7 +554,6 @@ START_TEST(test_gpu_keeps_its_numa_node_while_the_file_is_absent) {
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
         const char *numa_b = "sys/devices/pci0000:15/0000:15:01.0/0000:19:00.0/numa_node";
         const kdp_device_list *l;
-        kdp_test_capture c;
         gpu_run run;
 
         ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
@@ -563,35 +565,23 @@ START_TEST(test_gpu_keeps_its_numa_node_while_the_file_is_absent) {
 
         /* the firmware reports no affinity: taken (the event has the PCI list read again) */
         kdp_test_tree_write(root, numa_b, "-1\n");
-        pci_event(&run, "bind", "0000:19:00.0");
-        gpu_scan(&run, root);
-        l = resource(&run, "nvidia.com/gpu");
+        l = rescan_after(&run, root, "bind", "0000:19:00.0");
         ck_assert_uint_eq(l->devices[0].n_numa_nodes, 0);
         kdp_test_tree_write(root, numa_b, "1\n");
-        pci_event(&run, "bind", "0000:19:00.0");
-        gpu_scan(&run, root);
-        l = resource(&run, "nvidia.com/gpu");
+        l = rescan_after(&run, root, "bind", "0000:19:00.0");
         ck_assert_uint_eq(l->devices[0].n_numa_nodes, 1);
         ck_assert_int_eq(l->devices[0].numa_nodes[0], 1);
 
         /* mid-unplug: the file is gone, the function still listed */
         kdp_test_tree_remove(root, numa_b);
-        pci_event(&run, "unbind", "0000:19:00.0");
-        kdp_test_capture_begin(&c);
-        gpu_scan(&run, root);
-        free(kdp_test_capture_end(&c));
-        l = resource(&run, "nvidia.com/gpu");
+        l = rescan_after(&run, root, "unbind", "0000:19:00.0");
         ck_assert_str_eq(l->devices[0].id, UUID_B);
         ck_assert_uint_eq(l->devices[0].n_numa_nodes, 1);
         ck_assert_int_eq(l->devices[0].numa_nodes[0], 1);
 
         /* then the function is gone: kept, Unhealthy, on its node */
         kdp_test_tree_remove(root, "sys/bus/pci/devices/0000:19:00.0");
-        pci_event(&run, "remove", "0000:19:00.0");
-        kdp_test_capture_begin(&c);
-        gpu_scan(&run, root);
-        free(kdp_test_capture_end(&c));
-        l = resource(&run, "nvidia.com/gpu");
+        l = rescan_after(&run, root, "remove", "0000:19:00.0");
         ck_assert_uint_eq(l->n_devices, 2);
         ck_assert_str_eq(l->devices[0].id, UUID_B);
         ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
