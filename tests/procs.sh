@@ -9,8 +9,12 @@
 #   wait_s [S]         S, but at least 30: what a wait for an event gets before it fails
 #   DIE_WITH_US        a command prefix: what it starts gets SIGKILL when this shell dies, even when
 #                      the shell itself is SIGKILLed (a ctest timeout); empty without setpriv
+#   drop_pid ARRAY PID removes PID from the array named ARRAY: once PID is reaped, a cleanup must
+#                      not signal it (a later process may have its number)
 #   kill_tree PID...   SIGTERM to each PID, SIGTERM then SIGKILL to everything still below it and
-#                      to the PIDs themselves after a grace; reaps what is this shell's child
+#                      to the PIDs themselves after a grace; reaps what is this shell's child. A PID
+#                      that is not below this shell (any more) is left alone: once reaped, its
+#                      number may be reused by another test's process
 #   on_exit FN         runs FN once when the shell ends: exit, or SIGINT/SIGTERM/SIGHUP
 #   netns_usable       true when this shell may make network namespaces (root, unshare(1), ip(8));
 #                      else false, with the reason in NETNS_WHY
@@ -106,11 +110,28 @@ wait_gone() {
         done
 }
 
+# drop_pid ARRAY PID: see above
+drop_pid() {
+        local -n drop_pid_list=$1
+        local p keep=()
+
+        for p in "${drop_pid_list[@]}"; do
+                [ "$p" = "$2" ] || keep+=("$p")
+        done
+        drop_pid_list=("${keep[@]}")
+}
+
 # kill_tree PID...: see above
 kill_tree() {
         local p
-        local -a below more
+        local -a below more mine ours=()
 
+        # a PID no longer below this shell was reaped: its number may be another test's process now
+        read -r -a mine <<<"$(proc_descendants $$)"
+        for p in "$@"; do
+                [[ " ${mine[*]} " == *" $p "* ]] && ours+=("$p")
+        done
+        set -- "${ours[@]}"
         [ $# -gt 0 ] || return 0
         read -r -a below <<<"$(proc_descendants "$@")"
         kill -TERM "$@" 2>/dev/null

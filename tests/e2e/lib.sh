@@ -142,12 +142,7 @@ wait_socket() {
 
 # forget_pid PID: PID is reaped; cleanup must not signal it (a later process may reuse the number)
 forget_pid() {
-        local p keep=()
-
-        for p in "${PIDS[@]}"; do
-                [ "$p" = "$1" ] || keep+=("$p")
-        done
-        PIDS=("${keep[@]}")
+        drop_pid PIDS "$1"
 }
 
 # kubelet_command: sets KUBELET_RUN to the stand-in kubelet on $DIR (and in watcher mode its

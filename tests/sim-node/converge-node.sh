@@ -42,7 +42,16 @@ stop() {
         [ -n "$p1" ] && kill -TERM "$p1" 2>/dev/null
         [ -n "$p2" ] && kill -TERM "$p2" 2>/dev/null
 }
-trap 'stop; wait; exit 143' TERM INT HUP
+# the signal is named on sim-node's stderr, which the harness shows when a case fails
+ended_by() {
+        echo "converge-node.sh: SIG$1; stopping the kdpds" >&2
+        stop
+        wait
+        exit 143
+}
+trap 'ended_by TERM' TERM
+trap 'ended_by INT' INT
+trap 'ended_by HUP' HUP
 
 # wait_file FILE: until FILE exists (the harness outside has the deadlines; it kills sim-node),
 # or until sim-node, our parent, is gone (we have another parent then)

@@ -81,7 +81,8 @@ stop_all() {
                         sleep 0.05
                 done
         done
-        [ -n "$sim_pgid" ] && kill -KILL -- "-$sim_pgid" 2>/dev/null
+        # only while the group has a member: an empty group's number may name another's by now
+        [ -n "$sim_pgid" ] && pgrep -g "$sim_pgid" > /dev/null && kill -KILL -- "-$sim_pgid" 2>/dev/null
         for p in "${bg[@]}"; do
                 kill -KILL "$p" 2>/dev/null
                 wait "$p" 2>/dev/null
@@ -512,6 +513,7 @@ run_case() {
         exec 9>&-
         wait "$sim_pid"
         k=$?
+        drop_pid bg "$sim_pid"             # reaped: stop_all must not signal its number
         if [ $k != 0 ] || [ "$(cat "$d/rc" 2>/dev/null)" != "0 0" ]; then
                 fail "$case_name: sim-node exit $k, kdpd exit codes '$(cat "$d/rc" 2>/dev/null)' (expected 0 0)"
                 show_logs "$d"
