@@ -50,7 +50,6 @@ typedef struct kdp_pci_device {
         uint32_t class_code;                    /* 24 bits: base class, sub-class, prog-if */
         char driver[64];                        /* bound driver's name; "" when unbound */
         int numa_node;                          /* -1: no affinity */
-        bool numa_node_absent;                  /* no numa_node file (numa_node is -1): see kdp_pci_numa_node() */
         int iommu_group;                        /* -1: no IOMMU group */
         int sriov_totalvfs;                     /* -1: not SR-IOV capable */
         int sriov_numvfs;                       /* VFs enabled now (0 when not capable) */
@@ -58,6 +57,8 @@ typedef struct kdp_pci_device {
         char parent[KDP_PCI_ADDRESS_MAX];       /* the upstream bridge; "" below a host bridge */
         char path[256];                         /* "pci0000:3a/0000:3a:00.0/0000:3b:00.0" */
         bool is_bridge;                         /* class 0x0604xx */
+        /* after the fields above, whose offsets backends built against earlier headers use */
+        bool numa_node_absent;                  /* no numa_node file (numa_node is -1): see kdp_pci_numa_node() */
 } kdp_pci_device;
 
 typedef struct kdp_pci_list kdp_pci_list;
