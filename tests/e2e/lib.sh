@@ -255,7 +255,8 @@ stop_kdpd() {
 }
 
 # hold_kdpd / release_kdpd: SIGSTOP and SIGCONT the kdpd that sim-node ($KDPD_PID) runs, so that
-# changes made meanwhile reach it together, in one scan (its periodic rescan cannot fall between)
+# no scan starts between changes made meanwhile. A scan under way when held ends after the release
+# with some of them: assert what the scans after it see, never that one scan saw them all.
 hold_kdpd() {
         KDPD_HELD=$(pgrep -P "$KDPD_PID")
         [ -n "$KDPD_HELD" ] || fail "no kdpd under sim-node $KDPD_PID to hold"

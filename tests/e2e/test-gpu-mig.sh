@@ -129,7 +129,7 @@ pass "NVML Xid 94 of GI 9/CI 0 marked that MIG device only; Xid 79 of the GPU al
 
 ctl "unbind 0000:18:00.0"
 devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=3 allocatable=0 healthy= unhealthy=$(sorted_ids "$M9,$M10,$M11") "
-wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"nvidia.com/mig-3g.40gb\" device=\"$M2\" reason=\"driver unbound; disabled \\(enable=0\\)\""
+wait_line "$T/kdpd.err" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"nvidia.com/mig-3g.40gb\" device=\"$M2\" reason=\"driver unbound; disabled \\(enable=0\\)\""
 ctl "bind 0000:18:00.0 nvidia"
 devices_match nvidia.com/mig-1g.10gb "^devices resource=nvidia.com/mig-1g.10gb capacity=3 allocatable=3 healthy=$(sorted_ids "$M9,$M10,$M11") unhealthy= "
 devices_match nvidia.com/mig-3g.40gb "^devices resource=nvidia.com/mig-3g.40gb capacity=1 allocatable=1 healthy=$M2 unhealthy= "

@@ -81,18 +81,12 @@ healthy 8 "$ALL" ""
 wait_line "$T/kdpd.err" '"GPU recovered: its Xid is older than xid_recovery_s" backend="gpu" pci="0000:9a:00.0" xid=94'
 pass "a MIG instance's Xid 94 marks its GPU; it clears by itself after xid_recovery_s (2 s), never stays"
 
-# both changes in one scan of kdpd (held meanwhile), so the reason it logs names both
-ctl "wait 60000"
-ctl echo drained-9b
-wait_line "$T/kdpd.out" '^drained-9b$'
-hold_kdpd
+# the unbind and the procfs entry gone: a scan may fall between the steps (naming some of the
+# reasons, as "became unhealthy"); the scan after the last one names them all
 ctl rm proc/driver/nvidia/gpus/0000:9b:00.0
 ctl unbind 0000:9b:00.0
-ctl echo applied-9b
-wait_line "$T/kdpd.out" '^applied-9b$'
-release_kdpd
 healthy 7 "$G2,$G7,$G1,$G0,$G6,$G3,$G4" "$G5"
-wait_line "$T/kdpd.err" "\"Device became unhealthy\" resource=\"$RES\" device=\"$G5\" reason=\"driver unbound; disabled \\(enable=0\\); not listed in /proc/driver/nvidia/gpus\""
+wait_line "$T/kdpd.err" "\"Device (became unhealthy|unhealthy for another reason)\" resource=\"$RES\" device=\"$G5\" reason=\"driver unbound; disabled \\(enable=0\\); not listed in /proc/driver/nvidia/gpus\""
 ctl write proc/driver/nvidia/gpus/0000:9b:00.0/information "$(printf 'Model: \\t\\t NVIDIA H100 80GB HBM3\\nGPU UUID: \\t %s\\nBus Location: \\t 0000:9b:00.0\\nDevice Minor: \\t 5\\nGPU Excluded:\\t No' "$G5")"
 ctl bind 0000:9b:00.0 nvidia
 healthy 8 "$ALL" ""
