@@ -32,8 +32,9 @@ twin:
 YAML
 kill -HUP "$KDPD_PID"
 wait_line "$T/kdpd.err" '"Reloaded config" changedBackends=1 reloadedBackends=1$'
-wait_line "$T/kubelet.out" '^registered resource=twin.example.com/gadget .*' 5
-sleep 0.3
+wait_count "$T/kubelet.out" '^registered resource=twin.example.com/gadget ' 2
+# the new socket's first list: its registration is over, and no third one came before it
+wait_count "$T/kubelet.out" '^devices resource=twin.example.com/gadget capacity=2 allocatable=2 ' 2
 assert_eq "$(count_lines "$T/kubelet.out" '^registered resource=twin.example.com/gadget ')" 2 "twin registrations"
 assert_eq "$(count_lines "$T/kubelet.out" '^registered resource=example.com/widget ')" 1 "example registrations"
 pass "SIGHUP re-registered only the resource whose config changed"
