@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -145,14 +146,13 @@ func (k *kubelet) reject(r *pb.RegisterRequest, err error) error {
 
 // dialPlugin is the kubelet's dial (plugin/v1beta1/client.go): the raw socket
 // path as target, :authority "localhost", no transport security, blocking
-// for at most 10 s, through a unix-socket dialer. grpc-go 1.33 has no
-// credentials/insecure package; WithInsecure is its equivalent.
+// for at most 10 s, through a unix-socket dialer.
 func dialPlugin(ctx context.Context, socket string) (*grpc.ClientConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	return grpc.DialContext(ctx, socket,
 		grpc.WithAuthority("localhost"),
-		grpc.WithInsecure(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithBlock(),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", addr)

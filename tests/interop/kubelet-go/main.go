@@ -2,7 +2,7 @@
 
 // Command kubelet-go stands in for the kubelet's device manager in interop
 // tests. It is written on grpc-go, the gRPC library the kubelet itself uses
-// (Debian's golang-google-grpc-dev), and copies the kubelet's behaviour
+// (at the version tests/interop/go.mod pins), and copies the kubelet's behaviour
 // wherever a device plugin can observe it (shared KUBELET.md §1–§4):
 //
 //   - at start it removes stale sockets from the directory, then serves
