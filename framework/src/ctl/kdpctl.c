@@ -28,6 +28,7 @@
 #include "ctl-kubelet.h"
 #include "ctl-who.h"
 #include "not-served.h"
+#include "pluginregistration/v1/api.pb-c.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
@@ -102,7 +103,8 @@ static const char usage_text[] =
         "  kdpctl preferred --socket S --size N [--must ID]... [--available ID]... [--timeout SEC]\n"
         "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
         "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX\n"
-        "                   (METHOD options, allocate, preferred or prestart with a request given as its\n"
+        "                   (METHOD options, allocate, preferred, prestart, or the plugin watcher's info\n"
+        "                   (GetInfo) or notify (NotifyRegistrationStatus), with a request given as its\n"
         "                   wire bytes in hex, as a peer that is not the kubelet may send it; prints \"raw ok\")\n"
         "  kdpctl who       [--pod-resources SOCKET] [--socket [RESOURCE=]S]... [-o json] [--timeout SEC]\n"
         "                   (who holds which device: one row per device and holder, RESOURCE DEVICE\n"
@@ -664,6 +666,8 @@ static const struct {
         { "allocate", KDP_CTL_CLIENT_METHOD_ALLOCATE, &v1beta1__allocate_response__descriptor },
         { "preferred", KDP_CTL_CLIENT_METHOD_PREFERRED, &v1beta1__preferred_allocation_response__descriptor },
         { "prestart", KDP_CTL_CLIENT_METHOD_PRESTART, &v1beta1__pre_start_container_response__descriptor },
+        { "info", KDP_CTL_CLIENT_METHOD_GET_INFO, &pluginregistration__plugin_info__descriptor },
+        { "notify", KDP_CTL_CLIENT_METHOD_NOTIFY, &pluginregistration__registration_status_response__descriptor },
 };
 
 static int hex_digit(char c) {
