@@ -6,8 +6,9 @@ SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 mkfifo "$T/ctl"
 exec 9<>"$T/ctl"
 
-# run_node NAME [KDPD ARGS...]: kdpd --backend fpga on $NODE under sim-node and a fresh stand-in
-# kubelet; its output in $T/kubelet-NAME.out ($KUBELET_OUT), kdpd's in $T/kdpd-NAME.{out,err}
+# run_node NAME [KDPD ARGS...]: kdpd --backend fpga on $NODE under sim-node (with the options in
+# the array SIM_OPTS, if set) and a fresh stand-in kubelet; its output in $T/kubelet-NAME.out
+# ($KUBELET_OUT), kdpd's in $T/kdpd-NAME.{out,err}
 run_node() {
         local name=$1
         shift
@@ -15,7 +16,7 @@ run_node() {
         mkdir -p "$DIR"
         start_kubelet "kubelet-$name"
         KUBELET_OUT="$T/kubelet-$name.out"
-        "${DIE_WITH_US[@]}" "$SIM" "$NODE" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
+        "${DIE_WITH_US[@]}" "$SIM" "$NODE" --control "$T/ctl" ${SIM_OPTS[@]+"${SIM_OPTS[@]}"} -- "${KDPD_RUN[@]}" \
                 --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
                 --backend fpga "$@" >"$T/kdpd-$name.out" 2>"$T/kdpd-$name.err" &
         KDPD_PID=$!
