@@ -23,6 +23,15 @@ run_node() {
         PIDS+=($KDPD_PID)
 }
 
+# node_serves NAME RESOURCE: waits for the first device list of RESOURCE of run_node NAME, and
+# skips the scenario (exit 77) when sim-node could not run; sets ERR to kdpd's log
+node_serves() {
+        ERR="$T/kdpd-$1.err"
+        wait_line "$KUBELET_OUT" "^devices resource=$2 "
+        grep -q 'sim-node: .*preload\|not built' "$ERR" && { echo "skip: no simulated node"; exit 77; }
+        return 0
+}
+
 # last_devices RESOURCE: the stand-in kubelet's newest `devices` line of RESOURCE
 last_devices() {
         grep "^devices resource=$1 " "$KUBELET_OUT" | tail -n 1

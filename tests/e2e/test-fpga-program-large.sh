@@ -34,9 +34,7 @@ rss_anon() {
 
 SIM_OPTS=(-v)
 run_node big -o fpga.bitstream_dir="$BITS"
-ERR="$T/kdpd-big.err"
-wait_line "$KUBELET_OUT" "^devices resource=$AF "
-grep -q 'sim-node: .*preload\|not built' "$ERR" && { echo "skip: no simulated node"; exit 77; }
+node_serves big $AF
 wait_devices $AF "^devices resource=$AF capacity=2 allocatable=2 healthy=dfl-port.0,dfl-port.1 unhealthy= "
 S=$(socket_of $AF)
 pid=$(awk '/"Starting kdpd"/ { print $3; exit }' "$ERR")
