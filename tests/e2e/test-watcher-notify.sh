@@ -4,9 +4,11 @@
 # mode:
 #   plugin watcher  a Notify(false) and a Notify(true) on a connection no GetInfo came on, and from
 #                   another pid than the last GetInfo's (even after that client asked GetInfo
-#                   itself, in a process of its own), are refused PERMISSION_DENIED, each with a
-#                   warning naming its pid and uid; the socket the kubelet registered is kept, its
-#                   stream stays open with all 8 devices, nothing is registered again
+#                   itself, in a process of its own), are refused PERMISSION_DENIED, and so is one
+#                   on the very connection the client asked GetInfo on, while the kubelet's
+#                   ListAndWatch is open; each with a warning naming the client's pid and uid. The
+#                   socket the kubelet registered is kept, its stream stays open with all 8
+#                   devices, nothing is registered again
 #   kubelet.sock    no plugin watcher: a Notify is refused UNIMPLEMENTED, and kdpd never says it
 #                   registered through one
 # The stand-in kubelet's own GetInfo and Notify (one client connection, as the kubelet's) still
@@ -16,21 +18,27 @@
 WIDGETS='^devices resource=example.com/widget capacity=8 allocatable=8 '
 REFUSED='"Refused call" resource="example.com/widget" method="/pluginregistration.Registration/NotifyRegistrationStatus"'
 NOT_WATCHER="NotifyRegistrationStatus is taken only from the plugin watcher that asked GetInfo"
+STREAM_OPEN="NotifyRegistrationStatus is not taken while another process has a ListAndWatch stream open"
 NO_WATCHER="NotifyRegistrationStatus is taken only when kdpd registers through the kubelet's plugin watcher (--registration plugin-watcher)"
 
-# foreign NAME SOCKET METHOD HEX: `kdpctl raw` as a process of its own; its output in $T/NAME.raw,
-# its pid in FOREIGN_PID
+# foreign NAME SOCKET METHOD HEX...: `kdpctl raw` as a process of its own (the pairs on one
+# connection); its output in $T/NAME.raw, its pid in FOREIGN_PID
 foreign() {
-        "$KDPCTL" raw --socket "$2" "$3" "$4" >"$T/$1.raw" 2>&1 &
+        local name=$1 socket=$2
+        shift 2
+        "$KDPCTL" raw --socket "$socket" "$@" >"$T/$name.raw" 2>&1 &
         FOREIGN_PID=$!
         wait "$FOREIGN_PID"
 }
 
-# refused NAME SOCKET HEX STATUS REASON: a foreign Notify (request HEX) is refused with STATUS and
-# REASON, and kdpd warns of it with the client's pid and uid
+# refused NAME SOCKET HEX STATUS REASON [FIRST]: a foreign Notify (request HEX; after a GetInfo on
+# its connection with FIRST=info) is refused with STATUS and REASON, and kdpd warns of it with the
+# client's pid and uid
 refused() {
-        foreign "$1" "$2" notify "$3"
-        assert_eq "$(cat "$T/$1.raw")" "error: code=$4 message=$5" "$1: the answer"
+        local first=()
+        [ "${6:-}" = info ] && first=(info "")
+        foreign "$1" "$2" ${first[@]+"${first[@]}"} notify "$3"
+        assert_eq "$(tail -n 1 "$T/$1.raw")" "error: code=$4 message=$5" "$1: the answer"
         wait_line "$T/$KDPD_NAME.err" "^W.* $REFUSED status=\"$4\" reason=\"$(sed 's/[().]/\\&/g' <<<"$5")\" pid=$FOREIGN_PID uid=$(id -u)\$"
 }
 
@@ -60,7 +68,9 @@ refused true "$S" 0801 PERMISSION_DENIED "$NOT_WATCHER"
 foreign info "$S" info ""
 assert_eq "$(cat "$T/info.raw")" "raw ok" "a foreign GetInfo"
 refused after-info "$S" 0800 PERMISSION_DENIED "$NOT_WATCHER"
-assert_eq "$(count_lines "$T/kdpd.err" "$REFUSED")" 3 "refused Notify lines"
+refused same-conn "$S" 0800 PERMISSION_DENIED "$STREAM_OPEN" info
+assert_eq "$(head -n 1 "$T/same-conn.raw")" "raw ok" "GetInfo before the Notify on one connection"
+assert_eq "$(count_lines "$T/kdpd.err" "$REFUSED")" 4 "refused Notify lines"
 assert_eq "$(count_lines "$T/kdpd.err" 'refused the resource')" 0 "refusals taken from a foreign client"
 assert_eq "$(count_lines "$T/kdpd.err" '"Registered with kubelet through its plugin watcher"')" 1 "registrations kdpd logged"
 pass "a foreign Notify(false|true) is refused PERMISSION_DENIED with a warning naming its pid and uid"

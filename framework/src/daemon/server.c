@@ -1120,31 +1120,44 @@ static void note_registrar(kdp_call *c) {
         pthread_mutex_unlock(&s->lock);
 }
 
+static bool same_peer(const kdp_gate_peer *a, const kdp_gate_peer *b) {
+        return a->pid == b->pid && a->uid == b->uid;
+}
+
 /*
  * Whether a NotifyRegistrationStatus is the plugin watcher's: taken only when
- * kdpd registers through it (ev.watcher_status set), and only on the
- * connection its GetInfo came on (the kubelet asks both on one client
- * connection, KUBELET.md §1.7), or at least from the same pid and uid as the
- * last GetInfo. Anyone else could drop the kubelet's registration at will.
+ * kdpd registers through it (ev.watcher_status set), only on the connection
+ * a GetInfo came on (the kubelet asks both on one client connection,
+ * KUBELET.md §1.7) or at least from the same pid and uid as the last
+ * GetInfo, and never while another process has a ListAndWatch open (the
+ * kubelet's watcher and its streams are one process). Anyone else could
+ * drop the kubelet's registration at will.
  */
 static int check_notify(kdp_call *c, char *err, size_t err_size) {
         kdp_server *s = c->server;
-        bool same_peer;
+        bool watcher, streamed = false;
 
         if (!s->ev.watcher_status) {
                 snprintf(err, err_size, "NotifyRegistrationStatus is taken only when kdpd registers through the "
                          "kubelet's plugin watcher (--registration plugin-watcher)");
                 return -EOPNOTSUPP;
         }
-        if (kdp_gate_is_registrar(s->rt->gate, c->conn))
-                return 0;
         pthread_mutex_lock(&s->lock);
-        same_peer = s->info_asked && s->info_cred.pid == c->cred.pid && s->info_cred.uid == c->cred.uid;
+        for (const kdp_call *l = s->streams; l && !streamed; l = l->next)
+                streamed = !same_peer(&l->cred, &c->cred);
+        watcher = s->info_asked && same_peer(&s->info_cred, &c->cred);
         pthread_mutex_unlock(&s->lock);
-        if (same_peer)
-                return 0;
-        snprintf(err, err_size, "NotifyRegistrationStatus is taken only from the plugin watcher that asked GetInfo");
-        return -EPERM;
+        if (!watcher && !kdp_gate_is_registrar(s->rt->gate, c->conn)) {
+                snprintf(err, err_size, "NotifyRegistrationStatus is taken only from the plugin watcher that asked "
+                         "GetInfo");
+                return -EPERM;
+        }
+        if (streamed) {
+                snprintf(err, err_size, "NotifyRegistrationStatus is not taken while another process has a "
+                         "ListAndWatch stream open");
+                return -EPERM;
+        }
+        return 0;
 }
 
 /* The kubelet's plugin watcher says whether it took the plugin (CQ thread). */

@@ -6,8 +6,9 @@
  * (GetInfo: a DevicePlugin named after the resource, API v1beta1, endpoint ""
  * = this socket; NotifyRegistrationStatus: handed to ev->watcher_status when
  * it comes on a connection a GetInfo came on, or from the same pid and uid as
- * the last GetInfo, else refused PERMISSION_DENIED), so in plugins_registry
- * one socket is both the registration and the endpoint.
+ * the last GetInfo, and no other process has a ListAndWatch open, else
+ * refused PERMISSION_DENIED), so in plugins_registry one socket is both the
+ * registration and the endpoint.
  *
  *   loop thread      kdp_server_new / _publish / _stop / runtime_cancel_overdue
  *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
