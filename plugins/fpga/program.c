@@ -2,6 +2,7 @@
 /*
  * GBS files and partial reconfiguration of DFL FPGA ports (see program.h).
  */
+#include <assert.h>
 #include <ctype.h>
 #include <endian.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,18 +147,23 @@ static int parse_metadata(const char *json, size_t len, fpga_program_gbs *g, cha
         return 0;
 }
 
-int fpga_program_gbs_parse(uint8_t *data, size_t size, fpga_program_gbs *ret, char **reterr_reason) {
-        fpga_program_gbs g = { 0 };
+/*
+ * Checks the header and metadata of a GBS file of `size` bytes, whose first
+ * `head_size` bytes are at `head` (all of them, or at least the header and
+ * the metadata), and fills g's IDs and bitstream_offset.
+ */
+static int parse_head(const uint8_t *head, size_t head_size, size_t size, fpga_program_gbs *g, char **reterr_reason) {
         uint64_t m1, m2;
         uint32_t len;
         int r;
 
+        assert(head_size <= size);
         if (size < GBS_HEADER_SIZE)
                 return fail(-EBADMSG, reterr_reason, "shorter (%zu bytes) than a GBS header (%d bytes)", size,
                             GBS_HEADER_SIZE);
-        memcpy(&m1, data, 8);
-        memcpy(&m2, data + 8, 8);
-        memcpy(&len, data + 16, 4);
+        memcpy(&m1, head, 8);
+        memcpy(&m2, head + 8, 8);
+        memcpy(&len, head + 16, 4);
         m1 = le64toh(m1);
         m2 = le64toh(m2);
         len = le32toh(len);
@@ -171,21 +178,53 @@ int fpga_program_gbs_parse(uint8_t *data, size_t size, fpga_program_gbs *ret, ch
                             size - GBS_HEADER_SIZE, len);
         if (size - GBS_HEADER_SIZE == len)
                 return fail(-EBADMSG, reterr_reason, "truncated: no bitstream after the metadata");
-        r = parse_metadata((const char *) data + GBS_HEADER_SIZE, len, &g, reterr_reason);
+        assert(head_size >= GBS_HEADER_SIZE + len);
+        r = parse_metadata((const char *) head + GBS_HEADER_SIZE, len, g, reterr_reason);
         if (r < 0)
                 return r;
-        g.data = data;
-        g.size = size;
-        g.bitstream_offset = GBS_HEADER_SIZE + len;
+        g->bitstream_offset = GBS_HEADER_SIZE + len;
+        return 0;
+}
+
+int fpga_program_gbs_parse(const uint8_t *data, size_t size, fpga_program_gbs *ret, char **reterr_reason) {
+        fpga_program_gbs g = { 0 };
+        int r;
+
+        r = parse_head(data, size, size, &g, reterr_reason);
+        if (r < 0)
+                return r;
+        g.bitstream = data + g.bitstream_offset;
+        g.bitstream_size = size - g.bitstream_offset;
         *ret = g;
+        return 0;
+}
+
+/* The first bytes of the file, up to the longest header and metadata; -errno. */
+static int read_head(int fd, uint8_t *buf, size_t want, size_t *ret_got) {
+        size_t got = 0;
+
+        while (got < want) {
+                ssize_t n = pread(fd, buf + got, want - got, (off_t) got);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                got += (size_t) n;
+        }
+        *ret_got = got;
         return 0;
 }
 
 int fpga_program_gbs_load(const char *path, fpga_program_gbs *ret, char **reterr_reason) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        _cleanup_free_ uint8_t *data = NULL;
+        uint8_t head[GBS_HEADER_SIZE + GBS_METADATA_MAX];
+        fpga_program_gbs g = { 0 };
         struct stat st;
-        size_t got = 0;
+        size_t size, got = 0;
+        void *map;
         int r;
 
         if (fd < 0 || fstat(fd, &st) < 0)
@@ -194,33 +233,34 @@ int fpga_program_gbs_load(const char *path, fpga_program_gbs *ret, char **reterr
                 return fail(-EINVAL, reterr_reason, "%s is not a regular file", path);
         if ((size_t) st.st_size > FPGA_PROGRAM_GBS_MAX)
                 return fail(-EFBIG, reterr_reason, "%s is larger than %zu MiB", path, FPGA_PROGRAM_GBS_MAX >> 20);
-        data = malloc((size_t) st.st_size + 1);
-        if (!data)
-                return -ENOMEM;
-        while (got < (size_t) st.st_size) {
-                ssize_t n = read(fd, data + got, (size_t) st.st_size - got);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return fail(-errno, reterr_reason, "cannot read %s: %s", path, strerror(errno));
-                if (n == 0)
-                        break;          /* shrank meanwhile: parse what there is */
-                got += (size_t) n;
-        }
+        size = (size_t) st.st_size;
+        r = read_head(fd, head, size < sizeof(head) ? size : sizeof(head), &got);
+        if (r < 0)
+                return fail(r, reterr_reason, "cannot read %s: %s", path, strerror(-r));
+        if (got < sizeof(head))
+                size = got;             /* the file ends within what was read (it may have shrunk since fstat) */
         {
                 _cleanup_free_ char *why = NULL;
 
-                r = fpga_program_gbs_parse(data, got, ret, &why);
+                r = parse_head(head, got, size, &g, &why);
                 if (r < 0)
                         return fail(r, reterr_reason, "bad bitstream file %s: %s", path, why ? why : strerror(-r));
         }
-        data = NULL;                    /* the gbs owns it now */
+        /* the page cache's pages, not kdpd's memory: the FME copies the bitstream from them */
+        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED)
+                return fail(-errno, reterr_reason, "cannot map %s: %s", path, strerror(errno));
+        g.map = map;
+        g.map_size = size;
+        g.bitstream = (const uint8_t *) map + g.bitstream_offset;
+        g.bitstream_size = size - g.bitstream_offset;
+        *ret = g;
         return 0;
 }
 
 void fpga_program_gbs_done(fpga_program_gbs *g) {
-        free(g->data);
+        if (g->map)
+                (void) munmap(g->map, g->map_size);
         *g = (fpga_program_gbs){ 0 };
 }
 
@@ -246,12 +286,12 @@ static int port_pr(const fpga_program_card *card, const fpga_program_gbs *g) {
         struct dfl_fpga_fme_port_pr pr = {
                 .argsz = sizeof(pr),
                 .port_id = card->port_id,
-                .buffer_size = (uint32_t) (g->size - g->bitstream_offset),
-                .buffer_address = (uint64_t) (uintptr_t) (g->data + g->bitstream_offset),
+                .buffer_size = (uint32_t) g->bitstream_size,
+                .buffer_address = (uint64_t) (uintptr_t) g->bitstream,
         };
         _cleanup_close_ int fd = -1;
 
-        if (g->size - g->bitstream_offset > UINT32_MAX)
+        if (g->bitstream_size > UINT32_MAX)
                 return -EFBIG;
         /* exclusive: newer kernels only with O_EXCL, older ones on every open (HARDWARE-FPGA §3) */
         fd = open(card->fme_node, O_RDWR | O_EXCL | O_CLOEXEC | O_NOCTTY);

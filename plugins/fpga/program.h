@@ -4,7 +4,8 @@
  * through the card's FME node.
  *
  *   bitstream_dir/<interface_id>/<afu_id>.gbs     fpga_program_gbs_path()
- *        │ fpga_program_gbs_load(): header, metadata, raw bitstream
+ *        │ fpga_program_gbs_load(): header and metadata read (pread) and checked,
+ *        │ then the file mapped read-only: the raw bitstream is never copied
  *        ▼
  *   interface_id == the PR region's compat_id ? ── no ─► -ENOEXEC
  *        │ open /dev/dfl-fme.N (O_RDWR|O_EXCL|O_CLOEXEC; EBUSY: someone holds it)
@@ -31,9 +32,17 @@
  * node open longer than the one ioctl (HARDWARE-FPGA §3: an open FME blocks
  * every other user).
  *
- * Ownership: a fpga_program_gbs owns its bitstream buffer (fpga_program_gbs_done()
- * frees it); a card description is borrowed for the call; every char ** result
- * is the caller's to free().
+ * Memory: the bitstream (tens of MiB, up to FPGA_PROGRAM_GBS_MAX) is handed to
+ * the FME straight from a MAP_PRIVATE, PROT_READ mapping of the file, so its
+ * pages are the page cache's (file pages, reclaimable), never kdpd's anonymous
+ * memory; the kernel copies it into a buffer of its own for the PR. A file
+ * truncated while it programs makes that copy fault: the PR fails with EFAULT.
+ * Replace a bitstream by rename(), which leaves a mapping on the old file.
+ *
+ * Ownership: a fpga_program_gbs from fpga_program_gbs_load() owns its mapping
+ * (fpga_program_gbs_done() unmaps it); one from fpga_program_gbs_parse()
+ * borrows the caller's image. A card description is borrowed for the call;
+ * every char ** result is the caller's to free().
  */
 #pragma once
 
@@ -48,9 +57,11 @@
 typedef struct fpga_program_gbs {
         char interface_id[FPGA_PROGRAM_ID_MAX + 1];
         char afu_id[FPGA_PROGRAM_ID_MAX + 1];
-        uint8_t *data;                  /* owned: the whole file */
-        size_t size;
-        size_t bitstream_offset;        /* the raw bitstream is data[bitstream_offset, size) */
+        const uint8_t *bitstream;       /* the raw bitstream, in `map` or the parsed image */
+        size_t bitstream_size;
+        size_t bitstream_offset;        /* where it starts in the file: after the header and metadata */
+        void *map;                      /* owned: the file mapped read-only (load), or NULL (parse) */
+        size_t map_size;
 } fpga_program_gbs;
 
 /* One card's PR target, as the backend found it in sysfs and /dev; all borrowed. */
@@ -72,14 +83,17 @@ int fpga_program_canonical_id(const char *id, char ret[FPGA_PROGRAM_ID_MAX + 1])
 int fpga_program_gbs_path(const char *bitstream_dir, const char *interface_id, const char *afu_id, char **ret);
 
 /*
- * Parses a GBS image in memory; `ret` takes `data` (malloc()ed, `size` bytes)
- * only on success. -EBADMSG for a malformed file (bad magic, truncated,
- * metadata length out of range, metadata not the JSON described above, no
- * raw bitstream) with *reterr_reason saying what is wrong.
+ * Parses a GBS image in memory (`size` bytes at `data`, borrowed: `ret`'s
+ * bitstream points into it). -EBADMSG for a malformed file (bad magic,
+ * truncated, metadata length out of range, metadata not the JSON described
+ * above, no raw bitstream) with *reterr_reason saying what is wrong.
  */
-int fpga_program_gbs_parse(uint8_t *data, size_t size, fpga_program_gbs *ret, char **reterr_reason);
+int fpga_program_gbs_parse(const uint8_t *data, size_t size, fpga_program_gbs *ret, char **reterr_reason);
 
-/* Reads and parses the file at `path`: the -errno of open/read, -EFBIG, or as _parse(). */
+/*
+ * Checks the header and metadata of the file at `path` (only they are read),
+ * then maps it: the -errno of open/pread/mmap, -EFBIG, or as _parse().
+ */
 int fpga_program_gbs_load(const char *path, fpga_program_gbs *ret, char **reterr_reason);
 void fpga_program_gbs_done(fpga_program_gbs *g);
 

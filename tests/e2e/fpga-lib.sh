@@ -6,8 +6,9 @@ SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
 mkfifo "$T/ctl"
 exec 9<>"$T/ctl"
 
-# run_node NAME [KDPD ARGS...]: kdpd --backend fpga on $NODE under sim-node and a fresh stand-in
-# kubelet; its output in $T/kubelet-NAME.out ($KUBELET_OUT), kdpd's in $T/kdpd-NAME.{out,err}
+# run_node NAME [KDPD ARGS...]: kdpd --backend fpga on $NODE under sim-node (with the options in
+# the array SIM_OPTS, if set) and a fresh stand-in kubelet; its output in $T/kubelet-NAME.out
+# ($KUBELET_OUT), kdpd's in $T/kdpd-NAME.{out,err}
 run_node() {
         local name=$1
         shift
@@ -15,11 +16,20 @@ run_node() {
         mkdir -p "$DIR"
         start_kubelet "kubelet-$name"
         KUBELET_OUT="$T/kubelet-$name.out"
-        "${DIE_WITH_US[@]}" "$SIM" "$NODE" --control "$T/ctl" -- "${KDPD_RUN[@]}" \
+        "${DIE_WITH_US[@]}" "$SIM" "$NODE" --control "$T/ctl" ${SIM_OPTS[@]+"${SIM_OPTS[@]}"} -- "${KDPD_RUN[@]}" \
                 --kubelet-dir "$DIR" --state-dir "$T/state" --cdi-dir "$T/cdi" --v 2 --health-hold-ms 300 \
                 --backend fpga "$@" >"$T/kdpd-$name.out" 2>"$T/kdpd-$name.err" &
         KDPD_PID=$!
         PIDS+=($KDPD_PID)
+}
+
+# node_serves NAME RESOURCE: waits for the first device list of RESOURCE of run_node NAME, and
+# skips the scenario (exit 77) when sim-node could not run; sets ERR to kdpd's log
+node_serves() {
+        ERR="$T/kdpd-$1.err"
+        wait_line "$KUBELET_OUT" "^devices resource=$2 "
+        grep -q 'sim-node: .*preload\|not built' "$ERR" && { echo "skip: no simulated node"; exit 77; }
+        return 0
 }
 
 # last_devices RESOURCE: the stand-in kubelet's newest `devices` line of RESOURCE

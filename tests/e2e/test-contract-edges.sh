@@ -72,7 +72,7 @@ pass "GetPreferredAllocation answers best effort above the available count and w
 
 # every refusal above: one warning at --v 0 naming method, status and reason (5 per method is within the limit)
 refused() {     # refused METHOD REASON: how many warning lines
-        count_lines "$T/kdpd.err" "^W.* \"Refused call\" resource=\"example.com/widget\" method=\"/v1beta1.DevicePlugin/$1\" status=\"INVALID_ARGUMENT\" reason=\"$2\"$"
+        count_lines "$T/kdpd.err" "^W.* \"Refused call\" resource=\"example.com/widget\" method=\"/v1beta1.DevicePlugin/$1\" status=\"INVALID_ARGUMENT\" reason=\"$2\" pid=[0-9]+ uid=$(id -u)$"
 }
 assert_eq "$(refused Allocate 'malformed request message: a NUL byte in string field devices_ids')" 1 "NUL Allocate logged"
 assert_eq "$(refused Allocate 'malformed request message: a byte that is not UTF-8 in string field devices_ids')" 1 "UTF-8 Allocate logged"

@@ -29,9 +29,7 @@ drift_reload() {
 }
 
 run_node prog -o fpga.bitstream_dir="$BITS"
-ERR="$T/kdpd-prog.err"
-wait_line "$KUBELET_OUT" "^devices resource=$AF "
-grep -q 'sim-node: .*preload\|not built' "$ERR" && { echo "skip: no simulated node"; exit 77; }
+node_serves prog $AF
 wait_devices $AF "^devices resource=$AF capacity=2 allocatable=2 healthy=dfl-port.0,dfl-port.1 unhealthy= numa=dfl-port.0:0;dfl-port.1:1$"
 S=$(socket_of $AF)
 

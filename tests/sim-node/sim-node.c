@@ -132,7 +132,8 @@
  * record's property E: SIM_FPGA_PR=MODE [MS] sets it, a property nothing else reads): then, for
  * good and slow, the port of the same container region whose `id` is port_id shows the new
  * afu_id (no such port: EINVAL), and for fail nothing changes and the call fails with EIO.
- * Calls of several cards run at once; the main loop completes them. A call on an FME whose
+ * With -v each call is logged, then its image's size and SHA-256 ("PR image of port N: B bytes,
+ * sha256 X"). Calls of several cards run at once; the main loop completes them. A call on an FME whose
  * earlier call still runs fails at once with EBUSY, as the kernel's exclusive open and its
  * in-progress PR answer a second client (the earlier call goes on).
  *
@@ -305,6 +306,8 @@ typedef struct sim_pr {
         char *node;                     /* the FME node, "dfl-fme.0" */
         uint32_t port_id;
         char *afu_id;                   /* from the image */
+        char *image_sha256;             /* of the image as the client's memory held it (g_free) */
+        size_t image_size;
         sim_pr_mode mode;
         int64_t start_ms, due_ms;
         struct sim_pr *next;
@@ -2250,6 +2253,7 @@ static void sim_pr_free(sim_pr *pr) {
                 g_object_unref(pr->client);
         free(pr->node);
         free(pr->afu_id);
+        g_free(pr->image_sha256);
         free(pr);
 }
 
@@ -2310,6 +2314,8 @@ static gboolean fme_port_pr(sim_node *s, UMockdevIoctlClient *client) {
         job->node = strdup_or_die(fme_name(umockdev_ioctl_client_get_devnode(client)));
         job->port_id = pr.port_id;
         job->afu_id = image_afu_id(buf->data, (size_t) buf->data_len);
+        job->image_size = (size_t) buf->data_len;
+        job->image_sha256 = g_compute_checksum_for_data(G_CHECKSUM_SHA256, buf->data, (gsize) buf->data_len);
         g_object_unref(buf);
         g_object_unref(req);
         pthread_mutex_lock(&s->fpga_lock);
@@ -2334,9 +2340,12 @@ static gboolean fme_port_pr(sim_node *s, UMockdevIoctlClient *client) {
                 tail = &(*tail)->next;
         *tail = job;
         pthread_mutex_unlock(&s->fpga_lock);
-        if (s->verbose)
+        if (s->verbose) {
                 sim_log("%s: PR of port %u with afu_id %s, %s", job->node, job->port_id,
                         job->afu_id ? job->afu_id : "(none)", pr_mode_names[job->mode]);
+                sim_log("%s: PR image of port %u: %zu bytes, sha256 %s", job->node, job->port_id, job->image_size,
+                        job->image_sha256 ? job->image_sha256 : "(none)");
+        }
         (void) !write(s->pr_pipe[1], "x", 1);
         return TRUE;
 }

@@ -126,17 +126,18 @@ END_TEST
 START_TEST(test_fpga_program_gbs_parse_reads_ids_and_bitstream) {
         _cleanup_free_ char *json = metadata("BFAC4D85-1EE8-56FE-8C95-865CE1BBAA2D", "D8424DC4A4A3C413F89E433683F9040B");
         _cleanup_(fpga_program_gbs_done) fpga_program_gbs g = { 0 };
-        uint8_t *img;
+        _cleanup_free_ uint8_t *img = NULL;
         size_t size;
 
         img = gbs_image(MAGIC1, json, 0, "RAW", &size);
         ck_assert_int_eq(fpga_program_gbs_parse(img, size, &g, NULL), 0);
         ck_assert_str_eq(g.interface_id, D5005);
         ck_assert_str_eq(g.afu_id, NLB0);
-        ck_assert_ptr_eq(g.data, img);
-        ck_assert_uint_eq(g.size, size);
         ck_assert_uint_eq(g.bitstream_offset, 20 + strlen(json));
-        ck_assert_mem_eq(g.data + g.bitstream_offset, "RAW", 3);
+        ck_assert_ptr_eq(g.bitstream, img + g.bitstream_offset);      /* borrowed, not copied */
+        ck_assert_uint_eq(g.bitstream_size, 3);
+        ck_assert_mem_eq(g.bitstream, "RAW", 3);
+        ck_assert_ptr_null(g.map);
 }
 END_TEST
 
@@ -174,7 +175,7 @@ START_TEST(test_fpga_program_gbs_parse_refuses_malformed_files_saying_why) {
         for (size_t i = 0; i < KDP_ELEMENTSOF(cases); i++) {
                 const bad_case *c = &cases[i];
                 _cleanup_free_ char *why = NULL, *expect = NULL;
-                fpga_program_gbs g = { .size = 4242 };
+                fpga_program_gbs g = { .bitstream_size = 4242 };
                 size_t size;
                 uint8_t *img = gbs_image(c->magic1, c->json ? c->json : valid, c->len, c->raw, &size);
 
@@ -184,7 +185,7 @@ START_TEST(test_fpga_program_gbs_parse_refuses_malformed_files_saying_why) {
                 if (!c->reason)
                         ck_assert_int_ge(asprintf(&expect, "truncated: 40 bytes of metadata of %zu", strlen(valid)), 0);
                 ck_assert_str_eq(why, c->reason ? c->reason : expect);
-                ck_assert_uint_eq(g.size, 4242);        /* untouched */
+                ck_assert_uint_eq(g.bitstream_size, 4242);      /* untouched */
                 free(img);
         }
 }
@@ -198,6 +199,9 @@ START_TEST(test_fpga_program_gbs_load_names_the_file) {
 
         ck_assert_int_eq(fpga_program_gbs_load(good, &g, NULL), 0);
         ck_assert_str_eq(g.afu_id, NLB3);
+        ck_assert_ptr_nonnull(g.map);
+        ck_assert_ptr_eq(g.bitstream, (const uint8_t *) g.map + g.bitstream_offset);
+        ck_assert_uint_eq(g.bitstream_offset + g.bitstream_size, g.map_size);
         ck_assert_int_eq(fpga_program_gbs_load(junk, &g, &why), -EBADMSG);
         ck_assert_int_ge(asprintf(&expect, "bad bitstream file %s: shorter (16 bytes) than a GBS header (20 bytes)",
                                   junk), 0);

@@ -128,12 +128,16 @@ START_TEST(test_gate_call_seen_knows_only_its_own_peers) {
 
         grpc_init();
         ck_assert_int_eq(kdp_gate_new(NULL, &g), 0);
-        ck_assert_uint_eq(kdp_gate_call_seen(g, NULL, false), 0);
-        ck_assert_uint_eq(kdp_gate_call_seen(g, "unix:/run/x.sock", false), 0);
-        ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:0", true), 0);
-        ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:12x", false), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, NULL, false, NULL), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, "unix:/run/x.sock", false, NULL), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:0", true, NULL), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:12x", false, NULL), 0);
         kdp_gate_stream_end(g, 0);
         kdp_gate_stream_end(g, 12345);
+        kdp_gate_set_registrar(g, 0);
+        kdp_gate_set_registrar(g, 12345);
+        ck_assert(!kdp_gate_is_registrar(g, 0));
+        ck_assert(!kdp_gate_is_registrar(g, 12345));
         ck_assert_ptr_null(kdp_gate_free(g));
         grpc_shutdown();
 }

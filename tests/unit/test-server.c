@@ -11,6 +11,10 @@
  * so the CQ thread can take the tag and destroy the grpc_server while that call
  * still reads it. Wrapped (--wrap), the call lingers 20 ms after gRPC's own
  * and counts a grpc_server_destroy() of its server meanwhile.
+ *
+ * And whose NotifyRegistrationStatus a server believes: not before a GetInfo,
+ * then from the GetInfo caller's process on another connection too (a client
+ * that reconnected); every connection here is this process's.
  */
 #include <check.h>
 #include <errno.h>
@@ -23,6 +27,8 @@
 
 #include <grpc/grpc.h>
 
+#include "ctl-client.h"
+#include "pluginregistration/v1/api.pb-c.h"
 #include "server.h"
 #include "snapshot.h"
 
@@ -157,6 +163,53 @@ START_TEST(test_server_stop_keeps_its_grpc_server_until_the_shutdown_call_return
 }
 END_TEST
 
+static atomic_uint notified;   /* NotifyRegistrationStatus calls handed to the server's events */
+
+static void on_watcher_status(bool registered, const char *error, void *userdata) {
+        ck_assert(registered);
+        ck_assert_str_eq(error, "");
+        atomic_fetch_add(&notified, 1);
+}
+
+/* One call of `method` with request `req` (`size` bytes) on client c: its status code. */
+static grpc_status_code call(kdp_ctl_client *c, const char *method, const char *req, size_t size,
+                             const ProtobufCMessageDescriptor *resp_desc) {
+        ProtobufCMessage *resp = NULL;
+        kdp_ctl_client_status st = { 0 };
+
+        if (kdp_ctl_client_call_raw(c, method, (const uint8_t *) req, size, resp_desc, kdp_ctl_client_deadline(30000),
+                                    &resp, &st) < 0)
+                return st.code;
+        protobuf_c_message_free_unpacked(resp, NULL);
+        return GRPC_STATUS_OK;
+}
+
+START_TEST(test_server_notify_taken_after_getinfo_from_its_process_on_another_connection) {
+        static const kdp_server_events ev = { .watcher_status = on_watcher_status };
+        const ProtobufCMessageDescriptor *status_resp = &pluginregistration__registration_status_response__descriptor;
+        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = empty_snapshot();
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *info = NULL, *other = NULL;
+        kdp_server *s = NULL;
+        rig g = {};
+
+        rig_start(&g);
+        ck_assert_int_eq(kdp_server_new(g.rt, "example.com/widget", g.path, NULL, snap, NULL, &ev, NULL, &s), 0);
+        ck_assert_int_eq(kdp_ctl_client_new(g.path, &info), 0);
+        ck_assert_int_eq(kdp_ctl_client_new(g.path, &other), 0);
+        ck_assert_int_eq(call(other, KDP_CTL_CLIENT_METHOD_NOTIFY, "\x08\x01", 2, status_resp),
+                         GRPC_STATUS_PERMISSION_DENIED);
+        ck_assert_int_eq(call(info, KDP_CTL_CLIENT_METHOD_GET_INFO, "", 0, &pluginregistration__plugin_info__descriptor),
+                         GRPC_STATUS_OK);
+        ck_assert_int_eq(call(other, KDP_CTL_CLIENT_METHOD_NOTIFY, "\x08\x01", 2, status_resp), GRPC_STATUS_OK);
+        ck_assert_int_eq(call(info, KDP_CTL_CLIENT_METHOD_NOTIFY, "\x08\x01", 2, status_resp), GRPC_STATUS_OK);
+        ck_assert_uint_eq(atomic_load(&notified), 2);
+        info = kdp_ctl_client_free(info);
+        other = kdp_ctl_client_free(other);
+        kdp_server_stop(s);
+        rig_end(&g);
+}
+END_TEST
+
 static Suite *server_suite(void) {
         Suite *suite = suite_create("server");
         TCase *tc = tcase_create("socket");
@@ -164,6 +217,9 @@ static Suite *server_suite(void) {
         tcase_add_test(tc, test_server_socket_is_0600_while_serving_and_gone_after);
         tcase_add_test(tc, test_server_socket_removed_after_bind_fails_with_enoent_and_serves_again);
         tcase_add_test(tc, test_server_stop_keeps_its_grpc_server_until_the_shutdown_call_returned);
+        suite_add_tcase(suite, tc);
+        tc = tcase_create("plugin watcher");
+        tcase_add_test(tc, test_server_notify_taken_after_getinfo_from_its_process_on_another_connection);
         suite_add_tcase(suite, tc);
         return suite;
 }

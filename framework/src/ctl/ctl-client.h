@@ -30,6 +30,9 @@
 #define KDP_CTL_CLIENT_METHOD_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
 #define KDP_CTL_CLIENT_METHOD_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
 #define KDP_CTL_CLIENT_METHOD_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
+/* The plugin watcher's Registration service (proto/pluginregistration/v1/api.proto) */
+#define KDP_CTL_CLIENT_METHOD_GET_INFO "/pluginregistration.Registration/GetInfo"
+#define KDP_CTL_CLIENT_METHOD_NOTIFY "/pluginregistration.Registration/NotifyRegistrationStatus"
 /* The kubelet's PodResources API (proto/podresources/v1/api.proto) */
 #define KDP_CTL_CLIENT_POD_RESOURCES_SERVICE "v1.PodResourcesLister"
 #define KDP_CTL_CLIENT_METHOD_POD_LIST "/v1.PodResourcesLister/List"

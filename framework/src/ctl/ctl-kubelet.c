@@ -81,8 +81,6 @@
 #define SHUTDOWN_GRACE_MS 1000
 #define MAX_REGS 256                            /* live registration threads */
 /* The plugin watcher (pkg/kubelet/pluginmanager, the device manager's handler) */
-#define GET_INFO_METHOD "/pluginregistration.Registration/GetInfo"
-#define NOTIFY_METHOD "/pluginregistration.Registration/NotifyRegistrationStatus"
 #define PLUGIN_TYPE "DevicePlugin"
 #define INFO_TIMEOUT_MS 1000
 #define NOTIFY_TIMEOUT_MS 5000
@@ -1393,7 +1391,7 @@ static void plugin_notify(reg *g, const char *err) {
 
         req.plugin_registered = !err;
         req.error = (char *) (err ? err : "");
-        r = kdp_ctl_client_call(g->info, NOTIFY_METHOD, &req.base,
+        r = kdp_ctl_client_call(g->info, KDP_CTL_CLIENT_METHOD_NOTIFY, &req.base,
                                 &pluginregistration__registration_status_response__descriptor,
                                 kdp_ctl_client_deadline(NOTIFY_TIMEOUT_MS), 0, &resp, &st);
         if (resp)
@@ -1496,8 +1494,9 @@ static int plugin_info(reg *g) {
         r = plugin_dial(g);
         if (r < 0)
                 return r;
-        r = kdp_ctl_client_call(g->info, GET_INFO_METHOD, &req.base, &pluginregistration__plugin_info__descriptor,
-                                kdp_ctl_client_deadline(INFO_TIMEOUT_MS), 0, (ProtobufCMessage **) &info, &st);
+        r = kdp_ctl_client_call(g->info, KDP_CTL_CLIENT_METHOD_GET_INFO, &req.base,
+                                &pluginregistration__plugin_info__descriptor, kdp_ctl_client_deadline(INFO_TIMEOUT_MS),
+                                0, (ProtobufCMessage **) &info, &st);
         if (r < 0) {
                 kdp_ctl_client_format_go_error(&st, err, sizeof(err));
                 return plugin_reject(g, false, "RegisterPlugin error -- failed to get plugin info using RPC GetInfo "

@@ -28,6 +28,7 @@
 #include "ctl-kubelet.h"
 #include "ctl-who.h"
 #include "not-served.h"
+#include "pluginregistration/v1/api.pb-c.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
@@ -101,9 +102,11 @@ static const char usage_text[] =
         "  kdpctl allocate  --socket S [--timeout SEC] [--container ID,ID...]... [--ids-file F]... | [ID...]\n"
         "  kdpctl preferred --socket S --size N [--must ID]... [--available ID]... [--timeout SEC]\n"
         "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
-        "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX\n"
-        "                   (METHOD options, allocate, preferred or prestart with a request given as its\n"
-        "                   wire bytes in hex, as a peer that is not the kubelet may send it; prints \"raw ok\")\n"
+        "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX [METHOD HEX]...\n"
+        "                   (METHOD options, allocate, preferred, prestart, or the plugin watcher's info\n"
+        "                   (GetInfo) or notify (NotifyRegistrationStatus), with a request given as its\n"
+        "                   wire bytes in hex, as a peer that is not the kubelet may send it; each pair in\n"
+        "                   turn on one connection, printing \"raw ok\" for each, until one fails)\n"
         "  kdpctl who       [--pod-resources SOCKET] [--socket [RESOURCE=]S]... [-o json] [--timeout SEC]\n"
         "                   (who holds which device: one row per device and holder, RESOURCE DEVICE\n"
         "                   HEALTH NUMA NAMESPACE POD CONTAINER, \"-\" when free or not known, from the\n"
@@ -664,6 +667,8 @@ static const struct {
         { "allocate", KDP_CTL_CLIENT_METHOD_ALLOCATE, &v1beta1__allocate_response__descriptor },
         { "preferred", KDP_CTL_CLIENT_METHOD_PREFERRED, &v1beta1__preferred_allocation_response__descriptor },
         { "prestart", KDP_CTL_CLIENT_METHOD_PRESTART, &v1beta1__pre_start_container_response__descriptor },
+        { "info", KDP_CTL_CLIENT_METHOD_GET_INFO, &pluginregistration__plugin_info__descriptor },
+        { "notify", KDP_CTL_CLIENT_METHOD_NOTIFY, &pluginregistration__registration_status_response__descriptor },
 };
 
 static int hex_digit(char c) {
@@ -676,23 +681,18 @@ static int hex_digit(char c) {
         return -1;
 }
 
-static int cmd_raw(args *a) {
-        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+/* One METHOD HEX pair of `raw` on client c: CONTINUE when answered ("raw ok"), else the exit code. */
+static int raw_call(const args *a, kdp_ctl_client *c, const char *name, const char *hex) {
         _cleanup_free_ uint8_t *bytes = NULL;
         ProtobufCMessage *resp = NULL;
         kdp_ctl_client_status st;
-        const char *hex;
-        size_t n, k = SIZE_MAX;
+        size_t n = strlen(hex), k = SIZE_MAX;
 
-        if (a->n_positional != 2)
-                return usage_error(a, "raw wants METHOD and HEX");
         for (size_t i = 0; i < KDP_ELEMENTSOF(raw_methods); i++)
-                if (strcmp(a->positional[0], raw_methods[i].name) == 0)
+                if (strcmp(name, raw_methods[i].name) == 0)
                         k = i;
         if (k == SIZE_MAX)
-                return usage_error(a, "unknown method '%s'", a->positional[0]);
-        hex = a->positional[1];
-        n = strlen(hex);
+                return usage_error(a, "unknown method '%s'", name);
         if (n % 2 != 0)
                 return usage_error(a, "HEX has an odd number of digits");
         bytes = malloc(n / 2 + 1);
@@ -705,14 +705,27 @@ static int cmd_raw(args *a) {
                         return usage_error(a, "HEX holds a character that is not a hex digit");
                 bytes[i] = (uint8_t) (hi << 4 | lo);
         }
-        if (client_open(a, &c) < 0)
-                return EXIT_FAILED;
         if (kdp_ctl_client_call_raw(c, raw_methods[k].method, bytes, n / 2, raw_methods[k].response,
                                     kdp_ctl_client_deadline(a->timeout_ms), &resp, &st) < 0)
                 return rpc_error(&st);
         protobuf_c_message_free_unpacked(resp, NULL);
         puts("raw ok");
-        return 0;
+        (void) fflush(stdout);
+        return CONTINUE;
+}
+
+/* Each METHOD HEX pair in turn, on one client connection; stops at the first error. */
+static int cmd_raw(args *a) {
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+        int r = CONTINUE;
+
+        if (a->n_positional == 0 || a->n_positional % 2 != 0)
+                return usage_error(a, "raw wants METHOD and HEX, one pair or more");
+        if (client_open(a, &c) < 0)
+                return EXIT_FAILED;
+        for (size_t i = 0; i + 1 < a->n_positional && r == CONTINUE; i += 2)
+                r = raw_call(a, c, a->positional[i], a->positional[i + 1]);
+        return r == CONTINUE ? 0 : r;
 }
 
 /* ---- who holds which device ---- */

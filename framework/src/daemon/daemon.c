@@ -465,6 +465,7 @@ static int serve_once(kdp_resource *res, char **ret_path) {
                 .stopped = on_server_stopped,
         };
         kdp_daemon *d = res->d;
+        kdp_server_events ev = events;
         _cleanup_free_ char *name = NULL;
         kdp_server *server;
         server_note *note;
@@ -479,7 +480,9 @@ static int serve_once(kdp_resource *res, char **ret_path) {
         note = server_note_new(d, res->name, ++res->incarnation);
         if (!note)
                 return -ENOMEM;
-        r = kdp_server_new(d->rt, res->name, *ret_path, res->owner->b, res->snap, res->series, &events, note,
+        if (d->registration != KDP_REGISTRATION_PLUGIN_WATCHER)
+                ev.watcher_status = NULL;       /* no plugin watcher: nobody may say it registered us */
+        r = kdp_server_new(d->rt, res->name, *ret_path, res->owner->b, res->snap, res->series, &ev, note,
                            &server);
         if (r < 0) {
                 server_note_free(note);

@@ -93,6 +93,7 @@ struct gate_conn {
         int grpc_fd;                    /* gRPC's end: its calls' peer is "fd:<grpc_fd>" */
         pid_t pid;
         uid_t uid;
+        bool registrar;                 /* a GetInfo came on it (under the gate's lock) */
         bool dead;                      /* ended: on the gate's `ended` list */
         bool core_closed;               /* gRPC closed or shut its end: lingering */
         bool core_eof;                  /* and everything it wrote was read */
@@ -845,7 +846,7 @@ static gate_conn *conn_by_grpc_fd(kdp_gate *g, int fd) {
         return NULL;
 }
 
-uint64_t kdp_gate_call_seen(kdp_gate *g, const char *peer, bool stream) {
+uint64_t kdp_gate_call_seen(kdp_gate *g, const char *peer, bool stream, kdp_gate_peer *ret_cred) {
         bool was_full = false;
         uint64_t id = 0;
         gate_conn *c;
@@ -861,6 +862,8 @@ uint64_t kdp_gate_call_seen(kdp_gate *g, const char *peer, bool stream) {
                 if (stream)
                         c->n_streams++;
                 id = c->id;
+                if (ret_cred)
+                        *ret_cred = (kdp_gate_peer){ .pid = c->pid, .uid = c->uid };
         }
         pthread_mutex_unlock(&g->lock);
         if (was_full)
@@ -868,15 +871,43 @@ uint64_t kdp_gate_call_seen(kdp_gate *g, const char *peer, bool stream) {
         return id;
 }
 
+/* Under the gate's lock; NULL for 0 or a connection gone. */
+static gate_conn *conn_by_id(kdp_gate *g, uint64_t conn_id) {
+        for (gate_conn *c = g->conns_head; c && conn_id != 0; c = c->next)
+                if (c->id == conn_id)
+                        return c;
+        return NULL;
+}
+
+void kdp_gate_set_registrar(kdp_gate *g, uint64_t conn_id) {
+        gate_conn *c;
+
+        pthread_mutex_lock(&g->lock);
+        c = conn_by_id(g, conn_id);
+        if (c)
+                c->registrar = true;
+        pthread_mutex_unlock(&g->lock);
+}
+
+bool kdp_gate_is_registrar(kdp_gate *g, uint64_t conn_id) {
+        gate_conn *c;
+        bool yes;
+
+        pthread_mutex_lock(&g->lock);
+        c = conn_by_id(g, conn_id);
+        yes = c && c->registrar;
+        pthread_mutex_unlock(&g->lock);
+        return yes;
+}
+
 void kdp_gate_stream_end(kdp_gate *g, uint64_t conn_id) {
+        gate_conn *c;
+
         if (conn_id == 0)
                 return;
         pthread_mutex_lock(&g->lock);
-        for (gate_conn *c = g->conns_head; c; c = c->next)
-                if (c->id == conn_id) {
-                        if (c->n_streams > 0)
-                                c->n_streams--;
-                        break;
-                }
+        c = conn_by_id(g, conn_id);
+        if (c && c->n_streams > 0)
+                c->n_streams--;
         pthread_mutex_unlock(&g->lock);
 }

@@ -27,7 +27,8 @@
  *   loop thread    kdp_gate_listen() and kdp_gate_close() of a server's socket
  *   gate thread    accepts, relays, closes; owns every connection and its fds
  *                  (gRPC owns its end of each socketpair)
- *   CQ thread      kdp_gate_call_seen(), kdp_gate_stream_end()
+ *   CQ thread      kdp_gate_call_seen(), kdp_gate_stream_end(),
+ *                  kdp_gate_set_registrar(), kdp_gate_is_registrar()
  * With heartbeats (metrics.h) the gate thread wakes at least every beat
  * period and stamps its own, so /healthz names it when it is stuck.
  * The gate's lock guards the listener and connection lists and the counters
@@ -70,14 +71,30 @@ int kdp_gate_listen(kdp_gate *g, int fd, const char *path, grpc_server *server, 
 /* Stops accepting and removes the socket file; the connections stay until gRPC closes them. */
 void kdp_gate_close(kdp_gate *g, kdp_gate_listener *l);
 
+/* Who is at the other end of a connection: SO_PEERCRED when it was accepted. */
+typedef struct kdp_gate_peer {
+        pid_t pid;                      /* 0: not known (another PID namespace) */
+        uid_t uid;                      /* (uid_t) -1: not known */
+} kdp_gate_peer;
+
 /*
  * kdpd took a call whose peer (grpc_call_get_peer()) is `peer`: the stream
  * counts no longer as unseen. Returns the connection's ID (0 when no
- * connection of the gate has that peer), which a ListAndWatch (`stream`)
- * hands back to kdp_gate_stream_end() when it ends.
+ * connection of the gate has that peer, and then *ret_cred is left alone),
+ * which a ListAndWatch (`stream`) hands back to kdp_gate_stream_end() when it
+ * ends; *ret_cred (may be NULL) gets the connection's peer.
  */
-uint64_t kdp_gate_call_seen(kdp_gate *g, const char *peer, bool stream);
+uint64_t kdp_gate_call_seen(kdp_gate *g, const char *peer, bool stream, kdp_gate_peer *ret_cred);
 void kdp_gate_stream_end(kdp_gate *g, uint64_t conn_id);
+
+/*
+ * A plugin watcher's GetInfo came on connection `conn_id`: the kubelet tells
+ * how registering went (NotifyRegistrationStatus) on that same connection,
+ * and kdp_gate_is_registrar() says so for as long as it lives. IDs are never
+ * reused, so a connection gone (or 0) is never a registrar.
+ */
+void kdp_gate_set_registrar(kdp_gate *g, uint64_t conn_id);
+bool kdp_gate_is_registrar(kdp_gate *g, uint64_t conn_id);
 
 /*
  * Where a peer's bytes may pass (the gate's reading of HTTP/2 frames, RFC 9113

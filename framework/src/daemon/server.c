@@ -154,7 +154,8 @@ struct kdp_call {
         call_phase phase;
         bool evicted;
         kdp_call *live_prev, *live_next;
-        uint64_t conn;                  /* the gate's connection of a ListAndWatch, 0 if unknown */
+        uint64_t conn;                  /* the gate's connection, 0 if unknown */
+        kdp_gate_peer cred;             /* its peer, for refusals and the plugin watcher's calls */
 };
 
 struct kdp_server {
@@ -181,6 +182,8 @@ struct kdp_server {
         void *userdata;
         kdp_server *next_stopping;      /* runtime list, under rt->lock */
         kdp_log_limit refusals[_M_MAX]; /* "Refused call" lines, per method */
+        bool info_asked;                /* under lock: a GetInfo was answered, by info_cred */
+        kdp_gate_peer info_cred;        /* the peer of the last GetInfo answered (under lock) */
 };
 
 /*
@@ -246,6 +249,8 @@ grpc_status_code kdp_server_status_from_errno(int r) {
                 return GRPC_STATUS_RESOURCE_EXHAUSTED;
         case -EOPNOTSUPP:
                 return GRPC_STATUS_UNIMPLEMENTED;
+        case -EPERM:
+                return GRPC_STATUS_PERMISSION_DENIED;
         default:
                 return GRPC_STATUS_INTERNAL;
         }
@@ -419,6 +424,8 @@ static const char *status_name(grpc_status_code status) {
                 return "RESOURCE_EXHAUSTED";
         case GRPC_STATUS_UNIMPLEMENTED:
                 return "UNIMPLEMENTED";
+        case GRPC_STATUS_PERMISSION_DENIED:
+                return "PERMISSION_DENIED";
         default:
                 return "INTERNAL";
         }
@@ -435,6 +442,8 @@ static uint64_t monotonic_usec(void) {
  * kubelet out of step is worth an operator's look; a peer can refuse itself
  * at will, so each method of each resource logs at most REFUSALS_PER_WINDOW
  * lines per window and then counts, and the count is logged before its next line.
+ * The line names the peer (pid, uid: SO_PEERCRED of its connection; 0 and
+ * -1 when not known), so an operator can find a client that is not the kubelet.
  */
 static void reply_error(kdp_call *c, int r, const char *details) {
         const char *name = c->m < _M_REGISTERED ? method_names[c->m] : "unknown";
@@ -446,7 +455,8 @@ static void reply_error(kdp_call *c, int r, const char *details) {
                         kdp_log_warning("Suppressed refused call lines", KDP_F_STR("resource", c->server->resource),
                                         KDP_F_STR("method", name), KDP_F_INT("suppressed", suppressed));
                 kdp_log_warning("Refused call", KDP_F_STR("resource", c->server->resource), KDP_F_STR("method", name),
-                                KDP_F_STR("status", status_name(status)), KDP_F_STR("reason", details));
+                                KDP_F_STR("status", status_name(status)), KDP_F_STR("reason", details),
+                                KDP_F_INT("pid", c->cred.pid), KDP_F_INT("uid", (int) c->cred.uid));
         }
         reply_unary(c, status, details);
 }
@@ -1095,6 +1105,61 @@ static void count_call(const kdp_call *c, int r, uint64_t started_ns) {
                 kdp_metrics_resource_preferred(c->server->series, ns);
 }
 
+/*
+ * A GetInfo answered: its connection is the plugin watcher's for this
+ * socket, and its peer the one a Notify that comes on another connection
+ * (the kubelet's client reconnected meanwhile) must share.
+ */
+static void note_registrar(kdp_call *c) {
+        kdp_server *s = c->server;
+
+        kdp_gate_set_registrar(s->rt->gate, c->conn);
+        pthread_mutex_lock(&s->lock);
+        s->info_asked = true;
+        s->info_cred = c->cred;
+        pthread_mutex_unlock(&s->lock);
+}
+
+static bool same_peer(const kdp_gate_peer *a, const kdp_gate_peer *b) {
+        return a->pid == b->pid && a->uid == b->uid;
+}
+
+/*
+ * Whether a NotifyRegistrationStatus is the plugin watcher's: taken only when
+ * kdpd registers through it (ev.watcher_status set), only on the connection
+ * a GetInfo came on (the kubelet asks both on one client connection,
+ * KUBELET.md §1.7) or at least from the same pid and uid as the last
+ * GetInfo, and never while another process has a ListAndWatch open (the
+ * kubelet's watcher and its streams are one process). Anyone else could
+ * drop the kubelet's registration at will.
+ */
+static int check_notify(kdp_call *c, char *err, size_t err_size) {
+        kdp_server *s = c->server;
+        bool watcher, streamed = false;
+
+        if (!s->ev.watcher_status) {
+                snprintf(err, err_size, "NotifyRegistrationStatus is taken only when kdpd registers through the "
+                         "kubelet's plugin watcher (--registration plugin-watcher)");
+                return -EOPNOTSUPP;
+        }
+        pthread_mutex_lock(&s->lock);
+        for (const kdp_call *l = s->streams; l && !streamed; l = l->next)
+                streamed = !same_peer(&l->cred, &c->cred);
+        watcher = s->info_asked && same_peer(&s->info_cred, &c->cred);
+        pthread_mutex_unlock(&s->lock);
+        if (!watcher && !kdp_gate_is_registrar(s->rt->gate, c->conn)) {
+                snprintf(err, err_size, "NotifyRegistrationStatus is taken only from the plugin watcher that asked "
+                         "GetInfo");
+                return -EPERM;
+        }
+        if (streamed) {
+                snprintf(err, err_size, "NotifyRegistrationStatus is not taken while another process has a "
+                         "ListAndWatch stream open");
+                return -EPERM;
+        }
+        return 0;
+}
+
 /* The kubelet's plugin watcher says whether it took the plugin (CQ thread). */
 static void notify_status(kdp_server *s, const Pluginregistration__RegistrationStatus *st) {
         const char *error = st->error ? st->error : "";
@@ -1112,6 +1177,11 @@ static void handle_unary(kdp_call *c) {
         int r;
 
         r = unpack_request(c->payload, c->m, &m, err, sizeof(err));
+        if (r >= 0 && c->m == M_NOTIFY) {
+                r = check_notify(c, err, sizeof(err));
+                if (r < 0)
+                        protobuf_c_message_free_unpacked(m, NULL);
+        }
         if (r >= 0) {
                 snap = server_snapshot(c->server);
                 r = answer_unary(c->server->resource, c->server->backend, snap, c->m, m, err, sizeof(err), &bb);
@@ -1122,6 +1192,8 @@ static void handle_unary(kdp_call *c) {
                 }
                 if (r >= 0 && c->m == M_NOTIFY)
                         notify_status(c->server, (const Pluginregistration__RegistrationStatus *) m);
+                if (r >= 0 && c->m == M_GET_INFO)
+                        note_registrar(c);
                 protobuf_c_message_free_unpacked(m, NULL);
         }
         count_call(c, r, started_ns);   /* before the answer: once handed to gRPC, the call may be freed */
@@ -1422,7 +1494,8 @@ static void read_message(kdp_call *c) {
 static void call_seen(kdp_call *c) {
         char *peer = grpc_call_get_peer(c->call);
 
-        c->conn = kdp_gate_call_seen(c->server->rt->gate, peer, c->m == M_LIST_AND_WATCH);
+        c->cred = (kdp_gate_peer){ .pid = 0, .uid = (uid_t) -1 };
+        c->conn = kdp_gate_call_seen(c->server->rt->gate, peer, c->m == M_LIST_AND_WATCH, &c->cred);
         gpr_free(peer);
 }
 

@@ -4,8 +4,11 @@
  * unix socket, all on one completion queue served by one CQ thread.
  * Each socket also serves the kubelet plugin watcher's Registration service
  * (GetInfo: a DevicePlugin named after the resource, API v1beta1, endpoint ""
- * = this socket; NotifyRegistrationStatus: handed to ev->watcher_status), so
- * in plugins_registry one socket is both the registration and the endpoint.
+ * = this socket; NotifyRegistrationStatus: handed to ev->watcher_status when
+ * it comes on a connection a GetInfo came on, or from the same pid and uid as
+ * the last GetInfo, and no other process has a ListAndWatch open, else
+ * refused PERMISSION_DENIED), so in plugins_registry one socket is both the
+ * registration and the endpoint.
  *
  *   loop thread      kdp_server_new / _publish / _stop / runtime_cancel_overdue
  *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
@@ -57,7 +60,8 @@ typedef struct kdp_server_events {
         /*
          * CQ thread: the kubelet's plugin watcher told how registering this
          * socket went (NotifyRegistrationStatus); `error` is "" when it
-         * registered (may be NULL)
+         * registered (may be NULL: kdpd does not register through the
+         * plugin watcher, and NotifyRegistrationStatus is refused UNIMPLEMENTED)
          */
         void (*watcher_status)(bool registered, const char *error, void *userdata);
         /* CQ thread, or kdp_server_stop()'s: a stopped server is gone (socket removed); userdata may be freed now */
