@@ -101,9 +101,10 @@ static const char usage_text[] =
         "  kdpctl allocate  --socket S [--timeout SEC] [--container ID,ID...]... [--ids-file F]... | [ID...]\n"
         "  kdpctl preferred --socket S --size N [--must ID]... [--available ID]... [--timeout SEC]\n"
         "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
-        "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX\n"
+        "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX|@FILE\n"
         "                   (METHOD options, allocate, preferred or prestart with a request given as its\n"
-        "                   wire bytes in hex, as a peer that is not the kubelet may send it; prints \"raw ok\")\n"
+        "                   wire bytes in hex, or the bytes of FILE, as a peer that is not the kubelet may\n"
+        "                   send it; prints \"raw ok\")\n"
         "  kdpctl who       [--pod-resources SOCKET] [--socket [RESOURCE=]S]... [-o json] [--timeout SEC]\n"
         "                   (who holds which device: one row per device and holder, RESOURCE DEVICE\n"
         "                   HEALTH NUMA NAMESPACE POD CONTAINER, \"-\" when free or not known, from the\n"
@@ -676,23 +677,44 @@ static int hex_digit(char c) {
         return -1;
 }
 
-static int cmd_raw(args *a) {
-        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
-        _cleanup_free_ uint8_t *bytes = NULL;
-        ProtobufCMessage *resp = NULL;
-        kdp_ctl_client_status st;
-        const char *hex;
-        size_t n, k = SIZE_MAX;
+/* The bytes of file `path` (malloc'ed, *ret_n of them). */
+static int read_bytes(const char *path, uint8_t **ret, size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ uint8_t *v = NULL;
+        size_t n = 0, size = 0;
 
-        if (a->n_positional != 2)
-                return usage_error(a, "raw wants METHOD and HEX");
-        for (size_t i = 0; i < KDP_ELEMENTSOF(raw_methods); i++)
-                if (strcmp(a->positional[0], raw_methods[i].name) == 0)
-                        k = i;
-        if (k == SIZE_MAX)
-                return usage_error(a, "unknown method '%s'", a->positional[0]);
-        hex = a->positional[1];
-        n = strlen(hex);
+        if (!f)
+                return -errno;
+        for (;;) {
+                if (n == size) {
+                        uint8_t *w = realloc(v, size ? size * 2 : 65536);
+
+                        if (!w)
+                                return -ENOMEM;
+                        v = w;
+                        size = size ? size * 2 : 65536;
+                }
+                n += fread(v + n, 1, size - n, f);
+                if (ferror(f))
+                        return -EIO;
+                if (feof(f))
+                        break;
+        }
+        *ret = KDP_TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
+/* HEX, or @FILE: the request's bytes. 0, or the exit code of a usage error. */
+static int raw_request(args *a, const char *hex, uint8_t **ret, size_t *ret_n) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        size_t n = strlen(hex);
+        int r;
+
+        if (hex[0] == '@') {
+                r = read_bytes(hex + 1, ret, ret_n);
+                return r < 0 ? usage_error(a, "cannot read %s: %s", hex + 1, strerror(-r)) : 0;
+        }
         if (n % 2 != 0)
                 return usage_error(a, "HEX has an odd number of digits");
         bytes = malloc(n / 2 + 1);
@@ -705,9 +727,32 @@ static int cmd_raw(args *a) {
                         return usage_error(a, "HEX holds a character that is not a hex digit");
                 bytes[i] = (uint8_t) (hi << 4 | lo);
         }
+        *ret = KDP_TAKE_PTR(bytes);
+        *ret_n = n / 2;
+        return 0;
+}
+
+static int cmd_raw(args *a) {
+        _cleanup_(kdp_ctl_client_freep) kdp_ctl_client *c = NULL;
+        _cleanup_free_ uint8_t *bytes = NULL;
+        ProtobufCMessage *resp = NULL;
+        kdp_ctl_client_status st;
+        size_t n = 0, k = SIZE_MAX;
+        int r;
+
+        if (a->n_positional != 2)
+                return usage_error(a, "raw wants METHOD and HEX");
+        for (size_t i = 0; i < KDP_ELEMENTSOF(raw_methods); i++)
+                if (strcmp(a->positional[0], raw_methods[i].name) == 0)
+                        k = i;
+        if (k == SIZE_MAX)
+                return usage_error(a, "unknown method '%s'", a->positional[0]);
+        r = raw_request(a, a->positional[1], &bytes, &n);
+        if (r != 0)
+                return r;
         if (client_open(a, &c) < 0)
                 return EXIT_FAILED;
-        if (kdp_ctl_client_call_raw(c, raw_methods[k].method, bytes, n / 2, raw_methods[k].response,
+        if (kdp_ctl_client_call_raw(c, raw_methods[k].method, bytes, n, raw_methods[k].response,
                                     kdp_ctl_client_deadline(a->timeout_ms), &resp, &st) < 0)
                 return rpc_error(&st);
         protobuf_c_message_free_unpacked(resp, NULL);
