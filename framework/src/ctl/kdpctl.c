@@ -55,6 +55,7 @@ enum {
         OPT_DROP_BEFORE_STREAM,
         OPT_FAIL_DIAL_BACK,
         OPT_GET_ALLOCATABLE,
+        OPT_POD_LIST,
         OPT_PLUGINS_REGISTRY,
         OPT_DUPLICATE_REGISTRATION,
         OPT_OUTPUT,
@@ -86,6 +87,7 @@ static const struct option long_options[] = {
         { "drop-before-stream", required_argument, NULL, OPT_DROP_BEFORE_STREAM },
         { "fail-dial-back", required_argument, NULL, OPT_FAIL_DIAL_BACK },
         { "get-allocatable", required_argument, NULL, OPT_GET_ALLOCATABLE },
+        { "pod-list", required_argument, NULL, OPT_POD_LIST },
         { "plugins-registry", required_argument, NULL, OPT_PLUGINS_REGISTRY },
         { "duplicate-registration", required_argument, NULL, OPT_DUPLICATE_REGISTRATION },
         { "output", required_argument, NULL, OPT_OUTPUT },
@@ -114,8 +116,11 @@ static const char usage_text[] =
         "                   B, \"devices\": [{\"resource\", \"id\", \"health\", \"numa\": [N...], \"allocatable\",\n"
         "                   \"namespace\", \"pod\", \"container\"}...]}, null when not known or free)\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
-        "                   [--pod-resources SOCKET [--get-allocatable MODE]] [--drop-before-stream N]\n"
-        "                   [--fail-dial-back N] [--plugins-registry RDIR] [--duplicate-registration MODE]\n"
+        "                   [--pod-resources SOCKET [--get-allocatable MODE] [--pod-list FILE]]\n"
+        "                   [--drop-before-stream N] [--fail-dial-back N] [--plugins-registry RDIR]\n"
+        "                   [--duplicate-registration MODE]\n"
+        "                   (--pod-list: List answered with FILE's bytes, a ListPodResourcesResponse as\n"
+        "                   it is on the wire, instead of the pods admitted)\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
         "                   SIGUSR2 ends every admitted pod: its devices are free again)\n"
         "  kdpctl discover  [--sysfs-root DIR]\n"
@@ -183,6 +188,7 @@ typedef struct args {
         const char *state_dir;
         const char *backend;
         const char *pod_resources;
+        const char *pod_list;
         const char *plugins_registry;
         kdp_ctl_kubelet_allocatable get_allocatable;
         kdp_ctl_kubelet_duplicate duplicate_registration;
@@ -413,6 +419,7 @@ static int set_option(args *a, int opt, char *value) {
                         return -EINVAL;
                 a->json = strcmp(value, "json") == 0;
                 return 0;
+        case OPT_POD_LIST: a->pod_list = value; return 0;
         case OPT_POD_RESOURCES:
         case OPT_PLUGINS_REGISTRY:
                 if (!*value)
@@ -779,6 +786,9 @@ static int cmd_who(args *a) {
 /* ---- the stand-in kubelet ---- */
 
 static int cmd_kubelet(args *a) {
+        _cleanup_free_ uint8_t *pod_list = NULL;
+        size_t pod_list_size = 0;
+        int r;
         kdp_ctl_kubelet_config cfg = {
                 .dir = a->dir,
                 .admits = a->admits,
@@ -799,6 +809,15 @@ static int cmd_kubelet(args *a) {
                 return usage_error(a, "--exit-after-admit needs --admit");
         if (a->get_allocatable != KDP_CTL_KUBELET_ALLOCATABLE_SERVED && !a->pod_resources)
                 return usage_error(a, "--get-allocatable needs --pod-resources");
+        if (a->pod_list && !a->pod_resources)
+                return usage_error(a, "--pod-list needs --pod-resources");
+        if (a->pod_list) {
+                r = read_bytes(a->pod_list, &pod_list, &pod_list_size);
+                if (r < 0)
+                        return usage_error(a, "cannot read %s: %s", a->pod_list, strerror(-r));
+                cfg.pod_list = pod_list;
+                cfg.pod_list_size = pod_list_size;
+        }
         return kdp_ctl_kubelet_run(&cfg);
 }
 
@@ -846,7 +865,8 @@ static const command commands[] = {
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
                   OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM) | OPT_BIT(OPT_FAIL_DIAL_BACK) |
-                  OPT_BIT(OPT_GET_ALLOCATABLE) | OPT_BIT(OPT_PLUGINS_REGISTRY) | OPT_BIT(OPT_DUPLICATE_REGISTRATION),
+                  OPT_BIT(OPT_GET_ALLOCATABLE) | OPT_BIT(OPT_POD_LIST) | OPT_BIT(OPT_PLUGINS_REGISTRY) |
+                  OPT_BIT(OPT_DUPLICATE_REGISTRATION),
           OPT_BIT(OPT_DIR), false, cmd_kubelet },
         { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), 0, false, cmd_discover },
         { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), 0, false, cmd_not_served },

@@ -324,32 +324,37 @@ const kdp_wire_limits *kdp_proto_conv_limits(const ProtobufCMessageDescriptor *d
         return &other_limits;
 }
 
-int kdp_proto_conv_unpack_checked(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
-                                  char *err, size_t err_size) {
-        grpc_byte_buffer_reader reader;
-        grpc_slice slice;
+int kdp_proto_conv_unpack_bytes(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *desc,
+                                ProtobufCMessage **ret, char *err, size_t err_size) {
         ProtobufCMessage *m;
         int r;
 
-        if (!bb) {
-                m = protobuf_c_message_unpack(desc, NULL, 0, NULL);
-        } else {
-                if (!grpc_byte_buffer_reader_init(&reader, bb))
-                        return -EBADMSG;
-                slice = grpc_byte_buffer_reader_readall(&reader);
-                grpc_byte_buffer_reader_destroy(&reader);
-                r = kdp_wire_walk(desc, kdp_proto_conv_limits(desc), GRPC_SLICE_START_PTR(slice),
-                                  GRPC_SLICE_LENGTH(slice), err, err_size);
-                m = r < 0 ? NULL
-                          : protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(slice), GRPC_SLICE_START_PTR(slice));
-                grpc_slice_unref(slice);
-                if (r < 0)
-                        return r;
-        }
+        r = kdp_wire_walk(desc, kdp_proto_conv_limits(desc), data, size, err, err_size);
+        if (r < 0)
+                return r;
+        m = protobuf_c_message_unpack(desc, NULL, size, data);
         if (!m)
                 return -EBADMSG;
         *ret = m;
         return 0;
+}
+
+int kdp_proto_conv_unpack_checked(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
+                                  char *err, size_t err_size) {
+        grpc_byte_buffer_reader reader;
+        grpc_slice slice;
+        int r;
+
+        if (!bb)
+                return kdp_proto_conv_unpack_bytes(NULL, 0, desc, ret, err, err_size);
+        if (!grpc_byte_buffer_reader_init(&reader, bb))
+                return -EBADMSG;
+        slice = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+        r = kdp_proto_conv_unpack_bytes(GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), desc, ret, err,
+                                        err_size);
+        grpc_slice_unref(slice);
+        return r;
 }
 
 int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret) {

@@ -62,6 +62,9 @@ const kdp_wire_limits *kdp_proto_conv_limits(const ProtobufCMessageDescriptor *d
 int kdp_proto_conv_unpack_checked(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
                                   char *err, size_t err_size);
 int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret);
+/* The same on `size` bytes at `data` (NULL with 0: an empty message). */
+int kdp_proto_conv_unpack_bytes(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *desc,
+                                ProtobufCMessage **ret, char *err, size_t err_size);
 
 /*
  * ListPodResourcesResponse → the IDs per resource that its pods' containers
