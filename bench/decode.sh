@@ -31,21 +31,7 @@ if [ -n "${KDPD:-}" ]; then
 fi
 n=2000000
 
-/usr/bin/python3 - "$work" "$n" <<'PY' || exit 2
-import sys
-d, n = sys.argv[1], int(sys.argv[2])
-def varint(v):
-    out = b""
-    while v > 0x7f:
-        out += bytes([v & 0x7f | 0x80])
-        v >>= 7
-    return out + bytes([v])
-inner = b"\x0a\x00" * (n - 3)
-for name, data in (("containers", b"\x0a\x00" * n), ("ids", b"\x0a" + varint(len(inner)) + inner),
-                   ("unknown", b"\x78\x00" * n)):
-    with open("%s/%s.bin" % (d, name), "wb") as f:
-        f.write(data)
-PY
+/usr/bin/python3 "$src/tests/e2e/wire-bytes.py" requests "$work" "$n" || exit 2
 
 # one NAME METHOD FILE: a fresh kdpd, one request (none for METHOD -), its peak RSS
 one() {

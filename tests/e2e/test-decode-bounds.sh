@@ -14,24 +14,8 @@ MEMCHECK=1
 BOUND_KB=$((40 * 1024))
 N=2000000
 
-# containers.bin: AllocateRequest / PreferredAllocationRequest of N empty container_requests (field 1);
-# ids.bin: one container_requests of N - 3 empty IDs (field 1 of either container message);
-# unknown.bin: N times field 15 (varint 0), unknown to both
-/usr/bin/python3 - "$T" "$N" <<'PY' || fail "writing the requests"
-import sys
-d, n = sys.argv[1], int(sys.argv[2])
-def varint(v):
-    out = b""
-    while v > 0x7f:
-        out += bytes([v & 0x7f | 0x80])
-        v >>= 7
-    return out + bytes([v])
-inner = b"\x0a\x00" * (n - 3)
-for name, data in (("containers", b"\x0a\x00" * n), ("ids", b"\x0a" + varint(len(inner)) + inner),
-                   ("unknown", b"\x78\x00" * n)):
-    with open("%s/%s.bin" % (d, name), "wb") as f:
-        f.write(data)
-PY
+# containers.bin, ids.bin, unknown.bin: see wire-bytes.py
+/usr/bin/python3 "$KDP_SOURCE_DIR/tests/e2e/wire-bytes.py" requests "$T" "$N" || fail "writing the requests"
 for f in containers ids unknown; do
         size=$(stat -c %s "$T/$f.bin")
         [ "$size" -gt 3900000 ] && [ "$size" -le 4194304 ] || fail "$f.bin is $size bytes"

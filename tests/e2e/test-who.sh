@@ -184,7 +184,7 @@ KDPD_PID=$KDPD_WIDGET
 stop_kdpd
 
 # ---- large answers: what who reads is bounded, and its memory with it ----
-# (tests/e2e/pod-list.py writes a List answer and prints the table who makes of it)
+# (tests/e2e/wire-bytes.py pod-list writes a List answer and prints the table who makes of it)
 MEMCHECK=1
 [ "${KDP_VALGRIND:-0}" = 1 ] || [ "${KDP_SANITIZED:-0}" = 1 ] && MEMCHECK=0
 BOUND_KB=$((46 * 1024))
@@ -193,8 +193,8 @@ BOUND_KB=$((46 * 1024))
 list_kubelet() {
         local name=$1
         shift
-        /usr/bin/python3 "$KDP_SOURCE_DIR/tests/e2e/pod-list.py" "$T/$name.list" "$@" >"$T/$name.table" ||
-                fail "pod-list.py $*"
+        /usr/bin/python3 "$KDP_SOURCE_DIR/tests/e2e/wire-bytes.py" pod-list "$T/$name.list" "$@" >"$T/$name.table" ||
+                fail "wire-bytes.py pod-list $*"
         mkdir -p "$T/dp-$name"
         "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$T/dp-$name" --pod-resources "$T/pr-$name.sock" \
                 --pod-list "$T/$name.list" >"$T/kubelet-$name.out" 2>"$T/kubelet-$name.err" &

@@ -61,6 +61,12 @@ static void put_message(wire *w, uint32_t id, const wire *inner) {
         put_bytes(w, id, inner->v, inner->n);
 }
 
+/* *w emptied, then field `id` holding `inner`. */
+static void rewrap(wire *w, uint32_t id, const wire *inner) {
+        wire_done(w);
+        put_message(w, id, inner);
+}
+
 /* `n` times field `id` holding `s`. */
 static void put_strings(wire *w, uint32_t id, const char *s, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -76,7 +82,7 @@ typedef struct result {
 static result walk(const ProtobufCMessageDescriptor *d, const wire *w) {
         result res = { 0 };
 
-        res.r = kdp_wire_walk(d, kdp_proto_conv_limits(d), w->v, w->n, res.err, sizeof(res.err));
+        res.r = kdp_wire_walk_message(d, kdp_proto_conv_limits(d), w->v, w->n, res.err, sizeof(res.err));
         if (res.r == 0) {
                 ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, w->n, w->v);
 
@@ -137,9 +143,8 @@ START_TEST(test_wire_walk_each_id_field_has_its_own_bound) {
         put_varint(&c, 3, 2);
         put_message(&w, 1, &c);
         ck_assert_int_eq(walk(PREFERRED, &w).r, 0);
-        wire_done(&w);
         put_strings(&c, 2, "w", 1);
-        put_message(&w, 1, &c);
+        rewrap(&w, 1, &c);
         assert_refused(walk(PREFERRED, &w), -E2BIG,
                        "more than 65536 must_include device IDs in one PreferredAllocationRequest "
                        "(field must_include_deviceIDs)");
@@ -200,11 +205,9 @@ START_TEST(test_wire_walk_packed_values_counted) {
         put_message(&pod, 3, &container);
         put_message(&w, 1, &pod);
         ck_assert_int_eq(walk(LIST, &w).r, 0);
-        wire_done(&w);
         put_varint(&container, 3, 8);
-        wire_done(&pod);
-        put_message(&pod, 3, &container);
-        put_message(&w, 1, &pod);
+        rewrap(&pod, 3, &container);
+        rewrap(&w, 1, &pod);
         assert_refused(walk(LIST, &w), -E2BIG,
                        "more than 65536 CPU IDs in one ListPodResourcesResponse (field cpu_ids)");
 }
@@ -222,9 +225,8 @@ START_TEST(test_wire_walk_unknown_fields_at_every_depth) {
         for (int i = 0; i < 32; i++)
                 put_bytes(&w, 9, "x", 1);              /* unknown in AllocateRequest */
         ck_assert_int_eq(walk(ALLOCATE, &w).r, 0);
-        wire_done(&w);
         put_varint(&c, 16, 0);
-        put_message(&w, 1, &c);
+        rewrap(&w, 1, &c);
         for (int i = 0; i < 32; i++)
                 put_bytes(&w, 9, "x", 1);
         assert_refused(walk(ALLOCATE, &w), -E2BIG,
@@ -244,9 +246,8 @@ START_TEST(test_wire_walk_singular_field_given_twice) {
         put_message(&w, 1, &c);
         put_message(&w, 1, &c);                         /* once in each container: fine */
         ck_assert_int_eq(walk(PREFERRED, &w).r, 0);
-        wire_done(&w);
         put_varint(&c, 3, 2);
-        put_message(&w, 1, &c);
+        rewrap(&w, 1, &c);
         assert_refused(walk(PREFERRED, &w), -E2BIG,
                        "field allocation_size given twice in one ContainerPreferredAllocationRequest");
 }
@@ -285,8 +286,9 @@ START_TEST(test_wire_walk_malformed_refused) {
         for (size_t i = 0; i < KDP_ELEMENTSOF(cases); i++) {
                 wire w = { .v = (uint8_t *) cases[i].bytes, .n = cases[i].n };
 
-                ck_assert_msg(kdp_wire_walk(ALLOCATE, kdp_proto_conv_limits(ALLOCATE), w.v, w.n, NULL, 0) ==
-                                      -EBADMSG, "%s", cases[i].name);
+                int r = kdp_wire_walk_message(ALLOCATE, kdp_proto_conv_limits(ALLOCATE), w.v, w.n, NULL, 0);
+
+                ck_assert_msg(r == -EBADMSG, "%s: %d", cases[i].name, r);
                 ck_assert_msg(!protobuf_c_message_unpack(ALLOCATE, NULL, w.n, w.v), "%s: unpacked", cases[i].name);
         }
 }

@@ -329,7 +329,7 @@ int kdp_proto_conv_unpack_bytes(const uint8_t *data, size_t size, const Protobuf
         ProtobufCMessage *m;
         int r;
 
-        r = kdp_wire_walk(desc, kdp_proto_conv_limits(desc), data, size, err, err_size);
+        r = kdp_wire_walk_message(desc, kdp_proto_conv_limits(desc), data, size, err, err_size);
         if (r < 0)
                 return r;
         m = protobuf_c_message_unpack(desc, NULL, size, data);

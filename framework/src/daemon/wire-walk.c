@@ -179,8 +179,8 @@ static int walk_message(walk *w, const ProtobufCMessageDescriptor *d, const uint
         return 0;
 }
 
-int kdp_wire_walk(const ProtobufCMessageDescriptor *d, const kdp_wire_limits *limits, const uint8_t *data,
-                  size_t size, char *err, size_t err_size) {
+int kdp_wire_walk_message(const ProtobufCMessageDescriptor *d, const kdp_wire_limits *limits, const uint8_t *data,
+                          size_t size, char *err, size_t err_size) {
         char buf[1];
         walk w = {
                 .limits = limits,

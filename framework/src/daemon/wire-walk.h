@@ -62,5 +62,5 @@ typedef struct kdp_wire_limits {
  * than 64 container requests in one AllocateRequest (field
  * container_requests)" or "a NUL byte in string field devices_ids".
  */
-int kdp_wire_walk(const ProtobufCMessageDescriptor *d, const kdp_wire_limits *limits, const uint8_t *data,
-                  size_t size, char *err, size_t err_size);
+int kdp_wire_walk_message(const ProtobufCMessageDescriptor *d, const kdp_wire_limits *limits, const uint8_t *data,
+                          size_t size, char *err, size_t err_size);
