@@ -8,7 +8,6 @@
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
 
-
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "pluginregistration/v1/api.pb-c.h"
 #include "podresources/v1/api.pb-c.h"

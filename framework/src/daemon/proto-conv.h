@@ -3,7 +3,9 @@
  * The only place (with server.c) that knows protobuf-c: our types to and from
  * wire bytes. Messages are built on the stack or in short-lived arrays whose
  * strings are borrowed from the caller's objects, packed once, and dropped;
- * nothing built here is ever given to *_free_unpacked.
+ * nothing built here is ever given to *_free_unpacked. What comes in is
+ * walked on its wire bytes against the bounds below (wire-walk.h) before
+ * protobuf-c unpacks it.
  */
 #pragma once
 
