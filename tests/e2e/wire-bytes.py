@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """wire-bytes.py requests DIR N
    wire-bytes.py pod-list FILE PODS CONTAINERS DEVICES [ID_PAD]
+   wire-bytes.py pod-list-smallest FILE
 
 Protobuf messages as they are on the wire, written for `kdpctl raw @FILE` and
 `kdpctl kubelet --pod-list FILE`.
@@ -19,6 +20,10 @@ devices of example.com/widget, one ContainerDevices each as the kubelet
 splits them: IDs widget-<k> (k counting on over all containers, ID_PAD 'x's
 appended), device k on NUMA node k % 2. Prints on stdout the table `kdpctl
 who` makes of it when no device is allocatable and no plugin socket is given.
+
+pod-list-smallest: a ListPodResourcesResponse at kdp's bounds of one node made
+of the smallest elements, into FILE: 2048 pods p of 4 containers c, each with
+8 CPU IDs and 8 devices of resource a/b, all of ID d, on NUMA nodes 0 and 1.
 """
 import sys
 
@@ -66,12 +71,22 @@ def pod_list(path, pods, containers, devices, pad):
     sys.stdout.write("\n".join(lines) + "\n")
 
 
+def pod_list_smallest(path):
+    topology = field(1, varint(1 << 3) + varint(0)) + field(1, varint(1 << 3) + varint(1))
+    devices = field(2, field(1, b"a/b") + field(2, b"d") + field(3, topology))
+    container = field(3, field(1, b"c") + devices * 8 + field(3, varint(1) * 8))
+    with open(path, "wb") as f:
+        f.write(field(1, field(1, b"p") + container * 4) * 2048)
+
+
 def main():
     args = sys.argv[1:]
     if len(args) == 3 and args[0] == "requests":
         requests(args[1], int(args[2]))
     elif len(args) in (5, 6) and args[0] == "pod-list":
         pod_list(args[1], int(args[2]), int(args[3]), int(args[4]), "x" * (int(args[5]) if len(args) == 6 else 0))
+    elif len(args) == 2 and args[0] == "pod-list-smallest":
+        pod_list_smallest(args[1])
     else:
         sys.exit(__doc__)
 
