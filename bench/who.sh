@@ -34,13 +34,10 @@ one() {
                 grep -q '"Serving kubelet socket"' "$d/kubelet.err" 2>/dev/null && break
                 sleep 0.01
         done
-        /usr/bin/python3 -c 'import resource, subprocess, sys
-r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1] + ".out", "wb"), stderr=open(sys.argv[1] + ".err", "wb"))
-open(sys.argv[1] + ".rss", "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(r.returncode)' "$d/who" "$client" who --pod-resources "$d/pr.sock" --timeout 120
+        /usr/bin/python3 "$src/tests/e2e/peak-rss.py" "$d/who" "$client" who --pod-resources "$d/pr.sock" --timeout 120
         rc=$?
         echo "${name}_bytes=$(stat -c %s "$d/list")"
-        echo "${name}_rows=$(wc -l <"$d/who.out")"
+        echo "${name}_rows=$(wc -l <"$d/who.stdout")"
         echo "${name}_maxrss_kb=$(cat "$d/who.rss")"
         echo "${name}_exit=$rc"
         stop "$kubelet_pid"

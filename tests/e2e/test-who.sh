@@ -204,10 +204,7 @@ list_kubelet() {
 # who_rss NAME: who on list_kubelet NAME's socket; stdout in $T/who.stdout, stderr in $ERR, exit code in
 # $RC, its peak RSS in kB in $RSS_KB
 who_rss() {
-        /usr/bin/python3 -c 'import resource, subprocess, sys
-r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1] + ".stdout", "wb"), stderr=open(sys.argv[1] + ".stderr", "wb"))
-open(sys.argv[1] + ".rss", "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(r.returncode)' "$T/who" "$KDPCTL" who --pod-resources "$T/pr-$1.sock" --timeout "$((60 * SLOW))"
+        /usr/bin/python3 "$KDP_SOURCE_DIR/tests/e2e/peak-rss.py" "$T/who" "$KDPCTL" who --pod-resources "$T/pr-$1.sock" --timeout "$((60 * SLOW))"
         RC=$?
         ERR=$(cat "$T/who.stderr")
         RSS_KB=$(cat "$T/who.rss")
