@@ -48,7 +48,7 @@ pass "empty AllocateRequest refused"
 # limits on what one peer can make kdpd allocate, each with its own error
 seq -f 'widget-%g' 0 65536 | sed 's/widget-\([0-9]*\)/widget-0/' >"$T/ids"       # 65537 IDs
 out=$("$KDPCTL" allocate --socket "$S" --ids-file "$T/ids" 2>&1) && fail "65537 IDs accepted"
-assert_eq "$out" "error: code=RESOURCE_EXHAUSTED message=too many device IDs in one request: 65537 (limit 65536)" \
+assert_eq "$out" "error: code=INVALID_ARGUMENT message=request refused before decoding: more than 65536 device IDs in one AllocateRequest (field devices_ids)" \
         "too many IDs"
 head -c 5000000 /dev/zero | tr '\0' 'w' | fold -w 60 >"$T/big"                  # a 5 MB request
 out=$("$KDPCTL" allocate --socket "$S" --ids-file "$T/big" 2>&1) && fail "5 MB request accepted"
@@ -59,7 +59,7 @@ esac
 args=()
 for i in $(seq 0 64); do args+=(--container widget-1); done
 out=$("$KDPCTL" allocate --socket "$S" "${args[@]}" 2>&1) && fail "65 containers accepted"
-assert_eq "$out" "error: code=INVALID_ARGUMENT message=an AllocateRequest needs 1 to 64 container requests, got 65" \
+assert_eq "$out" "error: code=INVALID_ARGUMENT message=request refused before decoding: more than 64 container requests in one AllocateRequest (field container_requests)" \
         "too many containers"
 assert_eq "$("$KDPCTL" allocate --socket "$S" widget-2 | grep EXAMPLE)" "env EXAMPLE_WIDGETS=widget-2" "serving after limits"
 pass "limits: IDs per request, message size and containers refused with clear errors; still serving"

@@ -182,3 +182,55 @@ assert_eq "$(count_lines "$T/kubelet.out" '^registered ')" 2 "registrations"
 stop_kdpd                                       # the gadget kdpd
 KDPD_PID=$KDPD_WIDGET
 stop_kdpd
+
+# ---- large answers: what who reads is bounded, and its memory with it ----
+# (tests/e2e/wire-bytes.py pod-list writes a List answer and prints the table who makes of it)
+MEMCHECK=1
+[ "${KDP_VALGRIND:-0}" = 1 ] || [ "${KDP_SANITIZED:-0}" = 1 ] && MEMCHECK=0
+BOUND_KB=$((46 * 1024))
+# list_kubelet NAME PODS CONTAINERS DEVICES [PAD]: a stand-in kubelet answering List with such an answer
+# on $T/pr-NAME.sock; the table expected in $T/NAME.table
+list_kubelet() {
+        local name=$1
+        shift
+        /usr/bin/python3 "$KDP_SOURCE_DIR/tests/e2e/wire-bytes.py" pod-list "$T/$name.list" "$@" >"$T/$name.table" ||
+                fail "wire-bytes.py pod-list $*"
+        mkdir -p "$T/dp-$name"
+        "${DIE_WITH_US[@]}" "$KDPCTL" kubelet --dir "$T/dp-$name" --pod-resources "$T/pr-$name.sock" \
+                --pod-list "$T/$name.list" >"$T/kubelet-$name.out" 2>"$T/kubelet-$name.err" &
+        PIDS+=($!)
+        wait_line "$T/kubelet-$name.err" '"Serving kubelet socket"'
+}
+# who_rss NAME: who on list_kubelet NAME's socket; stdout in $T/who.stdout, stderr in $ERR, exit code in
+# $RC, its peak RSS in kB in $RSS_KB
+who_rss() {
+        /usr/bin/python3 "$KDP_SOURCE_DIR/tests/e2e/peak-rss.py" "$T/who" "$KDPCTL" who --pod-resources "$T/pr-$1.sock" --timeout "$((60 * SLOW))"
+        RC=$?
+        ERR=$(cat "$T/who.stderr")
+        RSS_KB=$(cat "$T/who.rss")
+}
+
+# 2048 pods of 4 containers holding 8 devices each: 65536 rows from a 4.15 MB answer
+list_kubelet large 2048 4 8 20
+who_rss large
+assert_eq "$RC:$ERR" "0:" "who on a large answer: exit code and stderr"
+cmp -s "$T/who.stdout" "$T/large.table" || fail "who on a large answer: table differs: $(diff "$T/who.stdout" "$T/large.table" | head -n 5)"
+assert_eq "$(wc -l <"$T/who.stdout")" 65537 "rows of the large table"
+if [ "$MEMCHECK" = 1 ]; then
+        [ "$RSS_KB" -lt "$BOUND_KB" ] || fail "who on a 4 MB answer: peak RSS $RSS_KB kB, not below $BOUND_KB kB"
+fi
+pass "a 4 MB List answer of 65536 held devices: the exact table, below $((BOUND_KB / 1024)) MB"
+
+# 13 devices a container: 4.57 MB, past the 4 MiB who reads
+list_kubelet over 2048 4 13
+who_rss over
+assert_eq "$RC:$(cat "$T/who.stdout")" "1:" "who on an answer over 4 MiB: exit code and stdout"
+assert_eq "$ERR" "kdpctl who: the answer to List on $T/pr-over.sock is larger than 4 MiB, the most kdpctl who reads (Received message larger than max ($(stat -c %s "$T/over.list") vs. 4194304))" \
+        "who on an answer over 4 MiB"
+# 9 devices a container: 3.2 MB, but 73728 device entries
+list_kubelet many 2048 4 9
+who_rss many
+assert_eq "$RC:$(cat "$T/who.stdout")" "1:" "who on an answer of 73728 device entries: exit code and stdout"
+assert_eq "$ERR" "kdpctl who: the answer to List on $T/pr-many.sock holds more than kdpctl who reads: more than 65536 device entries in one ListPodResourcesResponse (field devices)" \
+        "who on an answer of 73728 device entries"
+pass "answers over 4 MiB or over the bounds of one node refused, naming the limit"

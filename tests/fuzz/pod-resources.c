@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (!bb)
                 abort();
-        r = kdp_proto_conv_unpack_pod_resources(bb, 1024 * 1024, &l);
+        r = kdp_proto_conv_unpack_pod_resources(bb, 1024 * 1024, &l, NULL, 0);
         grpc_byte_buffer_destroy(bb);
         if (r == 0)
                 kdp_pod_resources_list_done(&l);

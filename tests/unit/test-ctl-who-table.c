@@ -175,6 +175,28 @@ static int build(fixture *f, size_t *reterr) {
         return kdp_ctl_who_table_build(&f->in, &f->table, reterr);
 }
 
+/* The `allocatable` of row `i`. */
+typedef struct nth {
+        size_t i, seen;
+        int allocatable;
+} nth;
+
+static int take_nth(const kdp_ctl_who_row *row, void *userdata) {
+        nth *n = userdata;
+
+        if (n->seen++ == n->i)
+                n->allocatable = row->allocatable;
+        return 0;
+}
+
+static int row_allocatable(const kdp_ctl_who_table *t, size_t i) {
+        nth n = { .i = i, .allocatable = 99 };
+
+        ck_assert_uint_lt(i, kdp_ctl_who_table_n_rows(t));
+        ck_assert_int_eq(kdp_ctl_who_table_foreach(t, take_nth, &n), 0);
+        return n.allocatable;
+}
+
 static char *table_text(const kdp_ctl_who_table *t, bool json) {
         char *buf = NULL;
         size_t size = 0;
@@ -182,7 +204,7 @@ static char *table_text(const kdp_ctl_who_table *t, bool json) {
 
         ck_assert_ptr_nonnull(m);
         if (json)
-                kdp_ctl_who_table_print_json(m, t);
+                ck_assert_int_eq(kdp_ctl_who_table_print_json(m, t), 0);
         else
                 ck_assert_int_eq(kdp_ctl_who_table_print(m, t), 0);
         ck_assert_int_eq(fclose(m), 0);
@@ -217,8 +239,8 @@ START_TEST(test_ctl_who_table_joins_holders_and_free_devices) {
         } };
 
         ck_assert_int_eq(build(&f, NULL), 0);
-        ck_assert_uint_eq(f.table->n_rows, 6);
-        ck_assert_int_eq(f.table->rows[5].allocatable, 0);
+        ck_assert_uint_eq(kdp_ctl_who_table_n_rows(f.table), 6);
+        ck_assert_int_eq(row_allocatable(f.table, 5), 0);
         assert_text(f.table, false,
                     "RESOURCE         DEVICE  HEALTH   NUMA  NAMESPACE  POD    CONTAINER\n"
                     "example.com/gpu  gpu-0   Healthy  1     -          -      -\n"
@@ -294,7 +316,7 @@ START_TEST(test_ctl_who_table_allocatable_not_known) {
         } };
 
         ck_assert_int_eq(build(&f, NULL), 0);
-        ck_assert_int_eq(f.table->rows[0].allocatable, -1);
+        ck_assert_int_eq(row_allocatable(f.table, 0), -1);
         assert_text(f.table, false,
                     "RESOURCE       DEVICE  HEALTH  NUMA  NAMESPACE  POD  CONTAINER\n"
                     "example.com/x  x-0     -       3     ns         p    c\n");
@@ -314,7 +336,7 @@ START_TEST(test_ctl_who_table_empty) {
         _cleanup_(fixture_done) fixture f = { .in = { .pods = pods(NULL), .allocatable = allocatable(NULL) } };
 
         ck_assert_int_eq(build(&f, NULL), 0);
-        ck_assert_uint_eq(f.table->n_rows, 0);
+        ck_assert_uint_eq(kdp_ctl_who_table_n_rows(f.table), 0);
         assert_text(f.table, false, "RESOURCE  DEVICE  HEALTH  NUMA  NAMESPACE  POD  CONTAINER\n");
         assert_text(f.table, true, "{\n  \"allocatableKnown\": true,\n  \"devices\": []\n}\n");
 }
@@ -398,8 +420,8 @@ START_TEST(test_ctl_who_table_resource_from_ids) {
         ck_assert_uint_eq(bad, 0);
         given.in.plugins[0].resource = str_copy("c.com/x");
         ck_assert_int_eq(build(&given, NULL), 0);
-        ck_assert_uint_eq(given.table->n_rows, 1);
-        ck_assert_int_eq(given.table->rows[0].allocatable, -1);
+        ck_assert_uint_eq(kdp_ctl_who_table_n_rows(given.table), 1);
+        ck_assert_int_eq(row_allocatable(given.table, 0), -1);
 }
 END_TEST
 

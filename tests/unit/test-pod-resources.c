@@ -97,7 +97,7 @@ START_TEST(test_pod_resources_groups_ids_per_resource) {
         m.pod_resources = pods;
         m.n_pod_resources = 3;
         bb = pack(&m);
-        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l), 0);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l, NULL, 0), 0);
         grpc_byte_buffer_destroy(bb);
         got = text(&l);
         ck_assert_str_eq(got, "example.com/x: vf-2,vf-5,vf-9\nexample.com/y: gpu-0\n");
@@ -114,12 +114,12 @@ START_TEST(test_pod_resources_empty_answer_is_an_empty_list) {
         kdp_pod_resources_list l = { .n_resources = 7 };
         grpc_byte_buffer *bb = bytes("", 0);
 
-        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l), 0);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l, NULL, 0), 0);
         grpc_byte_buffer_destroy(bb);
         ck_assert_uint_eq(l.n_resources, 0);
         ck_assert_ptr_null(l.resources);
         l.n_resources = 7;
-        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(NULL, KDP_POD_RESOURCES_MAX_MESSAGE, &l), 0);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(NULL, KDP_POD_RESOURCES_MAX_MESSAGE, &l, NULL, 0), 0);
         ck_assert_uint_eq(l.n_resources, 0);
 }
 END_TEST
@@ -132,10 +132,10 @@ START_TEST(test_pod_resources_garbage_refused) {
         grpc_byte_buffer *bb;
 
         bb = bytes(truncated, sizeof(truncated));
-        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l), -EBADMSG);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l, NULL, 0), -EBADMSG);
         grpc_byte_buffer_destroy(bb);
         bb = bytes(wrong_type, sizeof(wrong_type));
-        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l), -EBADMSG);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l, NULL, 0), -EBADMSG);
         grpc_byte_buffer_destroy(bb);
         ck_assert_uint_eq(l.n_resources, 7);
 }
@@ -160,11 +160,37 @@ START_TEST(test_pod_resources_oversized_refused) {
         m.n_pod_resources = 1;
         size = v1__list_pod_resources_response__get_packed_size(&m);
         bb = pack(&m);
-        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, size - 1, &l), -EMSGSIZE);
-        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, size, &l), 0);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, size - 1, &l, NULL, 0), -EMSGSIZE);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, size, &l, NULL, 0), 0);
         grpc_byte_buffer_destroy(bb);
         ck_assert_uint_eq(l.n_resources, 1);
         kdp_pod_resources_list_done(&l);
+}
+END_TEST
+
+/* More pods than a node runs: refused on the wire bytes, before protobuf-c allocates one per pod, saying so. */
+START_TEST(test_pod_resources_too_many_pods_refused) {
+        V1__PodResources pod = V1__POD_RESOURCES__INIT;
+        V1__PodResources *pods[KDP_PROTO_CONV_MAX_PODS + 1];
+        V1__ListPodResourcesResponse m = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+        kdp_pod_resources_list l = { 0 };
+        grpc_byte_buffer *bb;
+        char err[200] = "";
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(pods); i++)
+                pods[i] = &pod;
+        m.pod_resources = pods;
+        m.n_pod_resources = KDP_PROTO_CONV_MAX_PODS;
+        bb = pack(&m);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l, err, sizeof(err)), 0);
+        grpc_byte_buffer_destroy(bb);
+        kdp_pod_resources_list_done(&l);
+        m.n_pod_resources++;
+        bb = pack(&m);
+        ck_assert_int_eq(kdp_proto_conv_unpack_pod_resources(bb, KDP_POD_RESOURCES_MAX_MESSAGE, &l, err, sizeof(err)),
+                         -E2BIG);
+        grpc_byte_buffer_destroy(bb);
+        ck_assert_str_eq(err, "more than 2048 pods in one ListPodResourcesResponse (field pod_resources)");
 }
 END_TEST
 
@@ -176,6 +202,7 @@ static Suite *pod_resources_suite(void) {
         tcase_add_test(tc, test_pod_resources_empty_answer_is_an_empty_list);
         tcase_add_test(tc, test_pod_resources_garbage_refused);
         tcase_add_test(tc, test_pod_resources_oversized_refused);
+        tcase_add_test(tc, test_pod_resources_too_many_pods_refused);
         suite_add_tcase(s, tc);
         return s;
 }

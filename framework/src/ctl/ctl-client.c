@@ -26,6 +26,7 @@
 #include <kdp/cleanup.h>
 
 #include "ctl-client.h"
+#include "proto-conv.h"
 #include "unary.h"
 
 #define WAIT_SLICE_MS 100                      /* kdp_ctl_client_wait_ready() looks for a cancel this often */
@@ -255,21 +256,47 @@ static ProtobufCMessage *unpack_buffer(const ProtobufCMessageDescriptor *d, grpc
 
 /* ---- unary calls ---- */
 
-static int unary_result(kdp_unary *u, const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret_resp,
-                        kdp_ctl_client_status *reterr_status) {
-        ProtobufCMessage *m;
+/*
+ * A unary response *bb, walked against its bounds (proto-conv.h) and decoded;
+ * the byte buffer is released once read, before decoding, so its bytes are
+ * held only once meanwhile.
+ */
+static int decode_response(grpc_byte_buffer **bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
+                           kdp_ctl_client_status *reterr_status) {
+        grpc_byte_buffer_reader reader;
+        char why[sizeof(reterr_status->message) - 64] = "";
+        grpc_slice s;
+        int r;
 
-        if (u->status != GRPC_STATUS_OK) {
-                status_from_slice(reterr_status, u->status, u->details);
-                return -EREMOTEIO;
-        }
-        m = u->response ? unpack_buffer(resp_desc, u->response) : NULL;
-        if (!m) {
-                status_set(reterr_status, GRPC_STATUS_INTERNAL, "failed to decode %s", resp_desc->short_name);
+        if (!*bb || !grpc_byte_buffer_reader_init(&reader, *bb)) {
+                status_set(reterr_status, GRPC_STATUS_INTERNAL, "failed to decode %s", desc->short_name);
                 return -EBADMSG;
         }
-        *ret_resp = m;
-        return 0;
+        s = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+        grpc_byte_buffer_destroy(*bb);
+        *bb = NULL;
+        r = kdp_proto_conv_unpack_bytes(GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), desc, ret, why, sizeof(why));
+        grpc_slice_unref(s);
+        if (r == -E2BIG)
+                status_set(reterr_status, GRPC_STATUS_INTERNAL, "%s", why);
+        else if (r < 0)
+                status_set(reterr_status, GRPC_STATUS_INTERNAL, "failed to decode %s%s%s", desc->short_name,
+                           *why ? ": " : "", why);
+        return r == -E2BIG ? r : r < 0 ? -EBADMSG : 0;
+}
+
+static int unary_result(kdp_unary *u, const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret_resp,
+                        kdp_ctl_client_status *reterr_status) {
+        if (u->status != GRPC_STATUS_OK) {
+                status_from_slice(reterr_status, u->status, u->details);
+                /* gRPC's own receive limit, past the channel's max message size */
+                if (u->status == GRPC_STATUS_RESOURCE_EXHAUSTED &&
+                    strncmp(reterr_status->message, "Received message larger than max", 32) == 0)
+                        return -EMSGSIZE;
+                return -EREMOTEIO;
+        }
+        return decode_response(&u->response, resp_desc, ret_resp, reterr_status);
 }
 
 /* One unary call sending `request` (taken). */

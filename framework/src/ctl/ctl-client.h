@@ -72,8 +72,11 @@ gpr_timespec kdp_ctl_client_deadline(int64_t ms);
 /*
  * One unary call. Returns 0 and the decoded response (free with
  * protobuf_c_message_free_unpacked) when the status is OK; otherwise returns
- * -EREMOTEIO (the peer's status), -EBADMSG (undecodable response, as INTERNAL)
- * or -ECANCELED (client cancelled), always with *reterr_status filled.
+ * -EREMOTEIO (the peer's status), -EMSGSIZE (the answer was over the
+ * channel's max message size: RESOURCE_EXHAUSTED from gRPC), -E2BIG (the
+ * answer holds more than kdp_proto_conv_limits() allows: INTERNAL naming the
+ * bound), -EBADMSG (undecodable response, as INTERNAL) or -ECANCELED (client
+ * cancelled), always with *reterr_status filled.
  */
 int kdp_ctl_client_call(kdp_ctl_client *c, const char *method, const ProtobufCMessage *req,
                         const ProtobufCMessageDescriptor *resp_desc, gpr_timespec deadline,

@@ -7,7 +7,8 @@
  * (pod-<n> in namespace default, one container c0) and their devices, until
  * SIGUSR2 ends them all: their devices are free for later admissions and
  * List no longer names them ("freed resource=R ids=..." per pod). Each List
- * answered prints "listed pods=N". GetAllocatableResources answers the
+ * answered prints "listed pods=N"; with `pod_list` List answers those bytes
+ * instead, whatever they are, and prints "listed bytes=N". GetAllocatableResources answers the
  * healthy devices of every resource ever registered (a plugin gone has none:
  * its devices went unhealthy), and prints "allocatable devices=N"; or, as
  * `get_allocatable` says, fails as a kubelet that does not serve it. Devices
@@ -82,6 +83,8 @@ typedef struct kdp_ctl_kubelet_config {
         int64_t duration_ms;                    /* stop after this long; 0 = at SIGTERM/SIGINT */
         const char *pod_resources;              /* serve PodResources List on this socket; NULL: not */
         kdp_ctl_kubelet_allocatable get_allocatable;
+        const uint8_t *pod_list;                /* List answered with these bytes (borrowed); NULL: the pods */
+        size_t pod_list_size;
         unsigned drop_before_stream;            /* the first N registrations dropped before ListAndWatch */
         unsigned fail_dial_back;                /* the first N registrations' dial-backs fail */
         const char *plugins_registry;           /* also watch this plugins_registry directory; NULL: not */

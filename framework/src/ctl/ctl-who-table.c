@@ -10,6 +10,7 @@
  * the plugins' resources from them.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -357,25 +358,25 @@ static int group_numa(const entry *g, size_t n, int64_t **ret, size_t *ret_n) {
         return 0;
 }
 
-static int add_row(kdp_ctl_who_table *t, const kdp_ctl_who_row *row, const entry *holder) {
-        kdp_ctl_who_row *r = &t->rows[t->n_rows];
+struct kdp_ctl_who_table {
+        entries e;                      /* sorted; each run of one device gives its rows */
+        size_t n_rows;
+        bool allocatable_known;
+};
 
-        *r = *row;
-        r->numa = malloc((row->n_numa ? row->n_numa : 1) * sizeof(*r->numa));
-        if (!r->numa)
-                return -ENOMEM;
-        memcpy(r->numa, row->numa, row->n_numa * sizeof(*r->numa));
+/* Hands `row`, held by `holder` (NULL: free), to fn. */
+static int emit_row(kdp_ctl_who_row row, const entry *holder, kdp_ctl_who_row_fn fn, void *userdata) {
         if (holder) {
-                r->namespace_ = holder->pod->namespace_;
-                r->pod = holder->pod->name;
-                r->container = holder->container->name;
+                row.namespace_ = holder->pod->namespace_;
+                row.pod = holder->pod->name;
+                row.container = holder->container->name;
         }
-        t->n_rows++;
-        return 0;
+        return fn(&row, userdata);
 }
 
 /* The rows of one device: one per distinct holder, or one free. */
-static int add_group(kdp_ctl_who_table *t, const entry *g, size_t n) {
+static int device_rows(const kdp_ctl_who_table *t, const entry *g, size_t n, kdp_ctl_who_row_fn fn,
+                       void *userdata) {
         _cleanup_free_ int64_t *numa = NULL;
         kdp_ctl_who_row row = {
                 .resource = g[0].resource,
@@ -396,50 +397,66 @@ static int add_group(kdp_ctl_who_table *t, const entry *g, size_t n) {
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 if (g[i].from != FROM_POD || (held && cmp_holder(&g[i - 1], &g[i]) == 0))
                         continue;
-                r = add_row(t, &row, &g[i]);
+                r = emit_row(row, &g[i], fn, userdata);
                 held = true;
         }
-        return held ? r : add_row(t, &row, NULL);
+        return held ? r : emit_row(row, NULL, fn, userdata);
+}
+
+int kdp_ctl_who_table_foreach(const kdp_ctl_who_table *t, kdp_ctl_who_row_fn fn, void *userdata) {
+        const entries *e = &t->e;
+        int r = 0;
+
+        for (size_t i = 0, j; r >= 0 && i < e->n; i = j) {
+                for (j = i + 1; j < e->n && same_device(&e->v[i], &e->v[j]); j++)
+                        ;
+                r = device_rows(t, &e->v[i], j - i, fn, userdata);
+        }
+        return r;
+}
+
+size_t kdp_ctl_who_table_n_rows(const kdp_ctl_who_table *t) {
+        return t->n_rows;
+}
+
+bool kdp_ctl_who_table_allocatable_known(const kdp_ctl_who_table *t) {
+        return t->allocatable_known;
 }
 
 kdp_ctl_who_table *kdp_ctl_who_table_free(kdp_ctl_who_table *t) {
         if (!t)
                 return NULL;
-        for (size_t i = 0; i < t->n_rows; i++)
-                free(t->rows[i].numa);
-        free(t->rows);
+        entries_done(&t->e);
         free(t);
         return NULL;
 }
 
+static int count_row(const kdp_ctl_who_row *row, void *userdata) {
+        (*(size_t *) userdata)++;
+        return 0;
+}
+
 int kdp_ctl_who_table_build(kdp_ctl_who_input *in, kdp_ctl_who_table **ret, size_t *reterr_plugin) {
-        _cleanup_(kdp_ctl_who_table_freep) kdp_ctl_who_table *t = NULL;
-        _cleanup_(entries_done) entries e = { 0 };
+        _cleanup_(kdp_ctl_who_table_freep) kdp_ctl_who_table *t = calloc(1, sizeof(*t));
+        entries *e;
         int r;
 
-        e.v = calloc(count_entries(in) ?: 1, sizeof(*e.v));
-        if (!e.v)
+        if (!t)
                 return -ENOMEM;
-        add_kubelet(&e, in);
-        qsort(e.v, e.n, sizeof(*e.v), cmp_entry);
-        r = tell_resources(&e, in, reterr_plugin);
+        e = &t->e;
+        e->v = calloc(count_entries(in) ?: 1, sizeof(*e->v));
+        if (!e->v)
+                return -ENOMEM;
+        add_kubelet(e, in);
+        qsort(e->v, e->n, sizeof(*e->v), cmp_entry);
+        r = tell_resources(e, in, reterr_plugin);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < in->n_plugins; i++)
-                add_plugin(&e, &in->plugins[i]);
-        qsort(e.v, e.n, sizeof(*e.v), cmp_entry);
-        t = calloc(1, sizeof(*t));
-        if (!t)
-                return -ENOMEM;
+                add_plugin(e, &in->plugins[i]);
+        qsort(e->v, e->n, sizeof(*e->v), cmp_entry);
         t->allocatable_known = in->allocatable != NULL;
-        t->rows = calloc(e.n ? e.n : 1, sizeof(*t->rows));      /* a device has at most one row per entry */
-        if (!t->rows)
-                return -ENOMEM;
-        for (size_t i = 0, j; r >= 0 && i < e.n; i = j) {
-                for (j = i + 1; j < e.n && same_device(&e.v[i], &e.v[j]); j++)
-                        ;
-                r = add_group(t, &e.v[i], j - i);
-        }
+        r = kdp_ctl_who_table_foreach(t, count_row, &t->n_rows);
         if (r < 0)
                 return r;
         *ret = KDP_TAKE_PTR(t);
@@ -448,39 +465,24 @@ int kdp_ctl_who_table_build(kdp_ctl_who_input *in, kdp_ctl_who_table **ret, size
 
 /* ---- the table ---- */
 
-/* `s` escaped to one line; an empty string as "" (free()). */
-static char *cell(const char *s) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-
-        if (!f)
-                return NULL;
+/* `s` escaped to one line; an empty string as "". */
+static void put_text(FILE *f, const char *s) {
         kdp_ctl_client_put_value(f, *s ? s : "\"\"");
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
 }
 
-static char *numa_cell(const kdp_ctl_who_row *r) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f;
+/* `s` as put_text() does, "-" when NULL (free, not known). */
+static void put_optional(FILE *f, const char *s) {
+        if (s)
+                put_text(f, s);
+        else
+                fputs("-", f);
+}
 
+static void put_numa(FILE *f, const kdp_ctl_who_row *r) {
         if (r->n_numa == 0)
-                return strdup("-");
-        f = open_memstream(&buf, &size);
-        if (!f)
-                return NULL;
+                fputs("-", f);
         for (size_t i = 0; i < r->n_numa; i++)
                 fprintf(f, "%s%lld", i > 0 ? "," : "", (long long) r->numa[i]);
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
 }
 
 static const char *health_text(const kdp_ctl_who_row *r) {
@@ -489,54 +491,94 @@ static const char *health_text(const kdp_ctl_who_row *r) {
         return r->allocatable == 1 ? "Healthy" : "-";
 }
 
-/* The cells of one row, in column order. */
-static int row_cells(const kdp_ctl_who_row *r, char **c) {
-        c[0] = cell(r->resource);
-        c[1] = cell(r->id);
-        c[2] = strdup(health_text(r));
-        c[3] = numa_cell(r);
-        c[4] = r->namespace_ ? cell(r->namespace_) : strdup("-");
-        c[5] = r->pod ? cell(r->pod) : strdup("-");
-        c[6] = r->container ? cell(r->container) : strdup("-");
-        for (size_t i = 0; i < N_COLUMNS; i++)
-                if (!c[i])
-                        return -ENOMEM;
+static const char *const header[N_COLUMNS] = {
+        "RESOURCE", "DEVICE", "HEALTH", "NUMA", "NAMESPACE", "POD", "CONTAINER",
+};
+
+/* Cell `col` of row `r` (NULL: the header) on `f`. */
+static void put_cell(FILE *f, const kdp_ctl_who_row *r, size_t col) {
+        if (!r) {
+                fputs(header[col], f);
+                return;
+        }
+        switch (col) {
+        case 0: put_text(f, r->resource); break;
+        case 1: put_text(f, r->id); break;
+        case 2: fputs(health_text(r), f); break;
+        case 3: put_numa(f, r); break;
+        case 4: put_optional(f, r->namespace_); break;
+        case 5: put_optional(f, r->pod); break;
+        default: put_optional(f, r->container); break;
+        }
+}
+
+/* A stream that only counts what is written to it, into the size_t its cookie points to. */
+static ssize_t count_write(void *cookie, const char *buf, size_t size) {
+        *(size_t *) cookie += size;
+        return (ssize_t) size;
+}
+
+typedef struct printer {
+        FILE *f, *counter;              /* the output; a stream that counts */
+        size_t count;                   /* what the counter counted */
+        size_t width[N_COLUMNS];
+} printer;
+
+/* The bytes put_cell() writes, counted. */
+static size_t cell_width(printer *p, const kdp_ctl_who_row *r, size_t col) {
+        size_t before = p->count;
+
+        put_cell(p->counter, r, col);
+        (void) fflush(p->counter);
+        return p->count - before;
+}
+
+static int widen(const kdp_ctl_who_row *r, void *userdata) {
+        printer *p = userdata;
+
+        for (size_t col = 0; col < N_COLUMNS; col++) {
+                size_t w = cell_width(p, r, col);
+
+                if (w > p->width[col])
+                        p->width[col] = w;
+        }
         return 0;
 }
 
-static void cells_free(char **c, size_t n) {
-        for (size_t i = 0; c && i < n; i++)
-                free(c[i]);
-        free(c);
-}
+/* Row `r` (NULL: the header), each cell but the last padded to its column's width and two spaces. */
+static int put_row(const kdp_ctl_who_row *r, void *userdata) {
+        printer *p = userdata;
 
-int kdp_ctl_who_table_print(FILE *f, const kdp_ctl_who_table *t) {
-        static const char *const header[N_COLUMNS] = {
-                "RESOURCE", "DEVICE", "HEALTH", "NUMA", "NAMESPACE", "POD", "CONTAINER",
-        };
-        size_t n = (t->n_rows + 1) * N_COLUMNS, width[N_COLUMNS] = { 0 };
-        char **c = calloc(n, sizeof(*c));
-        int r = c ? 0 : -ENOMEM;
-
-        for (size_t i = 0; r >= 0 && i < N_COLUMNS; i++)
-                r = (c[i] = strdup(header[i])) ? 0 : -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < t->n_rows; i++)
-                r = row_cells(&t->rows[i], c + (i + 1) * N_COLUMNS);
-        if (r < 0) {
-                cells_free(c, n);
-                return r;
-        }
-        for (size_t i = 0; i < n; i++)
-                if (strlen(c[i]) > width[i % N_COLUMNS])
-                        width[i % N_COLUMNS] = strlen(c[i]);
-        for (size_t i = 0; i < n; i++) {
-                if (i % N_COLUMNS == N_COLUMNS - 1)
-                        fprintf(f, "%s\n", c[i]);
+        for (size_t col = 0; col < N_COLUMNS; col++) {
+                put_cell(p->f, r, col);
+                if (col == N_COLUMNS - 1)
+                        putc('\n', p->f);
                 else
-                        fprintf(f, "%-*s  ", (int) width[i % N_COLUMNS], c[i]);
+                        fprintf(p->f, "%*s", (int) (p->width[col] - cell_width(p, r, col) + 2), "");
         }
-        cells_free(c, n);
         return 0;
+}
+
+/*
+ * Two passes over the rows as they are joined, each cell written where it
+ * goes (first to a stream that counts, for the widths): no row is held.
+ */
+int kdp_ctl_who_table_print(FILE *f, const kdp_ctl_who_table *t) {
+        printer p = { .f = f };
+        int r;
+
+        p.counter = fopencookie(&p.count, "w", (cookie_io_functions_t){ .write = count_write });
+        if (!p.counter)
+                return -ENOMEM;
+        for (size_t col = 0; col < N_COLUMNS; col++)
+                p.width[col] = strlen(header[col]);
+        r = kdp_ctl_who_table_foreach(t, widen, &p);
+        if (r >= 0) {
+                (void) put_row(NULL, &p);
+                r = kdp_ctl_who_table_foreach(t, put_row, &p);
+        }
+        (void) fclose(p.counter);
+        return r;
 }
 
 /* ---- JSON ---- */
@@ -567,7 +609,16 @@ static void json_field(FILE *f, const char *key, const char *value) {
         json_string(f, value);
 }
 
-static void json_row(FILE *f, const kdp_ctl_who_row *r) {
+typedef struct json {
+        FILE *f;
+        size_t n;                       /* rows written */
+} json;
+
+static int json_row(const kdp_ctl_who_row *r, void *userdata) {
+        json *j = userdata;
+        FILE *f = j->f;
+
+        fputs(j->n++ > 0 ? ",\n    " : "\n    ", f);
         fputs("{\"resource\": ", f);
         json_string(f, r->resource);
         json_field(f, "id", r->id);
@@ -581,13 +632,15 @@ static void json_row(FILE *f, const kdp_ctl_who_row *r) {
         json_field(f, "pod", r->pod);
         json_field(f, "container", r->container);
         putc('}', f);
+        return 0;
 }
 
-void kdp_ctl_who_table_print_json(FILE *f, const kdp_ctl_who_table *t) {
+int kdp_ctl_who_table_print_json(FILE *f, const kdp_ctl_who_table *t) {
+        json j = { .f = f };
+        int r;
+
         fprintf(f, "{\n  \"allocatableKnown\": %s,\n  \"devices\": [", t->allocatable_known ? "true" : "false");
-        for (size_t i = 0; i < t->n_rows; i++) {
-                fputs(i > 0 ? ",\n    " : "\n    ", f);
-                json_row(f, &t->rows[i]);
-        }
-        fputs(t->n_rows > 0 ? "\n  ]\n}\n" : "]\n}\n", f);
+        r = kdp_ctl_who_table_foreach(t, json_row, &j);
+        fputs(j.n > 0 ? "\n  ]\n}\n" : "]\n}\n", f);
+        return r;
 }

@@ -66,20 +66,18 @@ typedef struct kdp_ctl_who_input {
         size_t n_plugins;
 } kdp_ctl_who_input;
 
+/* One row; everything borrowed (from the input, or for the duration of a kdp_ctl_who_table_foreach() call). */
 typedef struct kdp_ctl_who_row {
-        const char *resource, *id;              /* borrowed from the input */
+        const char *resource, *id;
         const char *health;                     /* the plugin's; NULL when no plugin lists the device */
         int allocatable;                        /* 1 or 0 as GetAllocatableResources says; -1 not known */
-        int64_t *numa;                          /* owned, sorted, unique */
+        const int64_t *numa;                    /* sorted, unique */
         size_t n_numa;
-        const char *namespace_, *pod, *container;       /* borrowed; all NULL when free */
+        const char *namespace_, *pod, *container;       /* all NULL when free */
 } kdp_ctl_who_row;
 
-typedef struct kdp_ctl_who_table {
-        kdp_ctl_who_row *rows;
-        size_t n_rows;
-        bool allocatable_known;
-} kdp_ctl_who_table;
+/* The join: the inputs' entries sorted; rows are made from them one at a time (nothing is held per row). */
+typedef struct kdp_ctl_who_table kdp_ctl_who_table;
 
 /*
  * "[RESOURCE=]PATH" → *ret (path borrowed from `spec`, resource copied).
@@ -93,14 +91,20 @@ void kdp_ctl_who_input_done(kdp_ctl_who_input *in);
 
 /*
  * Tells each plugin's resource (setting its `resource`), then joins. The
- * rows borrow strings from `in`'s messages. Errors: -ENXIO, the resource of
- * plugin *reterr_plugin cannot be told; -EEXIST, plugin *reterr_plugin
- * serves the resource an earlier one does; -ENOMEM.
+ * table borrows from `in`'s messages, which must outlive it. Errors: -ENXIO,
+ * the resource of plugin *reterr_plugin cannot be told; -EEXIST, plugin
+ * *reterr_plugin serves the resource an earlier one does; -ENOMEM.
  */
 int kdp_ctl_who_table_build(kdp_ctl_who_input *in, kdp_ctl_who_table **ret, size_t *reterr_plugin);
 kdp_ctl_who_table *kdp_ctl_who_table_free(kdp_ctl_who_table *t);
 KDP_DEFINE_CLEANUP_FUNC(kdp_ctl_who_table, kdp_ctl_who_table_free)
 
-/* -ENOMEM (nothing written then) or 0. */
+typedef int (*kdp_ctl_who_row_fn)(const kdp_ctl_who_row *row, void *userdata);
+/* Each row in order to `fn`, made as it goes; stops at the first negative return of fn, returned. -ENOMEM. */
+int kdp_ctl_who_table_foreach(const kdp_ctl_who_table *t, kdp_ctl_who_row_fn fn, void *userdata);
+size_t kdp_ctl_who_table_n_rows(const kdp_ctl_who_table *t);
+bool kdp_ctl_who_table_allocatable_known(const kdp_ctl_who_table *t);
+
+/* 0, or -ENOMEM (the output may then stop short). */
 int kdp_ctl_who_table_print(FILE *f, const kdp_ctl_who_table *t);
-void kdp_ctl_who_table_print_json(FILE *f, const kdp_ctl_who_table *t);
+int kdp_ctl_who_table_print_json(FILE *f, const kdp_ctl_who_table *t);

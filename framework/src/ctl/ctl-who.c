@@ -45,7 +45,14 @@ static void put_status(const kdp_ctl_client_status *st) {
         kdp_ctl_client_put_value(stderr, st->message);
 }
 
-static int call_failed(const who *w, const char *method, const char *path, const kdp_ctl_client_status *st) {
+/* A call that returned `r` (kdp_ctl_client_call()) with `st`. */
+static int call_failed(const who *w, int r, const char *method, const char *path, const kdp_ctl_client_status *st) {
+        if (r == -EMSGSIZE)
+                return failed("the answer to %s on %s is larger than %d MiB, the most kdpctl who reads (%s)", method,
+                              path, KDP_CTL_WHO_MAX_MESSAGE >> 20, st->message);
+        if (r == -E2BIG)
+                return failed("the answer to %s on %s holds more than kdpctl who reads: %s", method, path,
+                              st->message);
         if (st->code == GRPC_STATUS_DEADLINE_EXCEEDED && w->cfg->timeout_ms > 0)
                 return failed("no answer to %s on %s within %g s", method, path,
                               (double) w->cfg->timeout_ms / 1000);
@@ -83,13 +90,16 @@ static int ask_allocatable(who *w, kdp_ctl_client *c, const char *path) {
         kdp_ctl_client_status st;
         ProtobufCMessage *m;
 
-        if (kdp_ctl_client_call(c, KDP_CTL_CLIENT_METHOD_POD_ALLOCATABLE, &req.base,
-                                &v1__allocatable_resources_response__descriptor, w->deadline, 0, &m, &st) >= 0) {
+        int r;
+
+        r = kdp_ctl_client_call(c, KDP_CTL_CLIENT_METHOD_POD_ALLOCATABLE, &req.base,
+                                &v1__allocatable_resources_response__descriptor, w->deadline, 0, &m, &st);
+        if (r >= 0) {
                 w->in.allocatable = (V1__AllocatableResourcesResponse *) m;
                 return 0;
         }
-        if (!allocatable_not_served(&st))
-                return call_failed(w, "GetAllocatableResources", path, &st);
+        if (r != -EREMOTEIO || !allocatable_not_served(&st))
+                return call_failed(w, r, "GetAllocatableResources", path, &st);
         fputs("kdpctl who: the kubelet does not serve GetAllocatableResources (", stderr);
         put_status(&st);
         fputs("): a kubelet before 1.21, or one with the KubeletPodResourcesGetAllocatable feature gate off; "
@@ -110,12 +120,13 @@ static int ask_kubelet(who *w) {
                          " (is the kubelet running? --pod-resources names its socket under another --root-dir)");
         if (r < 0)
                 return r;
-        r = kdp_ctl_client_new_max_message(path, KDP_POD_RESOURCES_MAX_MESSAGE, &c);
+        r = kdp_ctl_client_new_max_message(path, KDP_CTL_WHO_MAX_MESSAGE, &c);
         if (r < 0)
                 return failed("%s", strerror(-r));
-        if (kdp_ctl_client_call(c, KDP_CTL_CLIENT_METHOD_POD_LIST, &req.base,
-                                &v1__list_pod_resources_response__descriptor, w->deadline, 0, &m, &st) < 0)
-                return call_failed(w, "List", path, &st);
+        r = kdp_ctl_client_call(c, KDP_CTL_CLIENT_METHOD_POD_LIST, &req.base,
+                                &v1__list_pod_resources_response__descriptor, w->deadline, 0, &m, &st);
+        if (r < 0)
+                return call_failed(w, r, "List", path, &st);
         w->in.pods = (V1__ListPodResourcesResponse *) m;
         return ask_allocatable(w, c, path);
 }
@@ -134,12 +145,12 @@ static int ask_plugin(who *w, kdp_ctl_who_plugin *p) {
         if (r < 0)
                 return failed("%s", strerror(-r));
         if (kdp_ctl_client_watch(c, w->deadline, 0, &s, &st) < 0)
-                return call_failed(w, "ListAndWatch", p->path, &st);
+                return call_failed(w, -EREMOTEIO, "ListAndWatch", p->path, &st);
         if (kdp_ctl_client_stream_next(s, &p->list, &st) > 0)
                 return 0;
         if (st.code == GRPC_STATUS_OK)
                 return failed("ListAndWatch on %s ended without a device list", p->path);
-        return call_failed(w, "ListAndWatch", p->path, &st);
+        return call_failed(w, -EREMOTEIO, "ListAndWatch", p->path, &st);
 }
 
 static int join_failed(const who *w, int r, size_t bad) {
@@ -163,10 +174,9 @@ static int join_and_print(who *w) {
         r = kdp_ctl_who_table_build(&w->in, &t, &bad);
         if (r < 0)
                 return join_failed(w, r, bad);
-        if (w->cfg->json)
-                kdp_ctl_who_table_print_json(stdout, t);
-        else if (kdp_ctl_who_table_print(stdout, t) < 0)
-                return failed("%s", strerror(ENOMEM));
+        r = w->cfg->json ? kdp_ctl_who_table_print_json(stdout, t) : kdp_ctl_who_table_print(stdout, t);
+        if (r < 0)
+                return failed("%s", strerror(-r));
         return 0;
 }
 

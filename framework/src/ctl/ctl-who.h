@@ -11,6 +11,12 @@
  * rest is printed. Anything else that fails (a socket missing, no answer by
  * the deadline, an RPC error, a plugin socket whose resource cannot be told)
  * prints nothing on stdout and one line on stderr, "kdpctl who: ...".
+ *
+ * Memory: it runs in kdpd's container (64 MiB in deploy/), through kubectl
+ * exec. Each PodResources answer is at most KDP_CTL_WHO_MAX_MESSAGE bytes
+ * (a plugin's ListAndWatch message gRPC's 4 MiB) and is walked against
+ * kdp_proto_conv_limits() before it is decoded, so what protobuf-c builds is
+ * bounded too; the table is written cell by cell from the joined rows.
  */
 #pragma once
 
@@ -19,6 +25,9 @@
 #include <stdint.h>
 
 #include "pod-resources.h"
+
+/* The most bytes of one PodResources answer `who` reads; a node of a few hundred pods answers far less. */
+#define KDP_CTL_WHO_MAX_MESSAGE (4 << 20)
 
 #define KDP_CTL_WHO_POD_RESOURCES_DEFAULT "/var/lib/kubelet/" KDP_POD_RESOURCES_SOCKET
 

@@ -56,6 +56,7 @@ enum {
         OPT_DROP_BEFORE_STREAM,
         OPT_FAIL_DIAL_BACK,
         OPT_GET_ALLOCATABLE,
+        OPT_POD_LIST,
         OPT_PLUGINS_REGISTRY,
         OPT_DUPLICATE_REGISTRATION,
         OPT_OUTPUT,
@@ -87,6 +88,7 @@ static const struct option long_options[] = {
         { "drop-before-stream", required_argument, NULL, OPT_DROP_BEFORE_STREAM },
         { "fail-dial-back", required_argument, NULL, OPT_FAIL_DIAL_BACK },
         { "get-allocatable", required_argument, NULL, OPT_GET_ALLOCATABLE },
+        { "pod-list", required_argument, NULL, OPT_POD_LIST },
         { "plugins-registry", required_argument, NULL, OPT_PLUGINS_REGISTRY },
         { "duplicate-registration", required_argument, NULL, OPT_DUPLICATE_REGISTRATION },
         { "output", required_argument, NULL, OPT_OUTPUT },
@@ -102,11 +104,12 @@ static const char usage_text[] =
         "  kdpctl allocate  --socket S [--timeout SEC] [--container ID,ID...]... [--ids-file F]... | [ID...]\n"
         "  kdpctl preferred --socket S --size N [--must ID]... [--available ID]... [--timeout SEC]\n"
         "  kdpctl prestart  --socket S [--timeout SEC] ID...\n"
-        "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX [METHOD HEX]...\n"
+        "  kdpctl raw       --socket S [--timeout SEC] METHOD HEX|@FILE [METHOD HEX|@FILE]...\n"
         "                   (METHOD options, allocate, preferred, prestart, or the plugin watcher's info\n"
         "                   (GetInfo) or notify (NotifyRegistrationStatus), with a request given as its\n"
-        "                   wire bytes in hex, as a peer that is not the kubelet may send it; each pair in\n"
-        "                   turn on one connection, printing \"raw ok\" for each, until one fails)\n"
+        "                   wire bytes in hex or the bytes of FILE, as a peer that is not the kubelet may\n"
+        "                   send it; each pair in turn on one connection, printing \"raw ok\" for each,\n"
+        "                   until one fails)\n"
         "  kdpctl who       [--pod-resources SOCKET] [--socket [RESOURCE=]S]... [-o json] [--timeout SEC]\n"
         "                   (who holds which device: one row per device and holder, RESOURCE DEVICE\n"
         "                   HEALTH NUMA NAMESPACE POD CONTAINER, \"-\" when free or not known, from the\n"
@@ -116,8 +119,11 @@ static const char usage_text[] =
         "                   B, \"devices\": [{\"resource\", \"id\", \"health\", \"numa\": [N...], \"allocatable\",\n"
         "                   \"namespace\", \"pod\", \"container\"}...]}, null when not known or free)\n"
         "  kdpctl kubelet   --dir D [--admit RESOURCE=N]... [--exit-after-admit] [--duration SEC]\n"
-        "                   [--pod-resources SOCKET [--get-allocatable MODE]] [--drop-before-stream N]\n"
-        "                   [--fail-dial-back N] [--plugins-registry RDIR] [--duplicate-registration MODE]\n"
+        "                   [--pod-resources SOCKET [--get-allocatable MODE] [--pod-list FILE]]\n"
+        "                   [--drop-before-stream N] [--fail-dial-back N] [--plugins-registry RDIR]\n"
+        "                   [--duplicate-registration MODE]\n"
+        "                   (--pod-list: List answered with FILE's bytes, a ListPodResourcesResponse as\n"
+        "                   it is on the wire, instead of the pods admitted)\n"
         "                   (SIGUSR1 drops every plugin connection, as a kubelet that lost them would;\n"
         "                   SIGUSR2 ends every admitted pod: its devices are free again)\n"
         "  kdpctl discover  [--sysfs-root DIR]\n"
@@ -185,6 +191,7 @@ typedef struct args {
         const char *state_dir;
         const char *backend;
         const char *pod_resources;
+        const char *pod_list;
         const char *plugins_registry;
         kdp_ctl_kubelet_allocatable get_allocatable;
         kdp_ctl_kubelet_duplicate duplicate_registration;
@@ -415,6 +422,7 @@ static int set_option(args *a, int opt, char *value) {
                         return -EINVAL;
                 a->json = strcmp(value, "json") == 0;
                 return 0;
+        case OPT_POD_LIST: a->pod_list = value; return 0;
         case OPT_POD_RESOURCES:
         case OPT_PLUGINS_REGISTRY:
                 if (!*value)
@@ -681,18 +689,44 @@ static int hex_digit(char c) {
         return -1;
 }
 
-/* One METHOD HEX pair of `raw` on client c: CONTINUE when answered ("raw ok"), else the exit code. */
-static int raw_call(const args *a, kdp_ctl_client *c, const char *name, const char *hex) {
-        _cleanup_free_ uint8_t *bytes = NULL;
-        ProtobufCMessage *resp = NULL;
-        kdp_ctl_client_status st;
-        size_t n = strlen(hex), k = SIZE_MAX;
+/* The bytes of file `path` (malloc'ed, *ret_n of them). */
+static int read_bytes(const char *path, uint8_t **ret, size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ uint8_t *v = NULL;
+        size_t n = 0, size = 0;
 
-        for (size_t i = 0; i < KDP_ELEMENTSOF(raw_methods); i++)
-                if (strcmp(name, raw_methods[i].name) == 0)
-                        k = i;
-        if (k == SIZE_MAX)
-                return usage_error(a, "unknown method '%s'", name);
+        if (!f)
+                return -errno;
+        for (;;) {
+                if (n == size) {
+                        uint8_t *w = realloc(v, size ? size * 2 : 65536);
+
+                        if (!w)
+                                return -ENOMEM;
+                        v = w;
+                        size = size ? size * 2 : 65536;
+                }
+                n += fread(v + n, 1, size - n, f);
+                if (ferror(f))
+                        return -EIO;
+                if (feof(f))
+                        break;
+        }
+        *ret = KDP_TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
+/* HEX, or @FILE: the request's bytes. 0, or the exit code of a usage error. */
+static int raw_request(const args *a, const char *hex, uint8_t **ret, size_t *ret_n) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        size_t n = strlen(hex);
+        int r;
+
+        if (hex[0] == '@') {
+                r = read_bytes(hex + 1, ret, ret_n);
+                return r < 0 ? usage_error(a, "cannot read %s: %s", hex + 1, strerror(-r)) : 0;
+        }
         if (n % 2 != 0)
                 return usage_error(a, "HEX has an odd number of digits");
         bytes = malloc(n / 2 + 1);
@@ -705,7 +739,28 @@ static int raw_call(const args *a, kdp_ctl_client *c, const char *name, const ch
                         return usage_error(a, "HEX holds a character that is not a hex digit");
                 bytes[i] = (uint8_t) (hi << 4 | lo);
         }
-        if (kdp_ctl_client_call_raw(c, raw_methods[k].method, bytes, n / 2, raw_methods[k].response,
+        *ret = KDP_TAKE_PTR(bytes);
+        *ret_n = n / 2;
+        return 0;
+}
+
+/* One METHOD HEX|@FILE pair of `raw` on client c: CONTINUE when answered ("raw ok"), else the exit code. */
+static int raw_call(const args *a, kdp_ctl_client *c, const char *name, const char *hex) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        ProtobufCMessage *resp = NULL;
+        kdp_ctl_client_status st;
+        size_t n = 0, k = SIZE_MAX;
+        int r;
+
+        for (size_t i = 0; i < KDP_ELEMENTSOF(raw_methods); i++)
+                if (strcmp(name, raw_methods[i].name) == 0)
+                        k = i;
+        if (k == SIZE_MAX)
+                return usage_error(a, "unknown method '%s'", name);
+        r = raw_request(a, hex, &bytes, &n);
+        if (r != 0)
+                return r;
+        if (kdp_ctl_client_call_raw(c, raw_methods[k].method, bytes, n, raw_methods[k].response,
                                     kdp_ctl_client_deadline(a->timeout_ms), &resp, &st) < 0)
                 return rpc_error(&st);
         protobuf_c_message_free_unpacked(resp, NULL);
@@ -747,6 +802,9 @@ static int cmd_who(args *a) {
 /* ---- the stand-in kubelet ---- */
 
 static int cmd_kubelet(args *a) {
+        _cleanup_free_ uint8_t *pod_list = NULL;
+        size_t pod_list_size = 0;
+        int r;
         kdp_ctl_kubelet_config cfg = {
                 .dir = a->dir,
                 .admits = a->admits,
@@ -767,6 +825,15 @@ static int cmd_kubelet(args *a) {
                 return usage_error(a, "--exit-after-admit needs --admit");
         if (a->get_allocatable != KDP_CTL_KUBELET_ALLOCATABLE_SERVED && !a->pod_resources)
                 return usage_error(a, "--get-allocatable needs --pod-resources");
+        if (a->pod_list && !a->pod_resources)
+                return usage_error(a, "--pod-list needs --pod-resources");
+        if (a->pod_list) {
+                r = read_bytes(a->pod_list, &pod_list, &pod_list_size);
+                if (r < 0)
+                        return usage_error(a, "cannot read %s: %s", a->pod_list, strerror(-r));
+                cfg.pod_list = pod_list;
+                cfg.pod_list_size = pod_list_size;
+        }
         return kdp_ctl_kubelet_run(&cfg);
 }
 
@@ -814,7 +881,8 @@ static const command commands[] = {
         { "kubelet",
           OPTS_COMMON | OPT_BIT(OPT_DIR) | OPT_BIT(OPT_ADMIT) | OPT_BIT(OPT_EXIT_AFTER_ADMIT) |
                   OPT_BIT(OPT_DURATION) | OPT_BIT(OPT_POD_RESOURCES) | OPT_BIT(OPT_DROP_BEFORE_STREAM) | OPT_BIT(OPT_FAIL_DIAL_BACK) |
-                  OPT_BIT(OPT_GET_ALLOCATABLE) | OPT_BIT(OPT_PLUGINS_REGISTRY) | OPT_BIT(OPT_DUPLICATE_REGISTRATION),
+                  OPT_BIT(OPT_GET_ALLOCATABLE) | OPT_BIT(OPT_POD_LIST) | OPT_BIT(OPT_PLUGINS_REGISTRY) |
+                  OPT_BIT(OPT_DUPLICATE_REGISTRATION),
           OPT_BIT(OPT_DIR), false, cmd_kubelet },
         { "discover", OPTS_COMMON | OPT_BIT(OPT_SYSFS_ROOT), 0, false, cmd_discover },
         { "not-served", OPTS_COMMON | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_BACKEND), 0, false, cmd_not_served },

@@ -109,9 +109,13 @@ static void list_finished(kdp_pod_resources *pr, pod_call *c, bool ok) {
                 note_outcome(pr, c->rpc.status == GRPC_STATUS_RESOURCE_EXHAUSTED ? -EMSGSIZE : -ECOMM, why);
                 return;
         }
-        r = kdp_proto_conv_unpack_pod_resources(c->rpc.response, KDP_POD_RESOURCES_MAX_MESSAGE, &l);
+        r = kdp_proto_conv_unpack_pod_resources(c->rpc.response, KDP_POD_RESOURCES_MAX_MESSAGE, &l, why, sizeof(why));
+        if (r == -EMSGSIZE)
+                snprintf(why, sizeof(why), "answer over 16 MiB");
+        else if (r == -EBADMSG || r == -ENOMEM)
+                snprintf(why, sizeof(why), r == -ENOMEM ? "out of memory" : "malformed ListPodResourcesResponse");
         if (r < 0) {
-                note_outcome(pr, r, r == -EMSGSIZE ? "answer over 16 MiB" : "malformed ListPodResourcesResponse");
+                note_outcome(pr, r, why);
                 return;
         }
         note_outcome(pr, 0, NULL);

@@ -13,7 +13,9 @@
  *
  * A List is unary, async on kdpd's one completion queue (as Register is), on
  * a fresh channel, with a 10 s deadline and answers of at most 16 MiB (the
- * kubelet's own client sets a receive limit the same way). A failure keeps
+ * kubelet's own client sets a receive limit the same way), whose bytes are
+ * walked against the bounds of one node (pods, containers, devices:
+ * kdp_proto_conv_limits()) before they are unpacked. A failure keeps
  * the previous state everywhere: `fn` runs only after a List that worked. The
  * first failure is logged as a warning, the return to working at info; the
  * failures in between only at --v=2.

@@ -8,12 +8,11 @@
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
 
-#include <kdp/config-file.h>
-
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "pluginregistration/v1/api.pb-c.h"
 #include "podresources/v1/api.pb-c.h"
 #include "proto-conv.h"
+#include "wire-walk.h"
 
 typedef V1beta1__ContainerAllocateResponse__EnvsEntry EnvsEntry;
 typedef V1beta1__ContainerAllocateResponse__AnnotationsEntry AnnotationsEntry;
@@ -259,80 +258,83 @@ int kdp_proto_conv_pack_preferred(const kdp_pref_response *containers, size_t n,
         return pack_buffer(&resp.base, ret);
 }
 
-/* Reads a varint at *p (before end); false if cut off or longer than 10 bytes. */
-static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
-        uint64_t v = 0;
+#define F(type, number) { &type##__descriptor, number }
+#define BOUND(w, m, ...) { .what = w, .max = m, .fields = { __VA_ARGS__ } }
 
-        for (unsigned shift = 0; *p < end && shift < 70; shift += 7) {
-                uint8_t b = *(*p)++;
+static const kdp_wire_bound allocate_bounds[] = {
+        BOUND("container requests", KDP_PROTO_CONV_MAX_CONTAINERS, F(v1beta1__allocate_request, 1)),
+        BOUND("device IDs", KDP_PROTO_CONV_MAX_IDS, F(v1beta1__container_allocate_request, 1)),
+};
 
-                v |= (uint64_t) (b & 0x7f) << shift;
-                if (!(b & 0x80)) {
-                        *ret = v;
-                        return true;
-                }
-        }
-        return false;
+static const kdp_wire_bound preferred_bounds[] = {
+        BOUND("container requests", KDP_PROTO_CONV_MAX_CONTAINERS, F(v1beta1__preferred_allocation_request, 1)),
+        BOUND("available device IDs", KDP_PROTO_CONV_MAX_IDS, F(v1beta1__container_preferred_allocation_request, 1)),
+        BOUND("must_include device IDs", KDP_PROTO_CONV_MAX_IDS,
+              F(v1beta1__container_preferred_allocation_request, 2)),
+};
+
+static const kdp_wire_bound prestart_bounds[] = {
+        BOUND("device IDs", KDP_PROTO_CONV_MAX_IDS, F(v1beta1__pre_start_container_request, 1)),
+};
+
+/* What the kubelet reports of a node: devices, CPUs and memory of one node, a few hundred pods */
+#define POD_BOUNDS_COMMON \
+        BOUND("device IDs", KDP_PROTO_CONV_MAX_IDS, F(v1__container_devices, 2)), \
+        BOUND("NUMA nodes", 2 * KDP_PROTO_CONV_MAX_IDS, F(v1__topology_info, 1))
+
+static const kdp_wire_bound pod_list_bounds[] = {
+        BOUND("pods", KDP_PROTO_CONV_MAX_PODS, F(v1__list_pod_resources_response, 1)),
+        BOUND("containers", 8 * KDP_PROTO_CONV_MAX_PODS, F(v1__pod_resources, 3)),
+        BOUND("device entries", KDP_PROTO_CONV_MAX_IDS, F(v1__container_resources, 2)),
+        BOUND("CPU IDs", KDP_PROTO_CONV_MAX_IDS, F(v1__container_resources, 3)),
+        BOUND("memory entries", 8 * KDP_PROTO_CONV_MAX_PODS, F(v1__container_resources, 4)),
+        BOUND("dynamic resources", 8 * KDP_PROTO_CONV_MAX_PODS, F(v1__container_resources, 5)),
+        BOUND("claim resources", 8 * KDP_PROTO_CONV_MAX_PODS, F(v1__dynamic_resource, 4)),
+        BOUND("CDI devices", KDP_PROTO_CONV_MAX_IDS, F(v1__claim_resource, 1)),
+        POD_BOUNDS_COMMON,
+};
+
+static const kdp_wire_bound allocatable_bounds[] = {
+        BOUND("device entries", KDP_PROTO_CONV_MAX_IDS, F(v1__allocatable_resources_response, 1)),
+        BOUND("CPU IDs", KDP_PROTO_CONV_MAX_IDS, F(v1__allocatable_resources_response, 2)),
+        BOUND("memory entries", 8 * KDP_PROTO_CONV_MAX_PODS, F(v1__allocatable_resources_response, 3)),
+        POD_BOUNDS_COMMON,
+};
+
+#define LIMITS(b, unknown) { .bounds = b, .n_bounds = KDP_ELEMENTSOF(b), .max_unknown = unknown }
+
+static const struct {
+        const ProtobufCMessageDescriptor *message;
+        kdp_wire_limits limits;
+} limits_table[] = {
+        { &v1beta1__allocate_request__descriptor, LIMITS(allocate_bounds, KDP_PROTO_CONV_MAX_UNKNOWN) },
+        { &v1beta1__preferred_allocation_request__descriptor, LIMITS(preferred_bounds, KDP_PROTO_CONV_MAX_UNKNOWN) },
+        { &v1beta1__pre_start_container_request__descriptor, LIMITS(prestart_bounds, KDP_PROTO_CONV_MAX_UNKNOWN) },
+        { &v1__list_pod_resources_response__descriptor, LIMITS(pod_list_bounds, KDP_PROTO_CONV_MAX_IDS) },
+        { &v1__allocatable_resources_response__descriptor, LIMITS(allocatable_bounds, KDP_PROTO_CONV_MAX_IDS) },
+};
+
+static const kdp_wire_limits other_limits = { .max_unknown = KDP_PROTO_CONV_MAX_UNKNOWN };
+
+const kdp_wire_limits *kdp_proto_conv_limits(const ProtobufCMessageDescriptor *desc) {
+        for (size_t i = 0; i < KDP_ELEMENTSOF(limits_table); i++)
+                if (limits_table[i].message == desc)
+                        return &limits_table[i].limits;
+        return &other_limits;
 }
 
-#define WIRE_DEPTH_MAX 16
+int kdp_proto_conv_unpack_bytes(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *desc,
+                                ProtobufCMessage **ret, char *err, size_t err_size) {
+        ProtobufCMessage *m;
+        int r;
 
-/*
- * Walks the wire form of a message of `d` and checks every string field, in
- * nested messages too, with kdp_config_file_check_text(): protobuf-c hands a
- * proto3 string over as a C string, so a NUL inside would cut it short
- * ("widget-1\0evil" read as "widget-1"), and proto3 strings are UTF-8.
- * Returns -EILSEQ with a message in err; 0 when the strings are fine or the
- * bytes are not a message at all (protobuf-c's unpack then says so).
- */
-static int wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, unsigned depth,
-                              char *err, size_t err_size) {
-        const uint8_t *end = p + len;
-
-        while (p < end) {
-                const ProtobufCFieldDescriptor *f;
-                uint64_t tag, n;
-                int r;
-
-                if (!wire_varint(&p, end, &tag))
-                        return 0;
-                switch (tag & 7) {
-                case 0:
-                        if (!wire_varint(&p, end, &n))
-                                return 0;
-                        continue;
-                case 1:
-                        if ((size_t) (end - p) < 8)
-                                return 0;
-                        p += 8;
-                        continue;
-                case 5:
-                        if ((size_t) (end - p) < 4)
-                                return 0;
-                        p += 4;
-                        continue;
-                case 2:
-                        break;
-                default:
-                        return 0;
-                }
-                if (!wire_varint(&p, end, &n) || n > (uint64_t) (end - p))
-                        return 0;
-                f = tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned) (tag >> 3)) : NULL;
-                if (f && f->type == PROTOBUF_C_TYPE_STRING) {
-                        kdp_config_file_error e = {};
-
-                        if (kdp_config_file_check_text((const char *) p, (size_t) n, &e) < 0) {
-                                (void) snprintf(err, err_size, "%s in string field %s", e.reason, f->name);
-                                return -EILSEQ;
-                        }
-                } else if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && depth < WIRE_DEPTH_MAX) {
-                        r = wire_check_strings(f->descriptor, p, (size_t) n, depth + 1, err, err_size);
-                        if (r < 0)
-                                return r;
-                }
-                p += n;
-        }
+        r = kdp_wire_walk_message(desc, kdp_proto_conv_limits(desc), data, size, err, err_size);
+        if (r < 0)
+                return r;
+        m = protobuf_c_message_unpack(desc, NULL, size, data);
+        if (!m)
+                return -EBADMSG;
+        *ret = m;
         return 0;
 }
 
@@ -340,32 +342,18 @@ int kdp_proto_conv_unpack_checked(grpc_byte_buffer *bb, const ProtobufCMessageDe
                                   char *err, size_t err_size) {
         grpc_byte_buffer_reader reader;
         grpc_slice slice;
-        ProtobufCMessage *m;
-        char buf[128];
         int r;
 
-        if (!err || err_size == 0) {
-                err = buf;
-                err_size = sizeof(buf);
-        }
-        if (!bb) {
-                m = protobuf_c_message_unpack(desc, NULL, 0, NULL);
-        } else {
-                if (!grpc_byte_buffer_reader_init(&reader, bb))
-                        return -EBADMSG;
-                slice = grpc_byte_buffer_reader_readall(&reader);
-                grpc_byte_buffer_reader_destroy(&reader);
-                r = wire_check_strings(desc, GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), 0, err, err_size);
-                m = r < 0 ? NULL
-                          : protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(slice), GRPC_SLICE_START_PTR(slice));
-                grpc_slice_unref(slice);
-                if (r < 0)
-                        return r;
-        }
-        if (!m)
+        if (!bb)
+                return kdp_proto_conv_unpack_bytes(NULL, 0, desc, ret, err, err_size);
+        if (!grpc_byte_buffer_reader_init(&reader, bb))
                 return -EBADMSG;
-        *ret = m;
-        return 0;
+        slice = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+        r = kdp_proto_conv_unpack_bytes(GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), desc, ret, err,
+                                        err_size);
+        grpc_slice_unref(slice);
+        return r;
 }
 
 int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret) {
@@ -443,7 +431,8 @@ static int pod_group(kdp_pod_resources_list *l, const pod_pair *v, size_t from, 
         return 0;
 }
 
-int kdp_proto_conv_unpack_pod_resources(grpc_byte_buffer *bb, size_t max_size, kdp_pod_resources_list *ret) {
+int kdp_proto_conv_unpack_pod_resources(grpc_byte_buffer *bb, size_t max_size, kdp_pod_resources_list *ret,
+                                        char *err, size_t err_size) {
         _cleanup_(free_pod_response) V1__ListPodResourcesResponse *m = NULL;
         _cleanup_free_ pod_pair *v = NULL;
         kdp_pod_resources_list l = { 0 };
@@ -452,7 +441,8 @@ int kdp_proto_conv_unpack_pod_resources(grpc_byte_buffer *bb, size_t max_size, k
 
         if (bb && grpc_byte_buffer_length(bb) > max_size)
                 return -EMSGSIZE;
-        r = kdp_proto_conv_unpack(bb, &v1__list_pod_resources_response__descriptor, (ProtobufCMessage **) &m);
+        r = kdp_proto_conv_unpack_checked(bb, &v1__list_pod_resources_response__descriptor, (ProtobufCMessage **) &m,
+                                          err, err_size);
         if (r < 0)
                 return r;
         r = pod_pairs(m, &v, &n);

@@ -3,7 +3,9 @@
  * The only place (with server.c) that knows protobuf-c: our types to and from
  * wire bytes. Messages are built on the stack or in short-lived arrays whose
  * strings are borrowed from the caller's objects, packed once, and dropped;
- * nothing built here is ever given to *_free_unpacked.
+ * nothing built here is ever given to *_free_unpacked. What comes in is
+ * walked on its wire bytes against the bounds below (wire-walk.h) before
+ * protobuf-c unpacks it.
  */
 #pragma once
 
@@ -17,6 +19,7 @@
 #include "alloc.h"
 #include "device.h"
 #include "pod-resources.h"
+#include "wire-walk.h"
 
 /* ListAndWatchResponse for every device of `l`, into a malloc()ed buffer. */
 int kdp_proto_conv_pack_list(const kdp_device_list *l, uint8_t **ret, size_t *ret_size);
@@ -36,19 +39,40 @@ int kdp_proto_conv_pack_allocate(const kdp_alloc_response *containers, size_t n,
 int kdp_proto_conv_pack_preferred(const kdp_pref_response *containers, size_t n, grpc_byte_buffer **ret);
 
 /*
- * Unpacks `bb` (NULL: an empty message). -EBADMSG when it is not a message of
- * `desc`; -EILSEQ when a string field, at any depth, holds a NUL byte (which
- * protobuf-c's char * would silently cut off) or is not UTF-8: then `err`
- * (may be NULL) names the problem and the field, e.g. "a NUL byte in string
- * field devices_ids".
+ * What one message may hold, checked on its wire bytes before protobuf-c
+ * unpacks it (wire-walk.h): requests as the kubelet sends them (it sends one
+ * container request; a node has far fewer devices than the IDs bound), the
+ * kubelet's PodResources answers as one node has pods, devices and CPUs.
+ */
+#define KDP_PROTO_CONV_MAX_CONTAINERS 64        /* container requests per Allocate, GetPreferredAllocation */
+#define KDP_PROTO_CONV_MAX_IDS 65536            /* device IDs per field and message; PodResources entries */
+#define KDP_PROTO_CONV_MAX_UNKNOWN 64           /* unknown fields in a request */
+#define KDP_PROTO_CONV_MAX_PODS 2048            /* pods in a PodResources List answer */
+
+/* The bounds kdp_proto_conv_unpack_checked() walks a message of `desc` with (only unknown fields if none). */
+const kdp_wire_limits *kdp_proto_conv_limits(const ProtobufCMessageDescriptor *desc);
+
+/*
+ * Unpacks `bb` (NULL: an empty message) after walking its bytes with
+ * kdp_proto_conv_limits(desc). -EBADMSG when it is not a message of `desc`;
+ * -EILSEQ when a string field, at any depth, holds a NUL byte (which
+ * protobuf-c's char * would silently cut off) or is not UTF-8; -E2BIG when it
+ * holds more than a bound allows: then `err` (may be NULL) names the problem
+ * and the field, e.g. "a NUL byte in string field devices_ids" or "more than
+ * 64 container requests in one AllocateRequest (field container_requests)".
  */
 int kdp_proto_conv_unpack_checked(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
                                   char *err, size_t err_size);
 int kdp_proto_conv_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret);
+/* The same on `size` bytes at `data` (NULL with 0: an empty message). */
+int kdp_proto_conv_unpack_bytes(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *desc,
+                                ProtobufCMessage **ret, char *err, size_t err_size);
 
 /*
  * ListPodResourcesResponse → the IDs per resource that its pods' containers
  * hold (sorted, unique; entries without a resource name or ID dropped).
- * -EMSGSIZE if `bb` is over max_size bytes, -EBADMSG if malformed.
+ * -EMSGSIZE if `bb` is over max_size bytes; else as
+ * kdp_proto_conv_unpack_checked(), with `err` (may be NULL) saying why.
  */
-int kdp_proto_conv_unpack_pod_resources(grpc_byte_buffer *bb, size_t max_size, kdp_pod_resources_list *ret);
+int kdp_proto_conv_unpack_pod_resources(grpc_byte_buffer *bb, size_t max_size, kdp_pod_resources_list *ret,
+                                        char *err, size_t err_size);

@@ -532,10 +532,6 @@ static char *ids_text(const char *const *ids, size_t n) {
 /* Checks every ID of a request; on failure writes a message for the peer into err. */
 static int check_ids(const char *resource, const kdp_snapshot *snap, char *const *ids, size_t n,
                      bool warn_unhealthy, char *err, size_t err_size) {
-        if (n > KDP_SERVER_MAX_IDS) {
-                snprintf(err, err_size, "too many device IDs in one request: %zu (limit %d)", n, KDP_SERVER_MAX_IDS);
-                return -E2BIG;
-        }
         for (size_t i = 0; i < n; i++) {
                 ssize_t idx;
 
@@ -588,9 +584,9 @@ static int answer_allocate(const char *resource, kdp_backend *backend, const kdp
         size_t n = req->n_container_requests, done = 0;
         int r = 0;
 
-        if (n == 0 || n > KDP_SERVER_MAX_CONTAINERS) {
+        if (n == 0) {   /* more are refused before decoding */
                 snprintf(err, err_size, "an AllocateRequest needs 1 to %d container requests, got %zu",
-                         KDP_SERVER_MAX_CONTAINERS, n);
+                         KDP_PROTO_CONV_MAX_CONTAINERS, n);
                 return -EINVAL;
         }
         for (size_t i = 0; i < n && r >= 0; i++)
@@ -646,11 +642,6 @@ static int check_preferred(const V1beta1__ContainerPreferredAllocationRequest *c
         _cleanup_free_ char **sorted = NULL;
         size_t na = cr->n_available_deviceids, nm = cr->n_must_include_deviceids;
 
-        if (na > KDP_SERVER_MAX_IDS || nm > KDP_SERVER_MAX_IDS) {
-                snprintf(err, err_size, "too many device IDs in one request: %zu (limit %d)", na > nm ? na : nm,
-                         KDP_SERVER_MAX_IDS);
-                return -E2BIG;
-        }
         if (cr->allocation_size < 1) {
                 snprintf(err, err_size, "allocation size %" PRId32 ": at least 1 device must be asked for",
                          cr->allocation_size);
@@ -749,10 +740,6 @@ static int answer_preferred(const char *resource, kdp_backend *backend, const kd
         size_t n = req->n_container_requests, done = 0;
         int r = 0;
 
-        if (n > KDP_SERVER_MAX_CONTAINERS) {
-                snprintf(err, err_size, "too many container requests");
-                return -EINVAL;
-        }
         for (size_t i = 0; i < n; i++) {
                 r = check_preferred(req->container_requests[i], err, err_size);
                 if (r == -ENOMEM)
@@ -1083,16 +1070,21 @@ static const ProtobufCMessageDescriptor *request_descriptor(method m) {
         }
 }
 
-/* Decodes a request of method `mt`: as kdp_proto_conv_unpack_checked(), with err set on failure (-EINVAL for -EILSEQ). */
+/*
+ * Decodes a request of method `mt`: as kdp_proto_conv_unpack_checked(), with err set on failure; what the
+ * walk refuses (a bad string, more than a bound allows) is -EINVAL.
+ */
 static int unpack_request(grpc_byte_buffer *bb, method mt, ProtobufCMessage **ret, char *err, size_t err_size) {
-        int n = snprintf(err, err_size, "malformed request message: ");
-        int r = kdp_proto_conv_unpack_checked(bb, request_descriptor(mt), ret, err + n, err_size - (size_t) n);
+        char why[200] = "";
+        int r = kdp_proto_conv_unpack_checked(bb, request_descriptor(mt), ret, why, sizeof(why));
 
         if (r == -EILSEQ)
-                return -EINVAL;
-        if (r < 0)
+                snprintf(err, err_size, "malformed request message: %s", why);
+        else if (r == -E2BIG)
+                snprintf(err, err_size, "request refused before decoding: %s", why);
+        else if (r < 0)
                 snprintf(err, err_size, "malformed request message");
-        return r;
+        return r == -EILSEQ || r == -E2BIG ? -EINVAL : r;
 }
 
 /* An Allocate or GetPreferredAllocation answered with `r`, `started_ns` after its request message came. */

@@ -43,9 +43,6 @@
 #include "registry.h"
 #include "snapshot.h"
 
-/* What a peer may make one call allocate (beyond the 4 MiB message limit). */
-#define KDP_SERVER_MAX_CONTAINERS 64
-#define KDP_SERVER_MAX_IDS 65536
 /* Unary calls one server holds at once (the kubelet's bursts are ~100), see call_track() in server.c. */
 #define KDP_SERVER_MAX_CALLS 256
 
