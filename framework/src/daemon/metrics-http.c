@@ -136,9 +136,7 @@ static int bind_unix(kdp_metrics_http *h, const char *path, gid_t gid, int *ret_
         struct stat st;
         int r;
 
-        r = kdp_unix_socket_listen(path, &fd);
-        if (r >= 0)
-                r = kdp_unix_socket_set_access(path, gid, 0660);
+        r = kdp_unix_socket_listen(path, gid, 0660, &fd);
         if (r < 0)
                 return r;
         if (lstat(path, &st) < 0 || !(h->path = strdup(path))) {
