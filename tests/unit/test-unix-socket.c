@@ -89,28 +89,31 @@ static void expect_entries(const char *dir, unsigned n) {
         ck_assert_uint_eq(seen, n);
 }
 
+/* `path` is a socket of ours with exactly `mode` and `gid` */
+static void expect_socket(const char *path, mode_t mode, gid_t gid) {
+        struct stat st;
+
+        ck_assert_int_eq(lstat(path, &st), 0);
+        ck_assert(S_ISSOCK(st.st_mode));
+        ck_assert_uint_eq(st.st_mode & 07777, mode);
+        ck_assert_uint_eq(st.st_uid, geteuid());
+        ck_assert_uint_eq(st.st_gid, gid);
+}
+
 START_TEST(test_unix_socket_born_0600_and_0660_of_the_group) {
         _cleanup_(kdp_test_rm_rfp) char *dir = make_dir(0755);
         _cleanup_free_ char *path = join(dir, "a.sock"), *grouped = join(dir, "b.sock");
         _cleanup_close_ int fd = -1, fd2 = -1;
         gid_t gid = other_group();
-        struct stat st;
 
         umask(0);                       /* whatever the umask */
         ck_assert_int_eq(kdp_unix_socket_listen(path, (gid_t) -1, 0600, &fd), 0);
-        ck_assert_int_eq(lstat(path, &st), 0);
-        ck_assert(S_ISSOCK(st.st_mode));
-        ck_assert_uint_eq(st.st_mode & 07777, 0600);
-        ck_assert_uint_eq(st.st_uid, geteuid());
-        ck_assert_uint_eq(st.st_gid, getegid());
+        expect_socket(path, 0600, getegid());
         ck_assert_uint_eq(umask(022), 0);       /* given back */
         if (gid == (gid_t) -1)
                 return;                 /* no group to give: the rest needs one */
         ck_assert_int_eq(kdp_unix_socket_listen(grouped, gid, 0660, &fd2), 0);
-        ck_assert_int_eq(lstat(grouped, &st), 0);
-        ck_assert(S_ISSOCK(st.st_mode));
-        ck_assert_uint_eq(st.st_mode & 07777, 0660);
-        ck_assert_uint_eq(st.st_gid, gid);
+        expect_socket(grouped, 0660, gid);
         expect_entries(dir, 2);         /* the private directory is gone */
         ck_assert_int_eq(kdp_unix_socket_served(grouped), 1);
 }

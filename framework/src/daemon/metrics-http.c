@@ -200,10 +200,13 @@ static bool same_ip(const struct sockaddr_storage *a, const struct sockaddr_stor
         return false;
 }
 
-static void peer_of(const struct sockaddr *sa, socklen_t len, struct sockaddr_storage *ret) {
+/* The address of a peer at `sa` (whose size its family says), AF_UNSPEC for one without. */
+static void peer_of(const struct sockaddr *sa, struct sockaddr_storage *ret) {
         memset(ret, 0, sizeof(*ret));
-        if (sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) && len <= sizeof(*ret))
-                memcpy(ret, sa, len);
+        if (sa && sa->sa_family == AF_INET)
+                memcpy(ret, sa, sizeof(struct sockaddr_in));
+        else if (sa && sa->sa_family == AF_INET6)
+                memcpy(ret, sa, sizeof(struct sockaddr_in6));
         else
                 ret->ss_family = AF_UNSPEC;
 }
@@ -246,7 +249,7 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t
         guarded *oldest;
         bool free_slot = false;
 
-        peer_of(sa, len, &peer);
+        peer_of(len > 0 ? sa : NULL, &peer);
         pthread_mutex_lock(&h->g.lock);
         if (peer.ss_family != AF_UNSPEC && count_open(&h->g, &peer, &oldest) >= MAX_PER_IP)
                 close_guarded(oldest, "too many from its address");
@@ -292,7 +295,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                                 c = &h->g.slots[i];
                 if (c && fd_info && (c->fd = fcntl(fd_info->connect_fd, F_DUPFD_CLOEXEC, 3)) >= 0) {
                         c->used = true;
-                        peer_of(addr_info ? addr_info->client_addr : NULL, sizeof(struct sockaddr_storage), &c->peer);
+                        peer_of(addr_info ? addr_info->client_addr : NULL, &c->peer);
                         wait_head(&h->g, c);
                         *socket_context = c;
                 } else if (fd_info)
