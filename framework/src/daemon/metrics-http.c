@@ -364,7 +364,7 @@ static int guard_start(kdp_metrics_http *h) {
         return 0;
 }
 
-/* After MHD stopped: no connection is left. */
+/* After MHD stopped: the guard's thread joined, its duplicates closed. */
 static void guard_stop(kdp_metrics_http *h) {
         if (!h->g.ready)
                 return;
@@ -375,6 +375,9 @@ static void guard_stop(kdp_metrics_http *h) {
                 pthread_mutex_unlock(&h->g.lock);
                 (void) pthread_join(h->g.thread, NULL);
         }
+        for (size_t i = 0; i < SLOTS; i++)
+                if (h->g.slots[i].used)
+                        (void) close(h->g.slots[i].fd);  /* none unless MHD stopped without telling */
         (void) pthread_cond_destroy(&h->g.wake);
         (void) pthread_mutex_destroy(&h->g.lock);
 }
