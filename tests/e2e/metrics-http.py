@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""metrics-http.py ADDRESS get PATH [METHOD] | ADDRESS abuse IDLE_WAIT_S
+"""metrics-http.py ADDRESS get PATH [METHOD] | ADDRESS abuse HEAD_WAIT_S |
+                  ADDRESS probes N TIMEOUT_S
 
 A client of kdpd's metrics endpoint. ADDRESS is HOST:PORT (IPv4) or the path
 of a unix socket.
@@ -16,13 +17,28 @@ of a unix socket.
                                 while another peer's scrape is answered
     other-peer STATUS           that scrape
     held N                      idle connections held open from 127.0.0.2
-    beyond-limit closed|open    one more from there: closed by kdpd at once
+    oldest-closed yes|no        one more from there: kdpd closes the oldest
     while-held STATUS           a scrape from 127.0.0.1 meanwhile
-    idle-closed N               held connections kdpd closed within IDLE_WAIT_S
+    head-closed N               the connections left, closed by kdpd within
+                                HEAD_WAIT_S for want of a whole request head
+  probes N TIMEOUT_S  N probes of GET /healthz as the kubelet makes them (a
+                      new connection from 127.0.0.1 each, TIMEOUT_S each,
+                      one a second) while connections that send their head
+                      a byte a second, never whole, are held open past every
+                      limit: 6 from 127.0.0.1 (the node's address, as the
+                      kubelet's), 4 from each of 127.0.0.2-6 (pods); each one
+                      kdpd closes is opened again. Prints:
+    probes N                    probes made
+    answered N                  of them answered 200 within TIMEOUT_S
+    longest-failure-run N       most failed in a row (3: the kubelet restarts)
+    attack-closed yes|no        kdpd closed attacking connections
+                      and on stderr, for bench/metrics-probes.sh: the probes'
+                      times (p50, max, ms) and the attacking connections opened
 """
 import http.client
 import socket
 import sys
+import threading
 import time
 
 PER_IP = 4
@@ -105,7 +121,7 @@ def other_peer(address):
     return status
 
 
-def abuse(address, idle_wait):
+def abuse(address, head_wait):
     s = tcp(address)
     s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03junk\xff\xfe\r\n\r\n")
     print("junk", status_of(s))
@@ -125,15 +141,104 @@ def abuse(address, idle_wait):
 
     held = [tcp(address) for _ in range(PER_IP)]    # accepted in the order they came: the next is past the limit
     print("held", len(held))
-    extra = tcp(address)
-    print("beyond-limit", "closed" if closed_now(extra, 10) else "open")
-    extra.close()
+    held.append(tcp(address))
+    print("oldest-closed", "yes" if closed_now(held[0], 10) else "no")
     print("while-held", other_peer(address))
-    deadline = time.monotonic() + idle_wait
-    closed = sum(closed_now(h, max(0.1, deadline - time.monotonic())) for h in held)
+    deadline = time.monotonic() + head_wait
+    closed = sum(closed_now(h, max(0.1, deadline - time.monotonic())) for h in held[1:])
     for h in held:
         h.close()
-    print("idle-closed", closed)
+    print("head-closed", closed)
+    return 0
+
+
+class Attacker(threading.Thread):
+    """Holds one connection from `source` that sends its head a byte a second, never whole; opens it again when closed."""
+    HEAD = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 4096
+
+    def __init__(self, address, source, stop, closed):
+        super().__init__(daemon=True)
+        self.address, self.source, self.stop, self.closed = address, source, stop, closed
+        self.up = threading.Event()
+        self.opened = 0
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                s = tcp(self.address, self.source)
+            except OSError:
+                self.stop.wait(0.1)
+                continue
+            self.up.set()
+            self.opened += 1
+            try:
+                for byte in self.HEAD:
+                    s.sendall(bytes([byte]))
+                    s.settimeout(1)
+                    try:
+                        if s.recv(1) == b"":
+                            break       # closed by kdpd
+                    except socket.timeout:
+                        pass
+                    if self.stop.is_set():
+                        break
+            except OSError:
+                pass
+            finally:
+                s.close()
+            if not self.stop.is_set():
+                self.closed.set()
+                self.stop.wait(0.1)     # and again: bounded, on a shared machine
+
+
+def probe(address, timeout):
+    """One kubelet probe: None if GET /healthz answered 200 within `timeout`, else what went wrong."""
+    host, port = address.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout, source_address=("127.0.0.1", 0))
+    try:
+        conn.request("GET", "/healthz")
+        status = conn.getresponse().status
+        return None if status == 200 else f"status {status}"
+    except (OSError, http.client.HTTPException) as e:
+        return repr(e)
+    finally:
+        conn.close()
+
+
+def probes(address, n, timeout):
+    stop, closed = threading.Event(), threading.Event()
+    sources = ["127.0.0.1"] * (PER_IP + 2) + [f"127.0.0.{i}" for i in range(2, 7) for _ in range(PER_IP)]
+    attackers = [Attacker(address, src, stop, closed) for src in sources]
+    for a in attackers:
+        a.start()
+    for a in attackers:                 # the attack in place before the first probe
+        a.up.wait(30)
+    answered = run = longest = 0
+    times, failures = [], {}
+    for _ in range(n):
+        start = time.monotonic()
+        failure = probe(address, timeout)
+        times.append((time.monotonic() - start) * 1000)
+        if failure:
+            failures[failure] = failures.get(failure, 0) + 1
+            run += 1
+            longest = max(longest, run)
+        else:
+            answered += 1
+            run = 0
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - start)))
+    stop.set()
+    for a in attackers:
+        a.join()
+    print("probes", n)
+    print("answered", answered)
+    print("longest-failure-run", longest)
+    print("attack-closed", "yes" if closed.is_set() else "no")
+    times.sort()
+    print(f"probe_p50_ms={times[n // 2]:.2f} probe_max_ms={times[-1]:.2f} "
+          f"attack_connections={sum(a.opened for a in attackers)}", file=sys.stderr)
+    for failure, count in failures.items():
+        print(f"failed {count}: {failure}", file=sys.stderr)
     return 0
 
 
@@ -142,6 +247,8 @@ def main():
         return get(sys.argv[1], sys.argv[3], *sys.argv[4:5])
     if len(sys.argv) == 4 and sys.argv[2] == "abuse":
         return abuse(sys.argv[1], float(sys.argv[3]))
+    if len(sys.argv) == 5 and sys.argv[2] == "probes":
+        return probes(sys.argv[1], int(sys.argv[3]), float(sys.argv[4]))
     print(__doc__, file=sys.stderr)
     return 2
 

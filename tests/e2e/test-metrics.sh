@@ -157,12 +157,12 @@ out=$(http /readyz HEAD)
 assert_eq "$(tr '\n' '|' <<<"$out")" "200|" "HEAD /readyz: status, no body"
 python3 "$HTTP" "$ADDR" abuse $((30 * SLOW)) >"$T/abuse.out" 2>&1 || fail "abuse: $(cat "$T/abuse.out")"
 assert_eq "$(tr '\n' '|' <<<"$(cat "$T/abuse.out")")" \
-        "junk closed|huge 431|other-peer 200|slow 200|held 4|beyond-limit closed|while-held 200|idle-closed 4|" \
+        "junk closed|huge 431|other-peer 200|slow 200|held 4|oldest-closed yes|while-held 200|head-closed 4|" \
         "what a misbehaving scraper got"
 scrape
 promtool_clean
 proc_alive "$KDPD_PID" || fail "kdpd died"
-pass "404, 405, junk, a huge head, a slow client, connections past the per-address limit and idle ones: kdpd kept serving"
+pass "404, 405, junk, a huge head, a slow client, connections past the per-address limit and heads never sent: kdpd kept serving"
 stop_kdpd
 
 # ---- a unix socket: a stale one is replaced; per-device health ----

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A DevicePlugin server's start on its socket: the mode it gets, and a socket
- * removed between grpc's bind and the mode (a kubelet starting clears its
- * directory) failing with ENOENT instead of destroying a grpc server that has a
- * listener, which grpc aborts on. The program is linked with -Wl,--wrap=chmod
- * (tests/unit/CMakeLists.txt): __wrap_chmod removes the socket first when asked.
+ * removed between its bind and its rename into place (a kubelet starting
+ * clears its directory) failing with ENOENT, then served at the next attempt.
+ * The program is linked with -Wl,--wrap=renameat2 (tests/unit/CMakeLists.txt):
+ * __wrap_renameat2 removes the bound socket first when asked.
  *
  * And a stop racing its own shutdown: a server with no listener of gRPC's own
  * and no channel completes its shutdown inside grpc_server_shutdown_and_notify(),
@@ -18,6 +18,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <stdbool.h>
@@ -34,10 +35,10 @@
 
 #include "kdp-test.h"
 
-int __real_chmod(const char *path, mode_t mode);
-int __wrap_chmod(const char *path, mode_t mode);
+int __real_renameat2(int old_dir, const char *old_path, int new_dir, const char *new_path, unsigned flags);
+int __wrap_renameat2(int old_dir, const char *old_path, int new_dir, const char *new_path, unsigned flags);
 
-static bool unlink_before_chmod;
+static bool unlink_before_rename;
 
 void __real_grpc_server_shutdown_and_notify(grpc_server *server, grpc_completion_queue *cq, void *tag);
 void __wrap_grpc_server_shutdown_and_notify(grpc_server *server, grpc_completion_queue *cq, void *tag);
@@ -62,10 +63,10 @@ void __wrap_grpc_server_destroy(grpc_server *server) {
         __real_grpc_server_destroy(server);
 }
 
-int __wrap_chmod(const char *path, mode_t mode) {
-        if (unlink_before_chmod)
-                ck_assert_int_eq(unlink(path), 0);
-        return __real_chmod(path, mode);
+int __wrap_renameat2(int old_dir, const char *old_path, int new_dir, const char *new_path, unsigned flags) {
+        if (unlink_before_rename)
+                ck_assert_int_eq(unlinkat(old_dir, old_path, 0), 0);
+        return __real_renameat2(old_dir, old_path, new_dir, new_path, flags);
 }
 
 static kdp_snapshot *empty_snapshot(void) {
@@ -132,9 +133,9 @@ START_TEST(test_server_socket_removed_after_bind_fails_with_enoent_and_serves_ag
         rig g = {};
 
         rig_start(&g);
-        unlink_before_chmod = true;
+        unlink_before_rename = true;
         ck_assert_int_eq(serve(&g, &s), -ENOENT);
-        unlink_before_chmod = false;
+        unlink_before_rename = false;
         ck_assert_ptr_null(s);
         ck_assert_int_eq(lstat(g.path, &st), -1);
         /* the next attempt, as kdpd's retry makes it, serves */

@@ -38,6 +38,7 @@
 #include "snapshot.h"
 #include "stop-watch.h"
 #include "udev-monitor.h"
+#include "unix-socket.h"
 
 #define SOCKET_PREFIX "kdp-"
 #define TRIM_AFTER_MS 2000
@@ -288,8 +289,6 @@ static server_note *server_note_new(kdp_daemon *d, const char *resource, unsigne
 
 static int serve_resource(kdp_resource *res);
 
-static bool socket_in_use(const char *path);
-
 static bool timespec_after(const struct timespec *a, const struct timespec *b) {
         return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
@@ -315,7 +314,7 @@ static bool newer_server_of(kdp_resource *res) {
                     !(path = socket_path(res->d, e->d_name)))
                         continue;
                 if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && timespec_after(&st.st_mtim, &own.st_mtim) &&
-                    socket_in_use(path)) {
+                    kdp_unix_socket_served(path)) {
                         if (!res->yielded)
                                 kdp_log_warning("Another kdpd serves the resource on a newer socket; leaving the "
                                                 "registration to it", KDP_F_STR("resource", res->name),
@@ -1338,19 +1337,10 @@ static int watch_signals(kdp_daemon *d) {
 
 /* ---- start-up ---- */
 
-static bool socket_in_use(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        if (fd < 0 || strlen(path) >= sizeof(sa.sun_path))
-                return true;
-        strcpy(sa.sun_path, path);
-        return connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
-}
-
 /*
  * Removes sockets in `dir_path` named after our backends that nobody serves
- * (a crashed earlier kdpd, in either registration mode).
+ * (a crashed earlier kdpd, in either registration mode); one that is served,
+ * if only by a listener whose backlog is full, is kept, and said so.
  */
 static void remove_stale_sockets(kdp_daemon *d, const char *dir_path) {
         _cleanup_closedir_ DIR *dir = opendir(dir_path);
@@ -1360,6 +1350,7 @@ static void remove_stale_sockets(kdp_daemon *d, const char *dir_path) {
                 _cleanup_free_ char *path = NULL;
                 struct stat st;
                 bool ours = false;
+                int served;
 
                 for (size_t i = 0; i < d->n_slots && !ours; i++) {
                         size_t n = strlen(SOCKET_PREFIX) + strlen(d->slots[i].b->name);
@@ -1371,9 +1362,13 @@ static void remove_stale_sockets(kdp_daemon *d, const char *dir_path) {
                 }
                 if (asprintf(&path, "%s/%s", dir_path, e->d_name) < 0)
                         path = NULL;
-                if (!ours || !path || lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || socket_in_use(path))
+                if (!ours || !path || lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
                         continue;
-                if (unlink(path) == 0)
+                served = kdp_unix_socket_served(path);
+                if (served)
+                        kdp_log_info("Kept a socket that is served", KDP_F_STR("path", path),
+                                     KDP_F_STR("listener", served == 2 ? "backlog full" : "accepts"));
+                else if (unlink(path) == 0)
                         kdp_log_info("Removed stale socket", KDP_F_STR("path", path));
         }
 }
@@ -1602,6 +1597,9 @@ int kdp_daemon_new(const kdp_daemon_options *o, kdp_daemon **ret) {
         }
         r = choose_registration(d, o->registration, &registration_why);
         if (r < 0)
+                return r;
+        r = kdp_unix_socket_check_dir(d->socket_dir);  /* a missing one may come later */
+        if (r == -EPERM)
                 return r;
         r = kdp_kubelet_client_new(d->loop, kdp_server_runtime_cq(d->rt), d->kubelet_dir, &kubelet_events, d,
                                    &d->kubelet);

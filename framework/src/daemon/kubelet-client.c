@@ -30,6 +30,7 @@
 #include "proto-conv.h"
 #include "tag.h"
 #include "unary.h"
+#include "unix-socket.h"
 
 #define REGISTER_METHOD "/v1beta1.Registration/Register"
 #define REGISTER_DEADLINE_MS 15000
@@ -477,25 +478,25 @@ static void on_probe(kdp_loop *loop, int fd, uint32_t events, void *userdata) {
 /* Asks the kubelet reg registered with if it is alive; true if it must be taken for live now. */
 static bool probe_start(kdp_registration *reg) {
         kdp_kubelet_client *k = reg->k;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
         _cleanup_close_ int fd = -1;
         int r;
 
         if (reg->probe_fd >= 0)
                 return false;           /* asked already */
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) {
-                kdp_log_warning_errno(-errno, "Failed to ask the kubelet if it is alive; taken for alive",
+        kubelet_address(k, reg->kubelet_fd, path, sizeof(path), "");
+        r = kdp_unix_socket_connect(path, &fd);
+        /* a killed kubelet leaves kubelet.sock behind, refusing; a full backlog is a busy one */
+        if (r == -EAGAIN)
+                return true;
+        if (kdp_unix_socket_untold(r)) {
+                kdp_log_warning_errno(r, "Failed to ask the kubelet if it is alive; taken for alive",
                                       KDP_F_STR("resource", reg->resource));
                 return true;            /* a needless registration costs less than a lost one */
         }
-        kubelet_address(k, reg->kubelet_fd, sa.sun_path, sizeof(sa.sun_path), "");
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                /* a killed kubelet leaves kubelet.sock behind, refusing; a full backlog is a busy one */
-                if (errno == EAGAIN)
-                        return true;
+        if (r < 0) {
                 kdp_log_v(2, "Kubelet that ended the stream is gone", KDP_F_STR("resource", reg->resource),
-                          KDP_F_STR("reason", strerror(errno)));
+                          KDP_F_STR("reason", strerror(-r)));
                 return false;
         }
         r = kdp_loop_add_fd(k->loop, fd, EPOLLIN | EPOLLRDHUP, on_probe, reg, &reg->probe_source);
@@ -509,14 +510,8 @@ static bool probe_start(kdp_registration *reg) {
 }
 
 bool kdp_kubelet_client_listening(const kdp_kubelet_client *k) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-
-        if (fd < 0)
-                return true;            /* cannot tell: taken for listening */
-        (void) snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", k->socket_path);
-        /* a killed kubelet leaves kubelet.sock behind, refusing; EAGAIN is a full backlog: busy, alive */
-        return connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0 || errno == EAGAIN;
+        /* a killed kubelet leaves kubelet.sock behind, refusing; a full backlog is a busy one, alive */
+        return kdp_unix_socket_served(k->socket_path) != 0;
 }
 
 bool kdp_kubelet_client_stream_lost(kdp_registration *reg) {

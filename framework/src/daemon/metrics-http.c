@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -21,15 +24,40 @@
 
 #define MAX_CONNECTIONS 16
 #define MAX_PER_IP 4
+#define HEAD_S 5
 #define IDLE_S 10
+#define CLOSING_SLOTS 16                /* closed by us, not yet cleaned up by MHD (it accepts 10 at a time) */
+#define SLOTS (MAX_CONNECTIONS + CLOSING_SLOTS)
 #define MEMORY_LIMIT (16 * 1024)
 #define BACKLOG 16
 #define TEXT "text/plain; charset=utf-8"
 #define EXPOSITION "text/plain; version=0.0.4; charset=utf-8"
 
+/* A connection MHD serves, as the guard sees it (under the guard's lock). */
+typedef struct guarded {
+        bool used;
+        bool closing;                   /* shut down by us: MHD closes it at its next turn */
+        bool answering;                 /* its request head came whole; until the answer is sent */
+        int fd;                         /* our own duplicate: shutdown() never meets a reused number */
+        struct sockaddr_storage peer;   /* AF_UNSPEC for a unix peer (no address: the total only) */
+        uint64_t since_ms;              /* accepted, or its last answer sent: its head is due HEAD_S after */
+        uint64_t order;                 /* of since_ms, ties broken */
+} guarded;
+
+/* Which connections to close: past HEAD_S without a whole head, or the oldest when a new one needs room. */
+typedef struct guard {
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        pthread_t thread;               /* closes heads past HEAD_S */
+        bool ready, thread_started, stopping;
+        uint64_t order;
+        guarded slots[SLOTS];
+} guard;
+
 struct kdp_metrics_http {
         kdp_metrics *m;
         struct MHD_Daemon *daemon;
+        guard g;
         char *path;                     /* the unix socket, removed at the end if still ours */
         dev_t dev;
         ino_t ino;
@@ -136,9 +164,7 @@ static int bind_unix(kdp_metrics_http *h, const char *path, gid_t gid, int *ret_
         struct stat st;
         int r;
 
-        r = kdp_unix_socket_listen(path, &fd);
-        if (r >= 0)
-                r = kdp_unix_socket_set_access(path, gid, 0660);
+        r = kdp_unix_socket_listen(path, gid, 0660, &fd);
         if (r < 0)
                 return r;
         if (lstat(path, &st) < 0 || !(h->path = strdup(path))) {
@@ -150,6 +176,210 @@ static int bind_unix(kdp_metrics_http *h, const char *path, gid_t gid, int *ret_
         h->ino = st.st_ino;
         *ret_fd = KDP_TAKE_FD(fd);
         return 0;
+}
+
+/* ---- the guard ---- */
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* The same IP address (a port apart); unix peers have none. */
+static bool same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+        if (a->ss_family != b->ss_family)
+                return false;
+        if (a->ss_family == AF_INET)
+                return memcmp(&((const struct sockaddr_in *) a)->sin_addr, &((const struct sockaddr_in *) b)->sin_addr,
+                              sizeof(struct in_addr)) == 0;
+        if (a->ss_family == AF_INET6)
+                return memcmp(&((const struct sockaddr_in6 *) a)->sin6_addr,
+                              &((const struct sockaddr_in6 *) b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+        return false;
+}
+
+/* The address of a peer at `sa` (whose size its family says), AF_UNSPEC for one without. */
+static void peer_of(const struct sockaddr *sa, struct sockaddr_storage *ret) {
+        memset(ret, 0, sizeof(*ret));
+        if (sa && sa->sa_family == AF_INET)
+                memcpy(ret, sa, sizeof(struct sockaddr_in));
+        else if (sa && sa->sa_family == AF_INET6)
+                memcpy(ret, sa, sizeof(struct sockaddr_in6));
+        else
+                ret->ss_family = AF_UNSPEC;
+}
+
+/* Under the lock: shuts `c` down (MHD sees its end and closes it), once. */
+static void close_guarded(guarded *c, const char *reason) {
+        c->closing = true;
+        (void) shutdown(c->fd, SHUT_RDWR);
+        kdp_log_v(2, "Closed a metrics connection", KDP_F_STR("reason", reason));
+}
+
+/*
+ * Under the lock: the open connections (of `peer`'s address if given) and the
+ * one to close for room: the one waiting for its head longest, else the one
+ * answering longest. A new connection is younger than every other: it is closed
+ * only after all of them.
+ */
+static unsigned count_open(guard *g, const struct sockaddr_storage *peer, guarded **ret_oldest) {
+        guarded *oldest = NULL;
+        unsigned n = 0;
+
+        for (size_t i = 0; i < SLOTS; i++) {
+                guarded *c = &g->slots[i];
+
+                if (!c->used || c->closing || (peer && !same_ip(peer, &c->peer)))
+                        continue;
+                n++;
+                if (!oldest || (oldest->answering && !c->answering) ||
+                    (oldest->answering == c->answering && c->order < oldest->order))
+                        oldest = c;
+        }
+        *ret_oldest = oldest;
+        return n;
+}
+
+/* MHD's thread, before it takes a connection: room is made for it; refused only without a free slot. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len) {
+        kdp_metrics_http *h = cls;
+        struct sockaddr_storage peer;
+        guarded *oldest;
+        bool free_slot = false;
+
+        peer_of(len > 0 ? sa : NULL, &peer);
+        pthread_mutex_lock(&h->g.lock);
+        if (peer.ss_family != AF_UNSPEC && count_open(&h->g, &peer, &oldest) >= MAX_PER_IP)
+                close_guarded(oldest, "too many from its address");
+        if (count_open(&h->g, NULL, &oldest) >= MAX_CONNECTIONS)
+                close_guarded(oldest, "too many");
+        for (size_t i = 0; i < SLOTS && !free_slot; i++)
+                free_slot = !h->g.slots[i].used;
+        pthread_mutex_unlock(&h->g.lock);
+        if (!free_slot)
+                kdp_log_v(2, "Refused a metrics connection: no free slot");
+        return free_slot ? MHD_YES : MHD_NO;
+}
+
+/* Under the lock: `c` waits for a request head from now on. */
+static void wait_head(guard *g, guarded *c) {
+        c->answering = false;
+        c->since_ms = now_ms();
+        c->order = ++g->order;
+        pthread_cond_signal(&g->wake);
+}
+
+static guarded *guarded_of(struct MHD_Connection *conn) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+        return info ? info->socket_context : NULL;
+}
+
+/* MHD's thread: a connection taken or ended. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode what) {
+        kdp_metrics_http *h = cls;
+        const union MHD_ConnectionInfo *fd_info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD),
+                                       *addr_info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        guarded *c = *socket_context;
+
+        pthread_mutex_lock(&h->g.lock);
+        if (what == MHD_CONNECTION_NOTIFY_CLOSED && c) {
+                (void) close(c->fd);
+                *c = (guarded){ .used = false };
+        } else if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+                for (size_t i = 0; i < SLOTS && !c; i++)
+                        if (!h->g.slots[i].used)
+                                c = &h->g.slots[i];
+                if (c && fd_info && (c->fd = fcntl(fd_info->connect_fd, F_DUPFD_CLOEXEC, 3)) >= 0) {
+                        c->used = true;
+                        peer_of(addr_info ? addr_info->client_addr : NULL, &c->peer);
+                        wait_head(&h->g, c);
+                        *socket_context = c;
+                } else if (fd_info)
+                        (void) shutdown(fd_info->connect_fd, SHUT_RDWR);  /* cannot be guarded: not served */
+        }
+        pthread_mutex_unlock(&h->g.lock);
+}
+
+/* MHD's thread: an answer was sent (or the request ended): the next head is due HEAD_S from now. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls, enum MHD_RequestTerminationCode toe) {
+        kdp_metrics_http *h = cls;
+        guarded *c = guarded_of(conn);
+
+        if (!c)
+                return;
+        pthread_mutex_lock(&h->g.lock);
+        wait_head(&h->g, c);
+        pthread_mutex_unlock(&h->g.lock);
+}
+
+/* The guard's thread: closes each connection whose head is not whole HEAD_S after it was due to start. */
+static void *guard_run(void *userdata) {
+        kdp_metrics_http *h = userdata;
+        guard *g = &h->g;
+
+        pthread_mutex_lock(&g->lock);
+        while (!g->stopping) {
+                uint64_t now = now_ms(), next = UINT64_MAX;
+                struct timespec until;
+
+                for (size_t i = 0; i < SLOTS; i++) {
+                        guarded *c = &g->slots[i];
+
+                        if (!c->used || c->closing || c->answering)
+                                continue;
+                        if (now >= c->since_ms + HEAD_S * 1000)
+                                close_guarded(c, "request head not whole in time");
+                        else if (c->since_ms + HEAD_S * 1000 < next)
+                                next = c->since_ms + HEAD_S * 1000;
+                }
+                if (next == UINT64_MAX) {
+                        pthread_cond_wait(&g->wake, &g->lock);
+                        continue;
+                }
+                until = (struct timespec){ .tv_sec = (time_t) (next / 1000), .tv_nsec = (long) (next % 1000) * 1000000 };
+                (void) pthread_cond_timedwait(&g->wake, &g->lock, &until);
+        }
+        pthread_mutex_unlock(&g->lock);
+        return NULL;
+}
+
+static int guard_start(kdp_metrics_http *h) {
+        pthread_condattr_t attr;
+        int r;
+
+        (void) pthread_mutex_init(&h->g.lock, NULL);
+        (void) pthread_condattr_init(&attr);
+        (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        (void) pthread_cond_init(&h->g.wake, &attr);
+        (void) pthread_condattr_destroy(&attr);
+        h->g.ready = true;
+        r = pthread_create(&h->g.thread, NULL, guard_run, h);
+        if (r != 0)
+                return -r;
+        h->g.thread_started = true;
+        return 0;
+}
+
+/* After MHD stopped: the guard's thread joined, its duplicates closed. */
+static void guard_stop(kdp_metrics_http *h) {
+        if (!h->g.ready)
+                return;
+        if (h->g.thread_started) {
+                pthread_mutex_lock(&h->g.lock);
+                h->g.stopping = true;
+                pthread_cond_signal(&h->g.wake);
+                pthread_mutex_unlock(&h->g.lock);
+                (void) pthread_join(h->g.thread, NULL);
+        }
+        for (size_t i = 0; i < SLOTS; i++)
+                if (h->g.slots[i].used)
+                        (void) close(h->g.slots[i].fd);  /* none unless MHD stopped without telling */
+        (void) pthread_cond_destroy(&h->g.wake);
+        (void) pthread_mutex_destroy(&h->g.lock);
 }
 
 /* ---- requests ---- */
@@ -197,8 +427,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         char *text = NULL;
         size_t size = 0;
         unsigned status;
-        FILE *f = open_memstream(&text, &size);
+        guarded *c = guarded_of(conn);
+        FILE *f;
 
+        if (c) {
+                pthread_mutex_lock(&h->g.lock);
+                c->answering = true;    /* its head came whole: out of the guard's bound */
+                pthread_mutex_unlock(&h->g.lock);
+        }
+        f = open_memstream(&text, &size);
         if (!f)
                 return MHD_NO;
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
@@ -230,14 +467,23 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
 static int start_daemon(kdp_metrics_http *h, int fd) {
         int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);    /* MHD's own: it closes it, whatever happens */
 
+        int r;
+
         if (dup_fd < 0)
                 return -errno;
-        h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL,
-                                     NULL, on_request, h,
+        r = guard_start(h);
+        if (r < 0) {
+                (void) close(dup_fd);
+                return r;
+        }
+        /* the limits are the guard's (on_accept); MHD's own only bounds what is left closing */
+        h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0,
+                                     on_accept, h, on_request, h,
                                      MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+                                     MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                                      MHD_OPTION_LISTEN_SOCKET, (MHD_socket) dup_fd,
-                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned) MAX_CONNECTIONS,
-                                     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) MAX_PER_IP,
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned) SLOTS,
                                      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) IDLE_S,
                                      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) MEMORY_LIMIT,
                                      MHD_OPTION_END);
@@ -283,6 +529,7 @@ kdp_metrics_http *kdp_metrics_http_free(kdp_metrics_http *h) {
                 return NULL;
         if (h->daemon)
                 MHD_stop_daemon(h->daemon);
+        guard_stop(h);
         if (h->path && lstat(h->path, &st) == 0 && st.st_dev == h->dev && st.st_ino == h->ino)
                 (void) unlink(h->path);
         free(h->path);

@@ -20,15 +20,27 @@
  *
  * What a scraper that misbehaves can take: MAX_CONNECTIONS connections at
  * once, MAX_PER_IP of them from one IP address (unix peers have no address:
- * they share the total), each closed after IDLE_S seconds without a byte,
- * with MEMORY_LIMIT bytes for its request; while every slot is taken, new
- * connections wait in the listen backlog. The answers are written on the
+ * they share the total), with MEMORY_LIMIT bytes for its request. A request
+ * head must be whole HEAD_S seconds after the connection was accepted (or
+ * its last answer sent), however slowly its bytes keep coming; an answer
+ * that makes no progress is closed after IDLE_S. A connection past a limit
+ * is never turned away: the guard closes the connection of that address (or
+ * of all) that has waited longest for its head, else the one answering
+ * longest. So a probe, which sends its head at once, is the newest and the
+ * last closed, and nobody can hold the endpoint with heads never sent: the
+ * kubelet's probes come from the node's own address, as a host-network pod's
+ * connections would. The guard is the accept policy and the connection
+ * callbacks, on the metrics thread, and its own thread, which closes heads
+ * past HEAD_S: both shutdown() a duplicate of the connection's fd, so MHD
+ * closes it at its next turn, and a number MHD let go is never reused under
+ * them. The answers are written on the
  * metrics thread from the registry, whose lock only the loop shares: the CQ
  * threads never wait on a scrape, and the loop only for the copy of the
  * list of resources.
  *
- * Threads: kdp_metrics_http_new() and _free() on the loop thread; the
- * metrics thread only reads the registry, which outlives the endpoint.
+ * Threads: kdp_metrics_http_new() and _free() on the loop thread (which
+ * starts and joins the guard's); the metrics thread only reads the
+ * registry, which outlives the endpoint.
  */
 #pragma once
 

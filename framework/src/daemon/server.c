@@ -1540,13 +1540,6 @@ static void on_shutdown(kdp_tag *tag, bool ok) {
         server_unref(s);
 }
 
-/* The socket's group and mode (--socket-group), once the server is started. */
-static int set_socket_access(kdp_server *s) {
-        gid_t gid = s->rt->socket_gid;
-
-        return kdp_unix_socket_set_access(s->socket_path, gid, gid != (gid_t) -1 ? 0660 : 0600);
-}
-
 static int server_listen(kdp_server *s) {
         grpc_arg args[] = {
                 { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
@@ -1557,10 +1550,12 @@ static int server_listen(kdp_server *s) {
                   .value.integer = CONNECTION_IDLE_MS },
         };
         grpc_channel_args cargs = { .num_args = KDP_ELEMENTSOF(args), .args = args };
+        gid_t gid = s->rt->socket_gid;  /* --socket-group: 0660 and of it, else 0600 */
         _cleanup_close_ int fd = -1;
         int r;
 
-        r = kdp_unix_socket_listen(s->socket_path, &fd);    /* its connections go through the gate, gate.h */
+        /* its connections go through the gate, gate.h */
+        r = kdp_unix_socket_listen(s->socket_path, gid, gid != (gid_t) -1 ? 0660 : 0600, &fd);
         if (r < 0)
                 return r;
         s->server = grpc_server_create(&cargs, NULL);
@@ -1581,9 +1576,6 @@ static int server_listen(kdp_server *s) {
                         return r;
                 }
         }
-        r = set_socket_access(s);       /* a kubelet starting now may have removed the socket: ENOENT */
-        if (r < 0)
-                return r;
         r = kdp_gate_listen(s->rt->gate, KDP_TAKE_FD(fd), s->socket_path, s->server, s->resource, &s->listener);
         if (r < 0) {
                 (void) unlink(s->socket_path);
