@@ -17,6 +17,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -53,6 +54,31 @@ int kdp_config_file_check_text(const char *text, size_t size, kdp_config_file_er
  * LF, CR LF, CR). Since kdp 1.6.
  */
 void kdp_config_file_position(const char *text, size_t offset, unsigned *ret_line, unsigned *ret_column);
+
+/*
+ * The most a config file may hold, whatever reads it: collections nested at most
+ * KDP_CONFIG_FILE_DEPTH_MAX deep (a list or a mapping is one level), at most
+ * KDP_CONFIG_FILE_ENTRIES_MAX entries in one list or keys in one mapping, and at
+ * most KDP_CONFIG_FILE_VALUES_MAX values in the file (every scalar, key, list and
+ * mapping is one). Since kdp 1.7.
+ */
+#define KDP_CONFIG_FILE_DEPTH_MAX 16
+#define KDP_CONFIG_FILE_ENTRIES_MAX 4096
+#define KDP_CONFIG_FILE_VALUES_MAX 32768
+#define KDP_CONFIG_FILE_KEY_MAX 256     /* the size of the key path kdp_config_file_check_shape() writes */
+
+/*
+ * Checks, before a document is built from it, that `text` (YAML, or JSON when
+ * `json`) stays within the limits above: libfyaml's parser is walked event by
+ * event, so what a document of a hostile shape would cost is never allocated.
+ * Returns 0 when it does (also for text the parser stops at: the caller's parse
+ * reports that), -E2BIG with *reterr (reason naming the limit, line and column
+ * of the value past it) and `ret_key` (the path of the value refused or of its
+ * list or mapping: "resourceList[0].selectors", "" for the top level) set, or
+ * -ENOMEM. Since kdp 1.7.
+ */
+int kdp_config_file_check_shape(const char *text, size_t size, bool json, kdp_config_file_error *reterr,
+                                char ret_key[KDP_CONFIG_FILE_KEY_MAX]);
 
 #ifdef __cplusplus
 }
