@@ -240,7 +240,7 @@ START_TEST(test_config_file_shape_refuses_a_list_or_mapping_past_the_limit) {
 }
 END_TEST
 
-/* 8 lists of entries under one: 1 + 7 * 4096 + (1 + last) values */
+/* 4 lists of entries under one: 1 + 3 * 4096 + (1 + last) values */
 static char *lists(size_t last) {
         char *t = NULL;
         size_t size = 0;
@@ -248,29 +248,50 @@ static char *lists(size_t last) {
 
         ck_assert_ptr_nonnull(f);
         fputs("[\n", f);
-        for (size_t i = 0; i < 8; i++) {
-                size_t n = i < 7 ? KDP_CONFIG_FILE_ENTRIES_MAX - 1 : last;
+        for (size_t i = 0; i < 4; i++) {
+                size_t n = i < 3 ? KDP_CONFIG_FILE_ENTRIES_MAX - 1 : last;
 
                 fputs("[", f);
                 for (size_t j = 0; j < n; j++)
                         fprintf(f, "%s1", j > 0 ? "," : "");
-                fputs(i < 7 ? "],\n" : "]\n", f);
+                fputs(i < 3 ? "],\n" : "]\n", f);
         }
         fputs("]\n", f);
         ck_assert_int_eq(fclose(f), 0);
         return t;
 }
 
+/* the same values in block style: 1 + 3 * 4096 + (1 + last) */
+static char *block_lists(size_t last) {
+        char *t = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&t, &size);
+
+        ck_assert_ptr_nonnull(f);
+        for (size_t i = 0; i < 4; i++) {
+                size_t n = i < 3 ? KDP_CONFIG_FILE_ENTRIES_MAX - 1 : last;
+
+                for (size_t j = 0; j < n; j++)
+                        fprintf(f, "%s 1\n", j == 0 ? "- -" : "  -");
+        }
+        ck_assert_int_eq(fclose(f), 0);
+        return t;
+}
+
 START_TEST(test_config_file_shape_refuses_more_values_than_the_limit) {
         _cleanup_free_ char *at = lists(KDP_CONFIG_FILE_ENTRIES_MAX - 2), *past = lists(KDP_CONFIG_FILE_ENTRIES_MAX - 1);
+        _cleanup_free_ char *block_at = block_lists(KDP_CONFIG_FILE_ENTRIES_MAX - 2);
+        _cleanup_free_ char *block_past = block_lists(KDP_CONFIG_FILE_ENTRIES_MAX - 1);
 
-        ck_assert_uint_eq(1 + 7 * KDP_CONFIG_FILE_ENTRIES_MAX + 1 + KDP_CONFIG_FILE_ENTRIES_MAX - 2,
+        ck_assert_uint_eq(1 + 3 * KDP_CONFIG_FILE_ENTRIES_MAX + 1 + KDP_CONFIG_FILE_ENTRIES_MAX - 2,
                           KDP_CONFIG_FILE_VALUES_MAX);
         expect_shape_ok(at, true);
         expect_shape_ok(at, false);
-        /* the last 1 of the last list: line 9, column 2 + 2 * 4094 */
-        expect_shape_refused(past, true, "more than 32768 values in the file", 9, 2 + 2 * 4094, "[7][4094]");
-        expect_shape_refused(past, false, "more than 32768 values in the file", 9, 2 + 2 * 4094, "[7][4094]");
+        /* the last 1 of the last list: line 5, column 2 + 2 * 4094; the key names its list */
+        expect_shape_refused(past, true, "more than 16384 values in the file", 5, 2 + 2 * 4094, "[3]");
+        expect_shape_refused(past, false, "more than 16384 values in the file", 5, 2 + 2 * 4094, "[3]");
+        expect_shape_ok(block_at, false);
+        expect_shape_refused(block_past, false, "more than 16384 values in the file", 4 * 4095, 5, "[3]");
 }
 END_TEST
 
