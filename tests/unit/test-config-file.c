@@ -205,6 +205,15 @@ START_TEST(test_config_file_shape_counts_no_bracket_of_a_comment_or_a_string) {
         ck_assert_int_ge(asprintf(&json, "{\"a\": \"%s\", \"%s\": 1}", brackets, brackets), 0);
         expect_shape_ok(yaml, false);
         expect_shape_ok(json, true);
+        free(yaml);
+        free(json);
+
+        /* quotes escaped inside quotes, brackets inside a plain scalar of block context, an anchored flow list */
+        ck_assert_int_ge(asprintf(&yaml, "a: ['it''s %s', \"\\\"%s\"]\nb: x %s\n- c: &x [1, %s]\n", brackets,
+                                  brackets, brackets, "\"]\""), 0);
+        ck_assert_int_ge(asprintf(&json, "{\"a\": [\"\\\"%s\\\\\", \"%s\"]}", brackets, brackets), 0);
+        expect_shape_ok(yaml, false);
+        expect_shape_ok(json, true);
 }
 END_TEST
 
