@@ -16,8 +16,8 @@
  *   - any other type than the field's refuses the file;
  *   - the keys of additionalInfo and of its maps are map keys: exact, case-sensitive.
  *
- * Limits. Before a document is built, kdp_config_file_check_shape() refuses nesting, lists, objects
- * and files past the framework's limits (kdp/config-file.h); a resourceList of more than
+ * Limits. Before a document is built, kdp_config_shape_check() refuses nesting, lists, objects
+ * and files past the framework's limits (kdp/config-shape.h); a resourceList of more than
  * SRIOV_POOLS_MAX pools is refused, since each pool is a socket, a gRPC server and their fds.
  *
  * Messages. Everything sriovdp refuses is logged at error level and fails the load with -EINVAL
@@ -50,6 +50,7 @@
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
 #include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 #include <kdp/log.h>
 
 #include "sriov.h"
@@ -1040,11 +1041,11 @@ static int read_file(loader *ld, char **ret, size_t *ret_len) {
 
 /* Nesting, entries and values within the framework's limits before a document is built (else logged). */
 static int check_shape(loader *ld, const char *text, size_t len) {
-        char key[KDP_CONFIG_FILE_KEY_MAX];
+        char key[KDP_CONFIG_SHAPE_KEY_MAX];
         kdp_config_file_error e = {};
         int r;
 
-        r = kdp_config_file_check_shape(text, len, true, &e, key);
+        r = kdp_config_shape_check(text, len, true, &e, key);
         if (r == -E2BIG) {
                 loader_log(ld, PROBLEM_ERROR, e.line, key, "%s (column %u)", e.reason, e.column);
                 return 0;

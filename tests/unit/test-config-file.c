@@ -9,6 +9,7 @@
 
 #include <kdp/cleanup.h>
 #include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 
 #include "kdp-test.h"
 
@@ -122,9 +123,9 @@ END_TEST
 static void expect_shape_refused(const char *text, bool json, const char *reason, unsigned line, unsigned column,
                                  const char *key) {
         kdp_config_file_error e = {};
-        char k[KDP_CONFIG_FILE_KEY_MAX] = "untouched";
+        char k[KDP_CONFIG_SHAPE_KEY_MAX] = "untouched";
 
-        ck_assert_int_eq(kdp_config_file_check_shape(text, strlen(text), json, &e, k), -E2BIG);
+        ck_assert_int_eq(kdp_config_shape_check(text, strlen(text), json, &e, k), -E2BIG);
         ck_assert_str_eq(e.reason, reason);
         ck_assert_uint_eq(e.line, line);
         ck_assert_uint_eq(e.column, column);
@@ -133,9 +134,9 @@ static void expect_shape_refused(const char *text, bool json, const char *reason
 
 static void expect_shape_ok(const char *text, bool json) {
         kdp_config_file_error e = { .reason = "untouched" };
-        char k[KDP_CONFIG_FILE_KEY_MAX] = "untouched";
+        char k[KDP_CONFIG_SHAPE_KEY_MAX] = "untouched";
 
-        ck_assert_int_eq(kdp_config_file_check_shape(text, strlen(text), json, &e, k), 0);
+        ck_assert_int_eq(kdp_config_shape_check(text, strlen(text), json, &e, k), 0);
         ck_assert_str_eq(e.reason, "untouched");
         ck_assert_str_eq(k, "untouched");
 }
@@ -161,14 +162,14 @@ static char *join3(const char *a, const char *b, const char *c) {
 }
 
 START_TEST(test_config_file_shape_refuses_nesting_past_the_limit) {
-        const size_t max = KDP_CONFIG_FILE_DEPTH_MAX;
+        const size_t max = KDP_CONFIG_SHAPE_DEPTH_MAX;
         _cleanup_free_ char *open_max = repeat("[", max), *close_max = repeat("]", max);
         _cleanup_free_ char *open_past = repeat("[", max + 1), *close_past = repeat("]", max + 1);
         _cleanup_free_ char *at = join3(open_max, "", close_max), *past = join3(open_past, "", close_past);
         _cleanup_free_ char *key = repeat("[0]", max), *block_at = NULL, *block_past = NULL;
         _cleanup_free_ char *million = repeat("[", 1024 * 1024);
 
-        ck_assert_str_eq(KDP_STRINGIFY_TEST(KDP_CONFIG_FILE_DEPTH_MAX), "16");
+        ck_assert_str_eq(KDP_STRINGIFY_TEST(KDP_CONFIG_SHAPE_DEPTH_MAX), "16");
         expect_shape_ok(at, true);
         expect_shape_ok(at, false);
         expect_shape_refused(past, true, "nested deeper than 16 levels", 1, 17, key);
@@ -218,7 +219,7 @@ START_TEST(test_config_file_shape_counts_no_bracket_of_a_comment_or_a_string) {
 END_TEST
 
 START_TEST(test_config_file_shape_refuses_a_list_or_mapping_past_the_limit) {
-        const size_t max = KDP_CONFIG_FILE_ENTRIES_MAX;
+        const size_t max = KDP_CONFIG_SHAPE_ENTRIES_MAX;
         _cleanup_free_ char *items_at = repeat("\"x\",", max - 1), *items_past = repeat("\"x\",", max);
         _cleanup_free_ char *list_at = join3("{\"a\": {\"vendors\": [", items_at, "\"x\"]}}");
         _cleanup_free_ char *list_past = join3("{\"a\": {\"vendors\": [", items_past, "\"x\"]}}");
@@ -258,7 +259,7 @@ static char *lists(size_t last) {
         ck_assert_ptr_nonnull(f);
         fputs("[\n", f);
         for (size_t i = 0; i < 4; i++) {
-                size_t n = i < 3 ? KDP_CONFIG_FILE_ENTRIES_MAX - 1 : last;
+                size_t n = i < 3 ? KDP_CONFIG_SHAPE_ENTRIES_MAX - 1 : last;
 
                 fputs("[", f);
                 for (size_t j = 0; j < n; j++)
@@ -278,7 +279,7 @@ static char *block_lists(size_t last) {
 
         ck_assert_ptr_nonnull(f);
         for (size_t i = 0; i < 4; i++) {
-                size_t n = i < 3 ? KDP_CONFIG_FILE_ENTRIES_MAX - 1 : last;
+                size_t n = i < 3 ? KDP_CONFIG_SHAPE_ENTRIES_MAX - 1 : last;
 
                 for (size_t j = 0; j < n; j++)
                         fprintf(f, "%s 1\n", j == 0 ? "- -" : "  -");
@@ -288,12 +289,12 @@ static char *block_lists(size_t last) {
 }
 
 START_TEST(test_config_file_shape_refuses_more_values_than_the_limit) {
-        _cleanup_free_ char *at = lists(KDP_CONFIG_FILE_ENTRIES_MAX - 2), *past = lists(KDP_CONFIG_FILE_ENTRIES_MAX - 1);
-        _cleanup_free_ char *block_at = block_lists(KDP_CONFIG_FILE_ENTRIES_MAX - 2);
-        _cleanup_free_ char *block_past = block_lists(KDP_CONFIG_FILE_ENTRIES_MAX - 1);
+        _cleanup_free_ char *at = lists(KDP_CONFIG_SHAPE_ENTRIES_MAX - 2), *past = lists(KDP_CONFIG_SHAPE_ENTRIES_MAX - 1);
+        _cleanup_free_ char *block_at = block_lists(KDP_CONFIG_SHAPE_ENTRIES_MAX - 2);
+        _cleanup_free_ char *block_past = block_lists(KDP_CONFIG_SHAPE_ENTRIES_MAX - 1);
 
-        ck_assert_uint_eq(1 + 3 * KDP_CONFIG_FILE_ENTRIES_MAX + 1 + KDP_CONFIG_FILE_ENTRIES_MAX - 2,
-                          KDP_CONFIG_FILE_VALUES_MAX);
+        ck_assert_uint_eq(1 + 3 * KDP_CONFIG_SHAPE_ENTRIES_MAX + 1 + KDP_CONFIG_SHAPE_ENTRIES_MAX - 2,
+                          KDP_CONFIG_SHAPE_VALUES_MAX);
         expect_shape_ok(at, true);
         expect_shape_ok(at, false);
         /* the last 1 of the last list: line 5, column 2 + 2 * 4094; the key names its list */

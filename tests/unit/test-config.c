@@ -9,6 +9,7 @@
 
 #include <kdp/cleanup.h>
 #include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 
 #include "config.h"
 
@@ -832,13 +833,13 @@ START_TEST(test_config_load_logs_a_few_lines_per_problem_kind_and_counts_the_res
 END_TEST
 
 START_TEST(test_config_finds_every_key_of_a_large_file) {
-        _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n", line_key_string, KDP_CONFIG_FILE_ENTRIES_MAX);
+        _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n", line_key_string, KDP_CONFIG_SHAPE_ENTRIES_MAX);
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
         _cleanup_(kdp_config_freep) kdp_config *d = NULL;
 
         ck_assert_int_eq(kdp_config_load(path, &c), 0);
-        ck_assert_int_eq(c->n_entries, KDP_CONFIG_FILE_ENTRIES_MAX);
-        for (size_t i = 0; i < KDP_CONFIG_FILE_ENTRIES_MAX; i++) {
+        ck_assert_int_eq(c->n_entries, KDP_CONFIG_SHAPE_ENTRIES_MAX);
+        for (size_t i = 0; i < KDP_CONFIG_SHAPE_ENTRIES_MAX; i++) {
                 char key[32], value[32];
 
                 snprintf(key, sizeof(key), "k%zu", i);
@@ -863,7 +864,7 @@ END_TEST
 /* The largest section the shape check lets through, and one key more, logged with where and which limit. */
 START_TEST(test_config_load_refuses_a_section_past_the_entry_limit) {
         _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n", line_key_string,
-                                                                KDP_CONFIG_FILE_ENTRIES_MAX + 1);
+                                                                KDP_CONFIG_SHAPE_ENTRIES_MAX + 1);
         _cleanup_free_ char *log = load_fails(path, -EINVAL);
         const char *p = log;
 

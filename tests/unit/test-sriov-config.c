@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include <kdp/cleanup.h>
-#include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 
 #include "sriov.h"
 
@@ -850,14 +850,14 @@ START_TEST(test_sriov_config_refuses_a_list_past_the_entry_limit) {
         size_t size = 0;
         FILE *f;
 
-        for (int n = KDP_CONFIG_FILE_ENTRIES_MAX; n <= KDP_CONFIG_FILE_ENTRIES_MAX + 1; n++) {
+        for (int n = KDP_CONFIG_SHAPE_ENTRIES_MAX; n <= KDP_CONFIG_SHAPE_ENTRIES_MAX + 1; n++) {
                 f = open_memstream(&t, &size);
                 fputs("{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{\"vendors\": [\n", f);
                 for (int i = 0; i < n; i++)
                         fprintf(f, "  \"%04x\"%s\n", i, i + 1 < n ? "," : "");
                 fputs("]}]}]}\n", f);
                 ck_assert_int_eq(fclose(f), 0);
-                if (n == KDP_CONFIG_FILE_ENTRIES_MAX)
+                if (n == KDP_CONFIG_SHAPE_ENTRIES_MAX)
                         at = t;
                 else
                         past = t;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * A config file's shape against the limits of kdp/config-file.h, checked before
- * any document is built (kdp_config_file_check_shape()).
+ * A config file's shape against the limits of kdp/config-shape.h, checked before
+ * any document is built (kdp_config_shape_check()).
  *
  * Two passes, both of fixed memory:
  *   - a byte scan of the flow collections ([...] and {...}, all of JSON): their
@@ -14,7 +14,7 @@
  *     "? ", a tag or an anchor), never inside a plain scalar;
  *   - libfyaml's parser walked event by event, counting nesting, entries and
  *     values of the whole file (block style too, which the parser streams) with a
- *     stack of KDP_CONFIG_FILE_DEPTH_MAX frames; after a refusal of the byte
+ *     stack of KDP_CONFIG_SHAPE_DEPTH_MAX frames; after a refusal of the byte
  *     scan, over the text before it only, to name the key.
  * The first limit passed in the file is reported: its reason, line and column,
  * and a key path. The walk never asks libfyaml for a scalar's text (libfyaml 0.8
@@ -29,14 +29,15 @@
 
 #include <kdp/cleanup.h>
 #include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 
-static const char REASON_DEPTH[] = "nested deeper than " STRINGIFY(KDP_CONFIG_FILE_DEPTH_MAX) " levels";
-static const char REASON_LIST[] = "a list of more than " STRINGIFY(KDP_CONFIG_FILE_ENTRIES_MAX) " entries";
-static const char REASON_MAPPING[] = "a mapping of more than " STRINGIFY(KDP_CONFIG_FILE_ENTRIES_MAX) " keys";
-static const char REASON_VALUES[] = "more than " STRINGIFY(KDP_CONFIG_FILE_VALUES_MAX) " values in the file";
+static const char REASON_DEPTH[] = "nested deeper than " STRINGIFY(KDP_CONFIG_SHAPE_DEPTH_MAX) " levels";
+static const char REASON_LIST[] = "a list of more than " STRINGIFY(KDP_CONFIG_SHAPE_ENTRIES_MAX) " entries";
+static const char REASON_MAPPING[] = "a mapping of more than " STRINGIFY(KDP_CONFIG_SHAPE_ENTRIES_MAX) " keys";
+static const char REASON_VALUES[] = "more than " STRINGIFY(KDP_CONFIG_SHAPE_VALUES_MAX) " values in the file";
 
 /* ---- the byte scan of flow collections ---- */
 
@@ -45,8 +46,8 @@ typedef struct flow_scan {
         size_t size;
         bool json;
         size_t depth;                   /* open flow collections */
-        bool mapping[KDP_CONFIG_FILE_DEPTH_MAX];
-        size_t entries[KDP_CONFIG_FILE_DEPTH_MAX];
+        bool mapping[KDP_CONFIG_SHAPE_DEPTH_MAX];
+        size_t entries[KDP_CONFIG_SHAPE_DEPTH_MAX];
         size_t values;                  /* flow nodes so far */
         bool want_node;                 /* the next token starts a node */
         bool entry;                     /* ...which is an entry of the innermost collection, not a value */
@@ -93,12 +94,12 @@ static bool flow_node(flow_scan *f, size_t i) {
         if (!f->want_node)
                 return true;
         f->want_node = false;
-        if (f->depth > 0 && entry && ++f->entries[f->depth - 1] > KDP_CONFIG_FILE_ENTRIES_MAX) {
+        if (f->depth > 0 && entry && ++f->entries[f->depth - 1] > KDP_CONFIG_SHAPE_ENTRIES_MAX) {
                 f->reason = f->mapping[f->depth - 1] ? REASON_MAPPING : REASON_LIST;
                 f->at = i;
                 return false;
         }
-        if (++f->values > KDP_CONFIG_FILE_VALUES_MAX) {
+        if (++f->values > KDP_CONFIG_SHAPE_VALUES_MAX) {
                 f->reason = REASON_VALUES;
                 f->at = i;
                 return false;
@@ -111,7 +112,7 @@ static bool flow_open(flow_scan *f, size_t i) {
         f->want_node = f->want_node || f->depth == 0;   /* in block context the caller saw a node start */
         if (!flow_node(f, i))
                 return false;
-        if (f->depth == KDP_CONFIG_FILE_DEPTH_MAX) {
+        if (f->depth == KDP_CONFIG_SHAPE_DEPTH_MAX) {
                 f->reason = REASON_DEPTH;
                 f->at = i;
                 return false;
@@ -278,7 +279,7 @@ typedef struct shape_frame {
 typedef struct shape_walk {
         const char *text;
         size_t size;
-        shape_frame frames[KDP_CONFIG_FILE_DEPTH_MAX];
+        shape_frame frames[KDP_CONFIG_SHAPE_DEPTH_MAX];
         size_t depth;
         size_t values;
         const char *reason;     /* the limit passed, NULL while none */
@@ -347,11 +348,11 @@ static void walk_value(shape_walk *w, struct fy_event *ev) {
         bool collection = ev->type == FYET_SEQUENCE_START || ev->type == FYET_MAPPING_START;
         bool is_key = parent && parent->mapping && parent->want_key;
 
-        if (parent && (!parent->mapping || is_key) && ++parent->n > KDP_CONFIG_FILE_ENTRIES_MAX)
+        if (parent && (!parent->mapping || is_key) && ++parent->n > KDP_CONFIG_SHAPE_ENTRIES_MAX)
                 return walk_refuse(w, ev, w->depth - 1, parent->mapping ? REASON_MAPPING : REASON_LIST);
-        if (++w->values > KDP_CONFIG_FILE_VALUES_MAX)
+        if (++w->values > KDP_CONFIG_SHAPE_VALUES_MAX)
                 return walk_refuse(w, ev, w->depth > 0 ? w->depth - 1 : 0, REASON_VALUES);
-        if (collection && w->depth == KDP_CONFIG_FILE_DEPTH_MAX)
+        if (collection && w->depth == KDP_CONFIG_SHAPE_DEPTH_MAX)
                 return walk_refuse(w, ev, w->depth, REASON_DEPTH);
 
         if (is_key) {
@@ -437,8 +438,8 @@ static int walk(shape_walk *w, bool json) {
         return 0;
 }
 
-int kdp_config_file_check_shape(const char *text, size_t size, bool json, kdp_config_file_error *reterr,
-                                char ret_key[KDP_CONFIG_FILE_KEY_MAX]) {
+int kdp_config_shape_check(const char *text, size_t size, bool json, kdp_config_file_error *reterr,
+                                char ret_key[KDP_CONFIG_SHAPE_KEY_MAX]) {
         flow_scan f = { .text = text, .size = size, .json = json };
         shape_walk w = { .text = text, .size = size };
         unsigned line = 0, column = 0;
@@ -455,15 +456,15 @@ int kdp_config_file_check_shape(const char *text, size_t size, bool json, kdp_co
                 return r;
 
         if (w.reason)
-                walk_path(&w, w.upto, false, ret_key, KDP_CONFIG_FILE_KEY_MAX);
+                walk_path(&w, w.upto, false, ret_key, KDP_CONFIG_SHAPE_KEY_MAX);
         else if (f.reason) {
                 /* the walk stopped before the node the scan refused: its frames end at that node's parent */
                 w.reason = f.reason;
                 w.at = f.at;
                 if (f.reason == REASON_DEPTH)
-                        walk_path(&w, w.depth, true, ret_key, KDP_CONFIG_FILE_KEY_MAX);
+                        walk_path(&w, w.depth, true, ret_key, KDP_CONFIG_SHAPE_KEY_MAX);
                 else
-                        walk_path(&w, w.depth > 0 ? w.depth - 1 : 0, false, ret_key, KDP_CONFIG_FILE_KEY_MAX);
+                        walk_path(&w, w.depth > 0 ? w.depth - 1 : 0, false, ret_key, KDP_CONFIG_SHAPE_KEY_MAX);
         } else
                 return 0;
 

@@ -21,7 +21,7 @@
  * it as malformed instead of silently using the default. A quoted "null" is the
  * four-letter string.
  *
- * Limits. Before libfyaml builds a document, kdp_config_file_check_shape()
+ * Limits. Before libfyaml builds a document, kdp_config_shape_check()
  * walks the file's events: nesting, entries per list or mapping and values per
  * file past its limits refuse the file (one line naming line, column, key and
  * the limit), so no hostile shape costs more than a few megabytes.
@@ -50,6 +50,7 @@
 
 #include <kdp/cleanup.h>
 #include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 #include <kdp/log.h>
 
 #include "config.h"
@@ -545,13 +546,13 @@ static int check_no_tab(const char *text, size_t size, kdp_config_file_error *re
         return -EILSEQ;
 }
 
-/* The file's shape within kdp_config_file_check_shape()'s limits, before libfyaml builds a document of it. */
+/* The file's shape within kdp_config_shape_check()'s limits, before libfyaml builds a document of it. */
 static int check_shape(const char *path, const char *text, size_t size) {
-        char key[KDP_CONFIG_FILE_KEY_MAX];
+        char key[KDP_CONFIG_SHAPE_KEY_MAX];
         kdp_config_file_error e = {};
         int r;
 
-        r = kdp_config_file_check_shape(text, size, path_is_json(path), &e, key);
+        r = kdp_config_shape_check(text, size, path_is_json(path), &e, key);
         if (r != -E2BIG)
                 return r;
         return kdp_log_error(-EINVAL, "Rejected config file", KDP_F_STR("path", path), field_line((int) e.line),
