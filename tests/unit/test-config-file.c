@@ -305,6 +305,20 @@ START_TEST(test_config_file_shape_refuses_more_values_than_the_limit) {
 }
 END_TEST
 
+/* libfyaml holds a token for each anchor, tag or alias of a line: they count as values, also in one line */
+START_TEST(test_config_file_shape_counts_anchors_tags_and_aliases) {
+        _cleanup_free_ char *anchors = repeat("&a ", KDP_CONFIG_SHAPE_VALUES_MAX + 1);
+        _cleanup_free_ char *aliases = repeat("*a ", KDP_CONFIG_SHAPE_VALUES_MAX + 1);
+        _cleanup_free_ char *tags = repeat("!t ", KDP_CONFIG_SHAPE_VALUES_MAX + 1);
+        _cleanup_free_ char *flow = join3("a: [", anchors, "]");
+
+        expect_shape_refused(anchors, false, "more than 16384 values in the file", 1, 1 + 3 * 16384, "");
+        expect_shape_refused(aliases, false, "more than 16384 values in the file", 1, 1 + 3 * 16384, "");
+        expect_shape_refused(tags, false, "more than 16384 values in the file", 1, 1 + 3 * 16384, "");
+        expect_shape_refused(flow, false, "more than 16384 values in the file", 1, 5 + 3 * 16383, "a");
+}
+END_TEST
+
 START_TEST(test_config_file_shape_passes_syntax_errors_to_the_parser) {
         expect_shape_ok("a: [1, 2\n", false);
         expect_shape_ok("{\"a\": }", true);
@@ -335,6 +349,7 @@ static Suite *config_file_suite(void) {
         tcase_add_test(tc, test_config_file_shape_counts_no_bracket_of_a_comment_or_a_string);
         tcase_add_test(tc, test_config_file_shape_refuses_a_list_or_mapping_past_the_limit);
         tcase_add_test(tc, test_config_file_shape_refuses_more_values_than_the_limit);
+        tcase_add_test(tc, test_config_file_shape_counts_anchors_tags_and_aliases);
         tcase_add_test(tc, test_config_file_shape_passes_syntax_errors_to_the_parser);
         suite_add_tcase(s, tc);
         return s;

@@ -21,7 +21,7 @@ extern "C" {
  * KDP_CONFIG_SHAPE_DEPTH_MAX deep (a list or a mapping is one level), at most
  * KDP_CONFIG_SHAPE_ENTRIES_MAX entries in one list or keys in one mapping, and at
  * most KDP_CONFIG_SHAPE_VALUES_MAX values in the file (every scalar, key, list and
- * mapping is one). Since kdp 1.7.
+ * mapping is one, and so is every anchor, tag and alias). Since kdp 1.7.
  */
 #define KDP_CONFIG_SHAPE_DEPTH_MAX 16
 #define KDP_CONFIG_SHAPE_ENTRIES_MAX 4096

@@ -87,6 +87,25 @@ static size_t skip_line(const flow_scan *f, size_t i) {
         return i;
 }
 
+/* A value, an anchor, a tag or an alias at `i` (libfyaml holds a token for each); false past the limit. */
+static bool flow_count(flow_scan *f, size_t i) {
+        if (++f->values > KDP_CONFIG_SHAPE_VALUES_MAX) {
+                f->reason = REASON_VALUES;
+                f->at = i;
+                return false;
+        }
+        return true;
+}
+
+/* The byte after the anchor, tag or alias at `i` (counted); f->size past the limit. */
+static size_t skip_property(flow_scan *f, size_t i) {
+        if (!flow_count(f, i))
+                return f->size;
+        while (i < f->size && !is_blank(f->text[i]) && (f->depth == 0 || !is_flow_indicator(f->text[i])))
+                i++;
+        return i;
+}
+
 /* A flow node starts at `i`: counted as an entry or a value; false once a limit is passed. */
 static bool flow_node(flow_scan *f, size_t i) {
         bool entry = f->entry;
@@ -99,12 +118,7 @@ static bool flow_node(flow_scan *f, size_t i) {
                 f->at = i;
                 return false;
         }
-        if (++f->values > KDP_CONFIG_SHAPE_VALUES_MAX) {
-                f->reason = REASON_VALUES;
-                f->at = i;
-                return false;
-        }
-        return true;
+        return flow_count(f, i);
 }
 
 /* Opens the collection whose bracket is at `i`. */
@@ -157,8 +171,11 @@ static size_t flow_collection(flow_scan *f, size_t i) {
                         i++;
                 } else if (c == '?' && !f->json && f->want_node && is_blank(next)) {
                         i++;            /* an explicit key follows */
+                } else if (c == '&' || c == '!') {
+                        i = skip_property(f, i);        /* the node follows */
                 } else {
-                        if (!flow_node(f, i))
+                        /* a node; or a word after one, which is only counted when it is an alias */
+                        if (!(f->want_node ? flow_node(f, i) : c != '*' || flow_count(f, i)))
                                 return f->size;
                         if (c == '"' || (c == '\'' && !f->json)) {
                                 i = skip_quoted(f, i);
@@ -222,15 +239,21 @@ static void block_scan(flow_scan *f) {
                         node_start = true;
                         i++;
                 } else if (!node_start) {
-                        i++;            /* inside a plain scalar */
+                        /* inside a plain scalar; a word there that libfyaml would take as a property or alias is counted */
+                        if ((c == '&' || c == '!' || c == '*') && is_blank(f->text[i - 1]))
+                                i = skip_property(f, i);
+                        else
+                                i++;
                 } else if ((c == '-' || c == '?') && is_blank(next)) {
                         i++;
                 } else if (c == '-' && i + 3 <= f->size && memcmp(f->text + i, "---", 3) == 0 &&
                            (i + 3 == f->size || is_blank(f->text[i + 3]))) {
                         i += 3;
                 } else if (c == '&' || c == '!') {
-                        while (i < f->size && !is_blank(f->text[i]))
-                                i++;    /* an anchor or a tag: the node follows */
+                        i = skip_property(f, i);        /* an anchor or a tag: the node follows */
+                } else if (c == '*') {
+                        i = skip_property(f, i);
+                        node_start = false;
                 } else if (c == '"' || c == '\'') {
                         i = skip_quoted(f, i);
                         node_start = false;
