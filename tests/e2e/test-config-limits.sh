@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Config files of a hostile shape, as one ConfigMap edit would bring them to every node at once,
 # against kdpd serving the SR-IOV backend on the simulated E810 node (two pools):
-#   - kdpd's --config, reloaded by SIGHUP: a megabyte of nested brackets and a list of 150 000
-#     entries (140 000 in kdpd's 1 MiB) are refused before a document is built, naming line, column, key and the limit;
-#     the running config stays;
+#   - kdpd's --config, reloaded by SIGHUP: a megabyte of nested brackets and a list of 140 000
+#     entries (what fits kdpd's 1 MiB) are refused before a document is built, naming line,
+#     column, key and the limit; the running config stays;
 #   - the backend's config.json, changed (inotify) and then SIGHUP: the same two shapes and 257
 #     pools are refused, the running pools stay (registered once, read back unchanged when the
 #     good file returns);
