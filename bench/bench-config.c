@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bench-config: how long kdp_config_load() and a reload's comparison take on
- * large files (in process, no kdpd): 10 000 and 40 000 keys in one section,
- * 40 000 sections of one key, and 20 000 duplicate keys (an error; its log goes
- * to /dev/null). Prints one line per case: keys, file size, best of 5 load
+ * the largest files it takes (in process, no kdpd): 1000 and 4096 keys in one
+ * section (KDP_CONFIG_SHAPE_ENTRIES_MAX), 4000 sections of one key, and 2048 and
+ * 4096 duplicate keys (an error; its log goes to /dev/null). Prints one line per case: keys, file size, best of 5 load
  * times and the time of kdp_config_section_equal() over the loaded file.
  */
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <kdp/cleanup.h>
+#include <kdp/config-shape.h>
 
 #include "config.h"
 
@@ -81,10 +82,10 @@ static void run(const char *name, int kind, int n) {
 }
 
 int main(void) {
-        run("keys", 0, 10000);
-        run("keys", 0, 40000);
-        run("sections", 1, 40000);
-        run("duplicate-keys", 2, 20000);
-        run("duplicate-keys", 2, 40000);
+        run("keys", 0, 1000);
+        run("keys", 0, KDP_CONFIG_SHAPE_ENTRIES_MAX);
+        run("sections", 1, 4000);       /* 4 values each: within KDP_CONFIG_SHAPE_VALUES_MAX */
+        run("duplicate-keys", 2, KDP_CONFIG_SHAPE_ENTRIES_MAX / 2);
+        run("duplicate-keys", 2, KDP_CONFIG_SHAPE_ENTRIES_MAX);
         return 0;
 }

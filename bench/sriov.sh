@@ -34,6 +34,11 @@
 #        Unhealthy at the kubelet (allocatable 192), up -> Healthy (256); then
 #        its peer down (ens3f0np0 loses its carrier) and up, the same;
 #        KDP_BENCH_LINKS (100) cycles (bench/events.py sriov-link)
+#   pools<P>_vmrss_kb, pools<P>_vmhwm_kb, pools<P>_fds   kdpd serving P = 1, 64, 256
+#        (SRIOV_POOLS_MAX) empty pools on the small E810 node (tests/fixtures/nodes/
+#        sriov-e810), 3 s after the kubelet saw every registration: RSS, peak RSS and
+#        open fds; pool_rss_kb and pool_fds: what one more pool costs, from 1 to 256.
+#        KDP_BENCH_POOLS_ONLY=1 runs this part alone
 set -u
 
 session_wait_s=600
@@ -46,6 +51,48 @@ need kdpd bench/kdp-bench tests/interop/kubelet-go tests/sim-node/sim-node plugi
 fixture=$work/node/sriov-e810x4.umockdev
 
 report_start
+pools_only=${KDP_BENCH_POOLS_ONLY:-0}
+
+# pools N: config.json of N pools that take no device
+pools_config() {
+        awk -v n="$1" 'BEGIN { print "{\"resourceList\": ["; for (i = 0; i < n; i++)
+                printf "  {\"resourceName\": \"p%d\", \"selectors\": [{\"pciAddresses\": [\"none\"]}]}%s\n", i,
+                        i + 1 < n ? "," : ""
+                print "]}" }'
+}
+
+# 4. what a pool costs: RSS and fds at 1, 64, 256 pools
+pools() {
+        local big_fixture=$fixture n rss1 fds1 rss fds
+        fixture=$src/tests/fixtures/nodes/sriov-e810.umockdev
+        for n in 1 64 256; do
+                pools_config "$n" > "$work/pools$n.json"
+                session "pools$n" sim --backend sriov -o sriov.config_file="$work/pools$n.json" || continue
+                for _ in $(seq 6000); do
+                        [ "$(grep -c " registered resource=" "$work/pools$n/kubelet.out")" -ge "$n" ] && break
+                        sleep 0.01
+                done
+                run sleep 3
+                rss=$(proc_kb "$kdpd_pid" status VmRSS)
+                fds=$(ls "/proc/$kdpd_pid/fd" | wc -l)
+                echo "pools${n}_registered=$(grep -c " registered resource=" "$work/pools$n/kubelet.out")"
+                echo "pools${n}_vmrss_kb=$rss"
+                echo "pools${n}_vmhwm_kb=$(proc_kb "$kdpd_pid" status VmHWM)"
+                echo "pools${n}_fds=$fds"
+                [ "$n" = 1 ] && { rss1=$rss; fds1=$fds; }
+                stop_session
+        done
+        if [ -n "${rss1:-}" ] && [ -n "${rss:-}" ]; then
+                echo "pool_rss_kb=$(awk -v a="$rss1" -v b="$rss" 'BEGIN { printf "%.1f", (b - a) / 255 }')"
+                echo "pool_fds=$(awk -v a="$fds1" -v b="$fds" 'BEGIN { printf "%.2f", (b - a) / 255 }')"
+        fi
+        fixture=$big_fixture
+}
+if [ "$pools_only" = 1 ]; then
+        pools
+        report_end
+        exit 0
+fi
 
 # 1. Allocate and GetPreferredAllocation of 1, 8, 64 VFs; memory, idle CPU
 if session sriov sim --backend sriov -o sriov.config_file="$work/node/sriov-e810x4.json" --health-hold-ms 0; then
@@ -65,4 +112,5 @@ fi
 events sriov-numvfs "$numvfs"
 # 3. PF0's link down -> its VFs Unhealthy at the kubelet
 events sriov-link "$links" unshare -n
+pools
 report_end

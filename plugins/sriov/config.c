@@ -16,6 +16,10 @@
  *   - any other type than the field's refuses the file;
  *   - the keys of additionalInfo and of its maps are map keys: exact, case-sensitive.
  *
+ * Limits. Before a document is built, kdp_config_shape_check() refuses nesting, lists, objects
+ * and files past the framework's limits (kdp/config-shape.h); a resourceList of more than
+ * SRIOV_POOLS_MAX pools is refused, since each pool is a socket, a gRPC server and their fds.
+ *
  * Messages. Everything sriovdp refuses is logged at error level and fails the load with -EINVAL
  * after all problems of the file were reported; what sriovdp silently drops or mis-parses is
  * accepted with a warning. Both name the file, the line and the key ("resourceList[1].selectors[0]
@@ -46,6 +50,7 @@
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
 #include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 #include <kdp/log.h>
 
 #include "sriov.h"
@@ -1034,6 +1039,20 @@ static int read_file(loader *ld, char **ret, size_t *ret_len) {
         return kdp_backend_log_error(ld->ctx, r, "Failed to read SR-IOV config file", KDP_F_STR("path", ld->path));
 }
 
+/* Nesting, entries and values within the framework's limits before a document is built (else logged). */
+static int check_shape(loader *ld, const char *text, size_t len) {
+        char key[KDP_CONFIG_SHAPE_KEY_MAX];
+        kdp_config_file_error e = {};
+        int r;
+
+        r = kdp_config_shape_check(text, len, true, &e, key);
+        if (r == -E2BIG) {
+                loader_log(ld, PROBLEM_ERROR, e.line, key, "%s (column %u)", e.reason, e.column);
+                return 0;
+        }
+        return r;
+}
+
 static void diag_drop(struct fy_diag *diag, void *user, const char *buf, size_t len) {
 }
 
@@ -1157,6 +1176,13 @@ static int parse_root(loader *ld, struct fy_node *root, const char *default_pref
                            "no resource: sriovdp does not start without one");
                 return 0;
         }
+        if (count > SRIOV_POOLS_MAX) {
+                item = fy_node_sequence_get_by_index(list, SRIOV_POOLS_MAX);
+                loader_log(ld, PROBLEM_ERROR, node_line(item, list_line), "resourceList",
+                           "more than %d resources: kdpd serves at most %d from one config file", SRIOV_POOLS_MAX,
+                           SRIOV_POOLS_MAX);
+                return 0;
+        }
 
         c->pools = calloc((size_t) count, sizeof(sriov_pool));
         name_lines = calloc((size_t) count, sizeof(unsigned));
@@ -1208,6 +1234,11 @@ int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *
                 return r;
         if (!text)
                 return ld.r;    /* a byte the parser would not read: logged */
+        r = check_shape(&ld, text, len);
+        if (r < 0)
+                return r;
+        if (ld.r < 0)
+                return ld.r;    /* logged */
         r = json_parse(&ld, text, len, &j);
         if (r < 0)
                 return r;

@@ -48,22 +48,27 @@ refuse big "^E.* \"Failed to open config file\" path=\"$T/big.yaml\" reason=\"la
 printf 'example:\n  resource: "not a name"\n' >"$cfg"
 refuse badresource "^E.* \"Rejected config value\" backend=\"example\" key=\"example.resource\" value=\"not a name\" origin=\"$cfg:2\" reason=\"not an extended resource name <domain>/<name> the kubelet accepts\" err=\"Invalid argument\"$" --config "$cfg" --backend example
 
-# 40 000 keys: each kind of problem is logged three times and then counted in one line
+# 4096 keys (the most a section holds): each kind of problem is logged three times and then
+# counted in one line; one key more is refused before the file is built
 many() {        # many FILE N HEAD FORMAT: HEAD, then FORMAT (printf, one %d used twice) for 0..N-1
         { printf '%b' "$3"; seq 0 $(($2 - 1)) | awk -v f="$4" '{ printf f, $1, $1 }'; } >"$1"
 }
-many "$T/keys.yaml" 40000 'example:\n' '  k%d: %d\n'
-refuse manykeys '"Omitted more unknown config keys" section="example" omitted=39997 err="Invalid argument"$' --config "$T/keys.yaml" --backend example
-assert_eq "$(count_lines "$T/manykeys.err" '"Unknown config key"')" 3 "unknown key lines of 40 000"
+many "$T/keys.yaml" 4096 'example:\n' '  k%d: %d\n'
+refuse manykeys '"Omitted more unknown config keys" section="example" omitted=4093 err="Invalid argument"$' --config "$T/keys.yaml" --backend example
+assert_eq "$(count_lines "$T/manykeys.err" '"Unknown config key"')" 3 "unknown key lines of 4096"
 assert_eq "$(count_lines "$T/manykeys.err" "\"Unknown config key\" key=\"example.k2\" origin=\"$T/keys.yaml:4\" err=\"Invalid argument\"$")" 1 "third unknown key named"
-assert_eq "$(wc -l <"$T/manykeys.err")" 7 "log lines for 40 000 unknown keys (start, the open file limit, 3, the count, exit)"
-many "$T/dups.yaml" 20000 'example:\n' '  devices: %d\n  x%d: [1]\n'
-refuse manydups "\"Omitted more problems of the config file\" path=\"$T/dups.yaml\" reason=\"duplicate key\" omitted=19996 err=\"Invalid argument\"$" --config "$T/dups.yaml" --backend example
-assert_eq "$(count_lines "$T/manydups.err" "\"Omitted more problems of the config file\" path=\"$T/dups.yaml\" reason=\"value must be a scalar\" omitted=19997 err=\"Invalid argument\"$")" 1 "lists counted"
+assert_eq "$(wc -l <"$T/manykeys.err")" 7 "log lines for 4096 unknown keys (start, the open file limit, 3, the count, exit)"
+many "$T/dups.yaml" 2048 'example:\n' '  devices: %d\n  x%d: [1]\n'
+refuse manydups "\"Omitted more problems of the config file\" path=\"$T/dups.yaml\" reason=\"duplicate key\" omitted=2044 err=\"Invalid argument\"$" --config "$T/dups.yaml" --backend example
+assert_eq "$(count_lines "$T/manydups.err" "\"Omitted more problems of the config file\" path=\"$T/dups.yaml\" reason=\"value must be a scalar\" omitted=2045 err=\"Invalid argument\"$")" 1 "lists counted"
 assert_eq "$(count_lines "$T/manydups.err" 'reason="duplicate key" err=')" 3 "duplicate key lines"
 assert_eq "$(count_lines "$T/manydups.err" 'reason="value must be a scalar" err=')" 3 "list value lines"
-assert_eq "$(wc -l <"$T/manydups.err")" 11 "log lines for 40 000 problems of two kinds (start, the open file limit, 2 × (3, the count), exit)"
-pass "40 000 problems give three lines and a count per kind"
+assert_eq "$(wc -l <"$T/manydups.err")" 11 "log lines for 4096 problems of two kinds (start, the open file limit, 2 × (3, the count), exit)"
+pass "4096 problems give three lines and a count per kind"
+many "$T/keys.yaml" 4097 'example:\n' '  k%d: %d\n'
+refuse toomanykeys "^E.* \"Rejected config file\" path=\"$T/keys.yaml\" line=4098 column=3 key=\"example\" reason=\"a mapping of more than 4096 keys\" err=\"Invalid argument\"$" --config "$T/keys.yaml" --backend example
+assert_eq "$(wc -l <"$T/toomanykeys.err")" 4 "log lines for 4097 keys (start, the open file limit, the refusal, exit)"
+pass "4097 keys in a section: refused with one line naming the limit"
 
 refuse badvalue '"Rejected config value" backend="example" key="example.devices" value="x" origin="-o example.devices=x"' -o example.devices=x --backend example
 refuse badoverride '"Rejected config override" override="example" reason="not of the form BACKEND.KEY=VALUE"' -o example --backend example

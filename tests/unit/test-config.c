@@ -9,6 +9,7 @@
 
 #include <kdp/cleanup.h>
 #include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 
 #include "config.h"
 
@@ -832,20 +833,20 @@ START_TEST(test_config_load_logs_a_few_lines_per_problem_kind_and_counts_the_res
 END_TEST
 
 START_TEST(test_config_finds_every_key_of_a_large_file) {
-        _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n", line_key_string, 20000);
+        _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n", line_key_string, KDP_CONFIG_SHAPE_ENTRIES_MAX);
         _cleanup_(kdp_config_freep) kdp_config *c = NULL;
         _cleanup_(kdp_config_freep) kdp_config *d = NULL;
 
         ck_assert_int_eq(kdp_config_load(path, &c), 0);
-        ck_assert_int_eq(c->n_entries, 20000);
-        for (size_t i = 0; i < 20000; i++) {
+        ck_assert_int_eq(c->n_entries, KDP_CONFIG_SHAPE_ENTRIES_MAX);
+        for (size_t i = 0; i < KDP_CONFIG_SHAPE_ENTRIES_MAX; i++) {
                 char key[32], value[32];
 
                 snprintf(key, sizeof(key), "k%zu", i);
                 snprintf(value, sizeof(value), "v%zu", i);
                 expect_origin_line(c, "example", key, value, path, (int) i + 2);
         }
-        ck_assert_ptr_null(kdp_config_get(c, "example", "k20000", NULL));
+        ck_assert_ptr_null(kdp_config_get(c, "example", "k4096", NULL));
         ck_assert_ptr_null(kdp_config_get(c, "exampl", "k1", NULL));
 
         /* overrides added later still win, also over one another */
@@ -857,6 +858,34 @@ START_TEST(test_config_finds_every_key_of_a_large_file) {
         ck_assert(!kdp_config_section_equal(c, d, "example"));
         ck_assert_int_eq(kdp_config_add_override(d, "example.k777=b"), 0);
         ck_assert(kdp_config_section_equal(c, d, "example"));
+}
+END_TEST
+
+/* The largest section the shape check lets through, and one key more, logged with where and which limit. */
+START_TEST(test_config_load_refuses_a_section_past_the_entry_limit) {
+        _cleanup_(kdp_test_unlink_freep) char *path = write_many("example:\n", line_key_string,
+                                                                KDP_CONFIG_SHAPE_ENTRIES_MAX + 1);
+        _cleanup_free_ char *log = load_fails(path, -EINVAL);
+        const char *p = log;
+
+        expect_file_error(&p, path, "line=4098 column=3 key=\"example\" reason=\"a mapping of more than 4096 keys\"");
+        ck_assert_str_eq(p, "");
+}
+END_TEST
+
+/* 16 levels reach "value must be a scalar" (the document is built); 17 are refused before it is. */
+START_TEST(test_config_load_refuses_nesting_past_the_depth_limit) {
+        _cleanup_(kdp_test_unlink_freep) char *at = write_yaml("example:\n  a: [[[[[[[[[[[[[[1]]]]]]]]]]]]]]\n");
+        _cleanup_(kdp_test_unlink_freep) char *past = write_yaml("example:\n  a: [[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]\n");
+        _cleanup_free_ char *log_at = load_fails(at, -EINVAL), *log_past = load_fails(past, -EINVAL);
+        const char *p = log_at;
+
+        expect_file_error(&p, at, "line=2 key=\"example.a\" reason=\"value must be a scalar\"");
+        ck_assert_str_eq(p, "");
+        p = log_past;
+        expect_file_error(&p, past, "line=2 column=20 key=\"example.a[0][0][0][0][0][0][0][0][0][0][0][0][0][0]\" "
+                                    "reason=\"nested deeper than 16 levels\"");
+        ck_assert_str_eq(p, "");
 }
 END_TEST
 
@@ -933,6 +962,8 @@ static Suite *config_suite(void) {
         tc = tcase_create("large");
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_config_finds_every_key_of_a_large_file);
+        tcase_add_test(tc, test_config_load_refuses_a_section_past_the_entry_limit);
+        tcase_add_test(tc, test_config_load_refuses_nesting_past_the_depth_limit);
         tcase_add_test(tc, test_config_check_section_logs_a_few_unknown_keys_and_counts_the_rest);
         suite_add_tcase(s, tc);
 

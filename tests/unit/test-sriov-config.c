@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <kdp/cleanup.h>
+#include <kdp/config-shape.h>
 
 #include "sriov.h"
 
@@ -810,6 +811,68 @@ START_TEST(test_sriov_config_refuses_fifo_and_device_without_blocking) {
 }
 END_TEST
 
+/* `n` pools, one a line from line 2: {"resourceName": "p<i>", "selectors": [{"drivers": ["iavf"]}]} (free()) */
+static char *pools_json(size_t n) {
+        char *t = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&t, &size);
+
+        ck_assert_ptr_nonnull(f);
+        fputs("{\"resourceList\": [\n", f);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "  {\"resourceName\": \"p%zu\", \"selectors\": [{\"drivers\": [\"iavf\"]}]}%s\n", i,
+                        i + 1 < n ? "," : "");
+        fputs("]}\n", f);
+        ck_assert_int_eq(fclose(f), 0);
+        return t;
+}
+
+START_TEST(test_sriov_config_refuses_more_pools_than_the_limit) {
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_free_ char *at = pools_json(SRIOV_POOLS_MAX), *past = pools_json(SRIOV_POOLS_MAX + 1);
+        _cleanup_free_ char *log = NULL, *path = NULL;
+
+        ck_assert_int_eq(SRIOV_POOLS_MAX, 256);
+        ck_assert_int_eq(load_text(at, &c, &log, &path), 0);
+        ck_assert_str_eq(log, "");
+        ck_assert_uint_eq(c.n_pools, 256);
+        ck_assert_str_eq(c.pools[255].resource, "intel.com/p255");
+        expect_refused("257 pools", past, 258, "resourceList",
+                       "more than 256 resources: kdpd serves at most 256 from one config file");
+}
+END_TEST
+
+/* A list past the framework's entry limit is refused before a document is built, naming its path. */
+START_TEST(test_sriov_config_refuses_a_list_past_the_entry_limit) {
+        _cleanup_free_ char *at = NULL, *past = NULL, *path = NULL, *log = NULL;
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        char *t = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        for (int n = KDP_CONFIG_SHAPE_ENTRIES_MAX; n <= KDP_CONFIG_SHAPE_ENTRIES_MAX + 1; n++) {
+                f = open_memstream(&t, &size);
+                fputs("{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{\"vendors\": [\n", f);
+                for (int i = 0; i < n; i++)
+                        fprintf(f, "  \"%04x\"%s\n", i, i + 1 < n ? "," : "");
+                fputs("]}]}]}\n", f);
+                ck_assert_int_eq(fclose(f), 0);
+                if (n == KDP_CONFIG_SHAPE_ENTRIES_MAX)
+                        at = t;
+                else
+                        past = t;
+        }
+        ck_assert_int_eq(load_text(at, &c, &log, &path), 0);
+        ck_assert_str_eq(log, "");
+        ck_assert_uint_eq(c.pools[0].selectors[0].vendors.n, 4096);
+        expect_refused("4097 vendors", past, 4098, "resourceList[0].selectors[0].vendors",
+                       "a list of more than 4096 entries (column 3)");
+        expect_refused("17 levels", "{\"resourceList\": [[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]}", 1,
+                       "resourceList[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]",
+                       "nested deeper than 16 levels (column 33)");
+}
+END_TEST
+
 START_TEST(test_sriov_config_reports_every_problem_of_a_file) {
         _cleanup_(sriov_config_done) sriov_config c = {};
         _cleanup_free_ char *log = NULL, *path = NULL;
@@ -1298,6 +1361,8 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_refuses_missing_file);
         tcase_add_test(tc, test_sriov_config_refuses_raw_nul_byte);
         tcase_add_test(tc, test_sriov_config_refuses_fifo_and_device_without_blocking);
+        tcase_add_test(tc, test_sriov_config_refuses_more_pools_than_the_limit);
+        tcase_add_test(tc, test_sriov_config_refuses_a_list_past_the_entry_limit);
         tcase_add_test(tc, test_sriov_config_reports_every_problem_of_a_file);
         suite_add_tcase(s, tc);
 

@@ -197,3 +197,4 @@ int kdp_config_file_read(const char *path, size_t max_size, char **ret_text, siz
         *ret_size = len;
         return 0;
 }
+

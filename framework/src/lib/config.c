@@ -21,6 +21,11 @@
  * it as malformed instead of silently using the default. A quoted "null" is the
  * four-letter string.
  *
+ * Limits. Before libfyaml builds a document, kdp_config_shape_check()
+ * walks the file's events: nesting, entries per list or mapping and values per
+ * file past its limits refuse the file (one line naming line, column, key and
+ * the limit), so no hostile shape costs more than a few megabytes.
+ *
  * Errors. Every problem in the file is logged at error level as
  *   "Rejected config file" path="..." line=N key="section.key" reason="..."
  * (line is 1-based; line and key are left out when they do not exist, column
@@ -45,6 +50,7 @@
 
 #include <kdp/cleanup.h>
 #include <kdp/config-file.h>
+#include <kdp/config-shape.h>
 #include <kdp/log.h>
 
 #include "config.h"
@@ -540,6 +546,22 @@ static int check_no_tab(const char *text, size_t size, kdp_config_file_error *re
         return -EILSEQ;
 }
 
+/* The file's shape within kdp_config_shape_check()'s limits, before libfyaml builds a document of it. */
+static int check_shape(const char *path, const char *text, size_t size) {
+        char key[KDP_CONFIG_SHAPE_KEY_MAX];
+        kdp_config_file_error e = {};
+        int r;
+
+        r = kdp_config_shape_check(text, size, path_is_json(path), &e, key);
+        if (r != -E2BIG)
+                return r;
+        return kdp_log_error(-EINVAL, "Rejected config file", KDP_F_STR("path", path), field_line((int) e.line),
+                             KDP_F_INT("column", e.column),
+                             (kdp_log_field) { .key = "key", .type = key[0] ? KDP_LOG_FIELD_STR : KDP_LOG_FIELD_NONE,
+                                               .str = key },
+                             KDP_F_STR("reason", e.reason));
+}
+
 static int config_parse_file(kdp_config *c, const char *path) {
         _cleanup_(yaml_input_done) yaml_input y = {};
         config_loader ld = { .config = c, .path = path };
@@ -559,6 +581,9 @@ static int config_parse_file(kdp_config *c, const char *path) {
                 if (r < 0)
                         return log_read_error(path, -EINVAL, &fe);
         }
+        r = check_shape(path, y.text, size);
+        if (r < 0)
+                return r;
 
         fy_diag_cfg_default(&dcfg);
         dcfg.fp = NULL;

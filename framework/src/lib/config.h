@@ -11,9 +11,10 @@
  *
  * -o BACKEND.KEY=VALUE overrides (and may add) a key. Every entry remembers
  * where it came from, so errors can name the file, line and key, or the flag.
- * The parsed document is flattened into entries and freed at load. Loading,
- * lookups and checks stay fast with tens of thousands of keys (n log n), and
- * a problem repeated that often is logged a few times and then counted.
+ * The parsed document is flattened into entries and freed at load. A file past
+ * the shape limits of kdp/config-shape.h (4096 keys per section among them) is
+ * refused before libfyaml builds it. Loading, lookups and checks are n log n,
+ * and a problem repeated often is logged a few times and then counted.
  */
 #pragma once
 
@@ -45,9 +46,9 @@ typedef struct kdp_config {
  * Reads `path` (NULL: empty config). Returns 0, -ENOENT/-EACCES when
  * unreadable, -EISDIR/-EINVAL for a file that is not regular, -EFBIG above
  * KDP_CONFIG_FILE_SIZE_MAX, -EINVAL for a NUL byte or a byte that is not UTF-8,
- * a syntax error, a top level that is not a mapping, a section that is not a
- * mapping, a non-scalar value or a duplicate key; every error is logged with
- * path, line (and column or key).
+ * a shape past kdp_config_shape_check()'s limits, a syntax error, a top level
+ * that is not a mapping, a section that is not a mapping, a non-scalar value or
+ * a duplicate key; every error is logged with path, line (and column or key).
  */
 int kdp_config_load(const char *path, kdp_config **ret);
 kdp_config *kdp_config_free(kdp_config *c);
