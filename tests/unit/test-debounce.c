@@ -47,6 +47,9 @@ START_TEST(test_debounce_holds_a_recovered_device_for_the_hold_time) {
         ck_assert_uint_eq(kdp_debounce_apply(db, NULL, &l, 10200), 11100);
         ck_assert_int_eq(l.devices[1].health, KDP_UNHEALTHY);
         ck_assert_str_eq(l.devices[1].health_reason, "recovering: link down");
+        ck_assert_str_eq(kdp_debounce_held_cause(l.devices[1].health_reason), "link down");
+        ck_assert_ptr_null(kdp_debounce_held_cause("link down"));
+        ck_assert_ptr_null(kdp_debounce_held_cause(NULL));
         ck_assert_int_eq(l.devices[0].health, KDP_HEALTHY);
         kdp_device_list_done(&l);
 

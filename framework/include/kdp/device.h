@@ -61,7 +61,7 @@ typedef struct kdp_kv {
 typedef struct kdp_device_info {
         const char *id;                 /* required; 1..63 printable characters, unique per resource */
         kdp_health health;
-        const char *health_reason;      /* why Unhealthy; logged on every transition */
+        const char *health_reason;      /* why Unhealthy; logged when it turns Unhealthy and when the reason changes */
         int numa_nodes[KDP_DEVICE_NUMA_MAX];
         unsigned n_numa_nodes;          /* 0: no NUMA affinity (sysfs numa_node -1) */
         const char *pci_address;        /* "0000:3b:00.0"; the framework derives PCI locality from it */

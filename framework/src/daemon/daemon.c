@@ -27,6 +27,7 @@
 #include "conditions.h"
 #include "daemon.h"
 #include "debounce.h"
+#include "health-log.h"
 #include "kubelet-client.h"
 #include "loop.h"
 #include "metrics-http.h"
@@ -91,6 +92,7 @@ struct kdp_resource {
         char *socket_name;
         kdp_registration *reg;
         kdp_metrics_resource *series;   /* the metrics list's reference */
+        kdp_health_log health;          /* its devices' health problems, as logged */
         kdp_loop_source *serve_retry;   /* serving failed: the next socket name after a back-off */
         kdp_loop_source *stream_wait;   /* registered: STREAM_WAIT_MS for the kubelet's ListAndWatch */
         unsigned watcher_refusals;      /* the plugin watcher refused its sockets, in a row */
@@ -644,37 +646,6 @@ static void on_watcher_status(bool registered, const char *error, void *userdata
                 watcher_note_free(w);
 }
 
-static bool same_reason(const char *a, const char *b) {
-        return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-/* Logs what changed from `old` (NULL: nothing before) to `new`, and counts the devices that became unhealthy. */
-static void log_device_changes(const kdp_resource *res, const kdp_device_list *old, const kdp_device_list *new) {
-        const char *resource = res->name;
-
-        for (size_t i = 0; i < new->n_devices; i++) {
-                const kdp_device *n = &new->devices[i];
-                const kdp_device *o = old ? kdp_device_list_find(old, n->id) : NULL;
-
-                if (!o)
-                        kdp_log_v(4, "Added device", KDP_F_STR("resource", resource), KDP_F_STR("device", n->id));
-                if (n->health == KDP_UNHEALTHY && (!o || o->health == KDP_HEALTHY)) {
-                        kdp_log_warning("Device became unhealthy", KDP_F_STR("resource", resource),
-                                        KDP_F_STR("device", n->id), KDP_F_STR("reason", n->health_reason));
-                        kdp_metrics_resource_unhealthy(res->series, n->health_reason);
-                } else if (n->health == KDP_UNHEALTHY && !same_reason(n->health_reason, o->health_reason))
-                        /* the reason an operator reads is the one that holds now (unbound, then removed) */
-                        kdp_log_info("Device unhealthy for another reason", KDP_F_STR("resource", resource),
-                                     KDP_F_STR("device", n->id), KDP_F_STR("reason", n->health_reason));
-                else if (o && n->health == KDP_HEALTHY && o->health == KDP_UNHEALTHY)
-                        kdp_log_info("Device recovered", KDP_F_STR("resource", resource), KDP_F_STR("device", n->id));
-        }
-        for (size_t i = 0; old && i < old->n_devices; i++)
-                if (!kdp_device_list_find(new, old->devices[i].id))
-                        kdp_log_info("Removed device", KDP_F_STR("resource", resource),
-                                     KDP_F_STR("device", old->devices[i].id));
-}
-
 static const char *cdi_dir(const kdp_daemon *d) {
         return d->roots[KDP_PATH_CDI];
 }
@@ -706,7 +677,7 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
         res->name = strdup(list->resource);
         r = res->name ? kdp_metrics_resource_add(d->metrics, res->name, &res->series) : -ENOMEM;
         if (r >= 0) {
-                log_device_changes(res, NULL, list);
+                kdp_health_log_update(&res->health, res->name, NULL, list, res->series);
                 r = kdp_loop_add_timer(d->loop, on_serve_retry, res, &res->serve_retry);
         }
         if (r >= 0)
@@ -718,6 +689,7 @@ static int add_resource(backend_slot *slot, kdp_device_list *list, uint64_t scan
                 kdp_loop_remove(res->stream_wait);
                 kdp_cdi_remove(cdi_dir(d), &res->cdi);
                 kdp_metrics_resource_remove(res->series);
+                kdp_health_log_done(&res->health);
                 free(res->name);
                 free(res);
                 return r;
@@ -738,6 +710,7 @@ static void free_resource(kdp_resource *res) {
         kdp_cdi_specs_free(res->cdi);
         kdp_snapshot_unref(res->snap);
         kdp_metrics_resource_remove(res->series);
+        kdp_health_log_done(&res->health);
         free(res->name);
         free(res);
 }
@@ -750,7 +723,7 @@ static int update_resource(kdp_resource *res, kdp_device_list *list, bool reserv
                 kdp_device_list_done(list);
                 return reserve ? serve_resource(res) : 0;
         }
-        log_device_changes(res, &res->snap->list, list);
+        kdp_health_log_update(&res->health, res->name, &res->snap->list, list, res->series);
         r = make_snapshot(res, list, &snap);
         if (r < 0)
                 return r;

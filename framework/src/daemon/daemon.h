@@ -43,6 +43,8 @@
  * serve, refused resources, dropped NUMA affinity) are diffed against its
  * previous scan's and logged only where they changed; when the devices not
  * served changed, <state dir>/<backend>.not-served is rewritten (not-served.h).
+ * Each resource's device changes are logged as its list changes, a device's
+ * health problem once when it starts and once when it ends (health-log.h).
  *
  * Metrics (metrics.h) are counted whether or not they are served: the
  * loop counts scans, device events, kubelet restarts, registrations and

@@ -12,6 +12,8 @@
 
 #include "debounce.h"
 
+#define HELD_PREFIX "recovering: "
+
 typedef struct held {
         char *id;
         uint64_t last_unhealthy_ms;
@@ -124,7 +126,7 @@ static uint64_t hold_healthy(const held *h, kdp_device *d, uint64_t hold_ms, uin
 
         if (now >= until)
                 return 0;
-        if (asprintf(&reason, "recovering: %s", h->reason) < 0)
+        if (asprintf(&reason, HELD_PREFIX "%s", h->reason) < 0)
                 return until;
         free(d->health_reason);
         d->health_reason = reason;
@@ -145,6 +147,12 @@ static void forget_released(resource_state *rs, uint64_t hold_ms, uint64_t now) 
                         rs->held[k++] = *h;
         }
         rs->n_held = k;
+}
+
+const char *kdp_debounce_held_cause(const char *reason) {
+        size_t n = strlen(HELD_PREFIX);
+
+        return reason && strncmp(reason, HELD_PREFIX, n) == 0 ? reason + n : NULL;
 }
 
 uint64_t kdp_debounce_apply(kdp_debounce *db, const kdp_device_list *old, kdp_device_list *list,

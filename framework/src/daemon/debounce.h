@@ -7,6 +7,9 @@
  * back within the hold time is held too (a link that drops and retrains). A
  * device never seen failing is reported as it is.
  *
+ * A held device's reason is "recovering: <its last reason>": the cause it
+ * failed for, still in force for the kubelet (kdp_debounce_held_cause()).
+ *
  * Owned by the daemon, used on the loop thread only. Keys are (resource, ID);
  * an entry is forgotten once its hold time is over.
  */
@@ -34,3 +37,6 @@ KDP_DEFINE_CLEANUP_FUNC(kdp_debounce, kdp_debounce_free)
  */
 uint64_t kdp_debounce_apply(kdp_debounce *db, const kdp_device_list *old, kdp_device_list *list,
                             uint64_t now_ms);
+
+/* The reason a held device failed for: `reason` without the hold's "recovering: "; NULL when it is no held reason. */
+const char *kdp_debounce_held_cause(const char *reason);
