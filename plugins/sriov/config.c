@@ -3,8 +3,8 @@
  * The SR-IOV network device plugin's config.json (§12) as sriov_config, and which pool a PCI
  * function goes to (sriov_config_match).
  *
- * Reading. The file is read with kdp_config_file_read(): a regular file of at most 16 MiB (a FIFO
- * or a device is refused, never waited on), with no NUL byte and nothing that is not UTF-8, which
+ * Reading. The file is read with kdp_config_file_read(): a regular file of at most 1 MiB, what a
+ * ConfigMap holds (a FIFO or a device is refused, never waited on), with no NUL byte and nothing that is not UTF-8, which
  * libfyaml would silently stop at. It is JSON whatever its name: libfyaml parses it in JSON mode, which refuses
  * comments, trailing commas, single quotes, bare words and a second value, as Go's decoder does.
  * Values are then read the way encoding/json fills sriovdp's structs:
@@ -55,7 +55,7 @@
 
 #include "sriov.h"
 
-#define CONFIG_SIZE_MAX ((size_t) 16 * 1024 * 1024)
+#define CONFIG_SIZE_MAX KDP_CONFIG_FILE_SIZE_MAX
 #define VF_INDEX_MAX 65535u                     /* TotalVFs is 16 bits: a higher index never exists */
 #define DEFAULT_PREFIX "intel.com"
 

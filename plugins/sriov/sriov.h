@@ -49,7 +49,7 @@
 #include <kdp/pci.h>
 
 /* Pools (resources) one config file may declare: each costs kdpd a socket, a gRPC server and ~4 fds. */
-#define SRIOV_POOLS_MAX 256
+#define SRIOV_POOLS_MAX 128
 #define SRIOV_NAME_MAX 128              /* resourceName, resourcePrefix, ibdev, driver names */
 #define SRIOV_PATH_MAX 256
 #define SRIOV_RDMA_NODES_MAX 5          /* ucm, issm, umad, uverbs, rdma_cm (§7) */

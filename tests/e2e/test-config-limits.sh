@@ -4,8 +4,8 @@
 #   - kdpd's --config, reloaded by SIGHUP: a megabyte of nested brackets and a list of 140 000
 #     entries (what fits kdpd's 1 MiB) are refused before a document is built, naming line,
 #     column, key and the limit; the running config stays;
-#   - the backend's config.json, changed (inotify) and then SIGHUP: the same two shapes and 257
-#     pools are refused, the running pools stay (registered once, read back unchanged when the
+#   - the backend's config.json, changed (inotify) and then SIGHUP: the same two shapes, 129
+#     pools and a file of 1 MiB + 1 byte are refused, the running pools stay (registered once, read back unchanged when the
 #     good file returns);
 #   - kdpd's peak RSS (VmHWM) stays under 40 MB through all of it (not under ASan or valgrind,
 #     whose own memory it would measure). Before the shape limits, the brackets alone cost
@@ -110,16 +110,21 @@ brackets 524000 >"$T/nested.json"
 refused "$T/nested.json" "$REJECTED line=1 key=\"(\[0\]){16}\" reason=\"nested deeper than 16 levels \(column 17\)\" err=\"Invalid argument\"\$"
 pass "config.json: a megabyte of brackets refused (inotify and SIGHUP), the pools kept"
 
-{ printf '{"resourceList": [{"resourceName": "a", "selectors": [{"vendors": [\n'; entries 150000; printf ']}]}]}\n'; } \
+{ printf '{"resourceList": [{"resourceName": "a", "selectors": [{"vendors": [\n'; entries 140000; printf ']}]}]}\n'; } \
         >"$T/long.json"
 refused "$T/long.json" "$REJECTED line=2 key=\"resourceList\[0\]\.selectors\[0\]\.vendors\" reason=\"a list of more than 4096 entries \(column $((1 + 7 * 4096))\)\" err=\"Invalid argument\"\$"
-pass "config.json: a list of 150 000 entries refused (inotify and SIGHUP), the pools kept"
+pass "config.json: a list of 140 000 entries refused (inotify and SIGHUP), the pools kept"
 
-awk 'BEGIN { print "{\"resourceList\": ["; for (i = 0; i < 257; i++)
-        printf "  {\"resourceName\": \"p%d\", \"selectors\": [{\"drivers\": [\"iavf\"]}]}%s\n", i, i < 256 ? "," : ""
+awk 'BEGIN { print "{\"resourceList\": ["; for (i = 0; i < 129; i++)
+        printf "  {\"resourceName\": \"p%d\", \"selectors\": [{\"drivers\": [\"iavf\"]}]}%s\n", i, i < 128 ? "," : ""
         print "]}" }' >"$T/pools.json"
-refused "$T/pools.json" "$REJECTED line=258 key=\"resourceList\" reason=\"more than 256 resources: kdpd serves at most 256 from one config file\" err=\"Invalid argument\"\$"
-pass "config.json: 257 pools refused (inotify and SIGHUP), the pools kept"
+refused "$T/pools.json" "$REJECTED line=130 key=\"resourceList\" reason=\"more than 128 resources: kdpd serves at most 128 from one config file\" err=\"Invalid argument\"\$"
+pass "config.json: 129 pools refused (inotify and SIGHUP), the pools kept"
+
+# one byte past what a ConfigMap holds: refused by its size, before it is parsed
+{ printf '{"resourceList": []}'; head -c $((1024 * 1024 - 19)) /dev/zero | tr '\0' ' '; } >"$T/big.json"
+refused "$T/big.json" "\"Failed to read SR-IOV config file\" backend=\"sriov\" path=\"$T/cm/config.json\" reason=\"larger than the size limit\" maxBytes=1048576 err=\"File too large\"\$"
+pass "config.json: 1 MiB + 1 byte refused (inotify and SIGHUP), the pools kept"
 
 echo "$GOOD" >"$T/good.json"
 replace "$T/cm/config.json" "$T/good.json"

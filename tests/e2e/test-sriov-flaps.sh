@@ -18,7 +18,7 @@ in_private_netns "$0" "$@"
 . "$(dirname "$0")/lib.sh"
 
 FLAPS=${KDP_TEST_FLAPS:-200}
-HOLD_MS=$((5000 * SLOW))
+HOLD_MS=$((10000 * SLOW))
 RES=intel.com/e810_pf0
 PF=ens3f0np0
 VFS=$(printf '0000:8a:01.%s,' 0 1 2 3 4 5 6 7)
