@@ -12,15 +12,20 @@ A citation is the path followed by one or more section numbers joined by
 Both ends of a range must exist. A path that ends its line may have its
 numbers open the next line (after the comment's "*", "#" or "//"). Sections are the numbered headings of the
 document ("## 1. Registration", "### 1.6 Same resource registered twice").
-Exit 0 when all hold, 1 with one line per broken citation otherwise."""
+In plugins/sriov/ a bare "§N" means docs/hardware-sriov.md §N (sriov.h says so)
+and is checked too. Exit 0 when all hold, 1 with one line per broken citation otherwise."""
 import os
 import re
 import subprocess
 import sys
 
+NUM = r"\d+(?:\.\d+)*"
+# Directories whose files cite one document by bare section numbers ("§12"), as the
+# directory's main header says.
+DEFAULT_DOC = {"plugins/sriov/": "hardware-sriov"}
+BARE = re.compile(r"§(" + NUM + r")")
 HEADING = re.compile(r"^#+\s+(\d+(?:\.\d+)*)\.?\s")
 CITE = re.compile(r"docs/([A-Za-z0-9_-]+)\.md`?")
-NUM = r"\d+(?:\.\d+)*"
 # one section or range, after the citation or after a separator
 ITEM = re.compile(r"§(" + NUM + r")(?:\s*[–-]\s*§?(" + NUM + r"))?")
 SEP = re.compile(r"(?:\s*(?:,|and|&)\s*|\s+)")
@@ -73,7 +78,16 @@ def main():
                 lines = f.readlines()
         except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
             continue
+        default = next((d for p, d in DEFAULT_DOC.items() if rel.startswith(p)), None)
         for no, line in enumerate(lines, 1):
+            if default and "docs/" not in line:
+                if default not in docs:
+                    doc = os.path.join(root, "docs", default + ".md")
+                    docs[default] = sections(doc) if os.path.isfile(doc) else set()
+                for b in BARE.finditer(line):
+                    count += 1
+                    if b.group(1).rstrip(".") not in docs[default]:
+                        bad.append(f"{rel}:{no}: docs/{default}.md (cited bare) has no §{b.group(1)}")
             for m in CITE.finditer(line):
                 name = m.group(1)
                 doc = os.path.join(root, "docs", name + ".md")

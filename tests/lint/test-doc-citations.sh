@@ -28,4 +28,9 @@ echo "see $D/b.md §1" >"$T/src/bad.sh"
 expect 1 "src/bad.sh:1: $D/b.md does not exist"
 printf " * see $D/a.md\n * §2, wrapped\n" >"$T/src/bad.sh"
 expect 1 "src/bad.sh:1: $D/a.md has no §2"
+mkdir -p "$T/plugins/sriov"
+printf '/* bare sections: §1.6 and §3 */\n' >"$T/plugins/sriov/x.h"
+printf '# S\n## 1. One\n' >"$T/$D/hardware-sriov.md"
+expect 1 "plugins/sriov/x.h:1: $D/hardware-sriov.md (cited bare) has no §1.6" \
+         "plugins/sriov/x.h:1: $D/hardware-sriov.md (cited bare) has no §3" "src/bad.sh:1: $D/a.md has no §2"
 exit $fail
