@@ -10,7 +10,7 @@
  *
  * What it does, in order:
  *  1. Opens one channel, as the kubelet does: it multiplexes every RPC to a
- *     plugin over one connection (KUBELET.md §1.4). --channels per-thread gives
+ *     plugin over one connection (docs/kubelet.md §1.4). --channels per-thread gives
  *     each thread its own connection instead, for comparison.
  *  2. ListAndWatch first-message latency: opens a stream, times the arrival of
  *     the first message, cancels. The first sample also connects the channel

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Warnings and sanitizers for everything kdp compiles (STYLE.md §10).
+# Warnings and sanitizers for everything kdp compiles (docs/style.md §10).
 set(KDP_C_WARNINGS -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes
     -Wmissing-prototypes -Werror=implicit-function-declaration -Werror=return-type
     -Wno-unused-parameter)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The STYLE.md §10 lint. Usage: scripts/check-symbols.sh BUILD_DIR
+# The docs/style.md §10 lint. Usage: scripts/check-symbols.sh BUILD_DIR
 #
 #  (a) symbols: every global symbol an object of framework/src/lib or
 #      framework/src/daemon defines starts with kdp_<file stem, - as _>_
@@ -234,7 +234,7 @@ END { exit bad }
 ' "${sources[@]}") || failed=1
 
 if [[ $failed -ne 0 ]]; then
-        echo "check-symbols: FAILED (STYLE.md §2, §3, §4, §10)" >&2
+        echo "check-symbols: FAILED (docs/style.md §2, §3, §4, §10)" >&2
         exit 1
 fi
 echo "check-symbols: ok (${#objects[@]} objects, ${#backends[@]} backends, ${#sources[@]} sources)"

@@ -4,7 +4,7 @@
 // usual way, in Go on grpc-go, doing the job kdpd does with its example
 // backend (N widgets on 2 NUMA nodes, the same Allocate answer, same-NUMA-first
 // GetPreferredAllocation, a PreStartContainer hook). Its lifecycle follows the
-// kubelet's expectations (shared KUBELET.md §1, §3):
+// kubelet's expectations (docs/kubelet.md §1, §3):
 //
 //   - serve the plugin socket first, then Register, retrying quickly while
 //     the kubelet is not there yet;
@@ -13,7 +13,7 @@
 //   - on SIGINT/SIGTERM end the streams cleanly and remove the socket.
 //
 // Unlike kdpd it does not re-register when only its stream breaks while
-// kubelet.sock stays (KUBELET.md §1.6); the benchmark never needs that.
+// kubelet.sock stays (docs/kubelet.md §1.6); the benchmark never needs that.
 //
 // It is built like the kubelet stand-in (tests/interop/KdpGo.cmake).
 package main
@@ -96,7 +96,7 @@ type instance struct {
 
 // startInstance serves a fresh socket, then registers in the background. A
 // new name per start keeps a registration from ever being confused with its
-// predecessor (KUBELET.md §1.6).
+// predecessor (docs/kubelet.md §1.6).
 func startInstance(dir string, devs *deviceTable) (*instance, error) {
 	name := fmt.Sprintf("go-plugin-%s-%d.sock", strings.NewReplacer("/", "_", ".", "_").Replace(exampleResource), time.Now().UnixNano())
 	inst := &instance{socket: filepath.Join(dir, name), stop: make(chan struct{}), done: make(chan struct{})}

@@ -152,7 +152,8 @@ typedef struct fpga_port {
         char name[FPGA_SYSNAME_MAX];            /* "dfl-port.0", "intel-fpga-port.0" */
         char devpath[FPGA_DEVPATH_MAX];
         char devnode[FPGA_NODE_MAX];
-        char pci_address[KDP_PCI_ADDRESS_MAX];  /* the function it sits under: the PF, or a VF (§7) */
+        /* the function it sits under: the PF, or a VF (docs/hardware-fpga.md §7) */
+        char pci_address[KDP_PCI_ADDRESS_MAX];
         fpga_layout layout;
         int fme;                                /* index in fpga_discovery.fmes; -1 when none found */
         char afu_id[FPGA_ID_MAX];               /* canonical; "" when unreadable */

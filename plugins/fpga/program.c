@@ -293,7 +293,7 @@ static int port_pr(const fpga_program_card *card, const fpga_program_gbs *g) {
 
         if (g->bitstream_size > UINT32_MAX)
                 return -EFBIG;
-        /* exclusive: newer kernels only with O_EXCL, older ones on every open (HARDWARE-FPGA §3) */
+        /* exclusive: newer kernels only with O_EXCL, older ones on every open (docs/hardware-fpga.md §3) */
         fd = open(card->fme_node, O_RDWR | O_EXCL | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;

@@ -29,7 +29,7 @@
  * file, the card and both IDs. fpga_program_run() blocks for as long as the
  * hardware programs (seconds): call it where that is allowed (the backend's
  * PreStart runs it through kdp_backend_run_unlocked()). It never holds the FME
- * node open longer than the one ioctl (HARDWARE-FPGA §3: an open FME blocks
+ * node open longer than the one ioctl (docs/hardware-fpga.md §3: an open FME blocks
  * every other user).
  *
  * Memory: the bitstream (tens of MiB, up to FPGA_PROGRAM_GBS_MAX) is handed to

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The KFD topology (HARDWARE-GPU §4.2): the GPUs amdgpu's compute driver
+ * The KFD topology (docs/hardware-gpu.md §4.2): the GPUs amdgpu's compute driver
  * serves. A GPU that is bound but missing here cannot run ROCm work, so its
  * absence is a health verdict. Nodes are matched to PCI devices by address,
  * never by order: KFD node order is not bus order. In partition modes (CPX)
  * several nodes share one address; the low bits of location_id then hold the
  * partition index, so the function is always 0. A partition's node names its
  * render minor: partition 0 is the PCI device's own DRM device, the others
- * are the DRM devices of amdgpu_xcp_<k> platform devices (HARDWARE-GPU §4.3);
+ * are the DRM devices of amdgpu_xcp_<k> platform devices (docs/hardware-gpu.md §4.3);
  * an XCP minor no node names holds no partition in this mode.
  */
 #include <ctype.h>

@@ -1061,7 +1061,7 @@ static void forget_recut(gpu_state *s) {
         s->n_gpus = k;
 }
 
-/* NVIDIA's NVSwitches: bridges of class 0x0680 (HARDWARE-GPU §1.2), whether a driver holds them or not. */
+/* NVIDIA's NVSwitches: bridges of class 0x0680 (docs/hardware-gpu.md §1.2), whether a driver holds them or not. */
 static size_t count_nvswitches(const kdp_pci_list *l) {
         size_t n = 0;
 

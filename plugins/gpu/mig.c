@@ -2,7 +2,7 @@
 /*
  * MIG devices (mig.h): NVML's view of a GPU's MIG layout, NVIDIA's profile
  * names, and the capability files of /proc/driver/nvidia/capabilities
- * (HARDWARE-GPU §3.3) that give the minors of a MIG device's
+ * (docs/hardware-gpu.md §3.3) that give the minors of a MIG device's
  * /dev/nvidia-caps/nvidia-cap<N> nodes. Never computed: the minors are read
  * from the files the driver writes while an instance exists.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * NVIDIA's procfs view of one GPU (HARDWARE-GPU §3.1, §3.2).
+ * NVIDIA's procfs view of one GPU (docs/hardware-gpu.md §3.1, §3.2).
  *
  * The driver writes /proc/driver/nvidia/gpus/<bdf>/information as
  * "Key: \t value" lines. The device minor (/dev/nvidia<minor>) is handed out

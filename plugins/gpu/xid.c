@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * NVIDIA Xid errors from the kernel log (see xid.h; HARDWARE-GPU §3.4, §3.6, §7).
+ * NVIDIA Xid errors from the kernel log (see xid.h; docs/hardware-gpu.md §3.4, §3.6, §7).
  *
  * Parsing is by hand, not with POSIX regex: a record is a byte range, not a C
  * string (one read() of /dev/kmsg gives `len` bytes, a FIFO buffer holds many

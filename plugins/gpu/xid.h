@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * NVIDIA Xid errors from the kernel log (HARDWARE-GPU §3.4, §3.6, §7).
+ * NVIDIA Xid errors from the kernel log (docs/hardware-gpu.md §3.4, §3.6, §7).
  *
  *   /dev/kmsg --read()--> gpu_kmsg_drain() --record--> gpu_xid_parse_record()
  *                                          --Xid-----> fn(userdata, xid, replay)

@@ -2,7 +2,7 @@
 /*
  * The Allocate answer of an SR-IOV pool, as the SR-IOV network device plugin
  * (sriovdp) gives it, so that the CNIs and the pod software written for it
- * work unchanged (../shared/HARDWARE-SRIOV.md §13).
+ * work unchanged (docs/hardware-sriov.md §13).
  *
  * Env, for the functions f0..fn of one container (request order):
  *

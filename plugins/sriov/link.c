@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Link state and default routes of this netns, from rtnetlink (sriov.h, link.c
- * section; ../shared/HARDWARE-SRIOV.md §6, §9, §11).
+ * section; docs/hardware-sriov.md §6, §9, §11).
  *
  * One socket carries both the multicast events (RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE,
  * RTNLGRP_IPV6_ROUTE) and the answers to our dumps; messages are told apart by

@@ -34,7 +34,7 @@
  * runs under the backend's lock
  * (kdp/backend.h): scan on the loop thread, allocate on the gRPC thread.
  *
- * Facts: ../shared/HARDWARE-SRIOV.md (sections cited as §N).
+ * Facts: docs/hardware-sriov.md (sections cited as §N).
  */
 #pragma once
 

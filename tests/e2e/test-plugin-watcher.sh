@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Registration through the kubelet's plugin watcher (KUBELET.md §1.7): kdpd
+# Registration through the kubelet's plugin watcher (docs/kubelet.md §1.7): kdpd
 # puts its sockets in plugins_registry and never calls Register; the stand-in
 # kubelet finds them, asks GetInfo, connects and says
 # NotifyRegistrationStatus. In turn:

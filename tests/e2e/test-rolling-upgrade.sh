@@ -11,7 +11,7 @@
 # all, and one warning from the first.
 #
 # KDP_E2E_DUPLICATE_REGISTRATION=keep-old (e2e/rolling-upgrade-1.25) runs it against the stand-in
-# as a kubelet 1.25-1.36 (KUBELET.md §1.6, k/k#121994): the second registration overwrites the
+# as a kubelet 1.25-1.36 (docs/kubelet.md §1.6, k/k#121994): the second registration overwrites the
 # first, whose stream stays open, so the first kdpd has nothing to yield and no warning. Its
 # SIGTERM ends that stream, which makes the kubelet disconnect the second kdpd's connection: every
 # device unhealthy (the capacity stays 8, allocatable drops to 0) until the second kdpd, its stream

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The stand-in kubelet's plugin watcher (--plugins-registry, KUBELET.md §1.7),
+# The stand-in kubelet's plugin watcher (--plugins-registry, docs/kubelet.md §1.7),
 # driven by watcher-plugin (a device plugin that registers through it):
 #   - a socket already in the registry at start registers, and the connection
 #     serves admissions and PodResources as a Register's does;

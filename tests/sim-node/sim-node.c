@@ -1530,7 +1530,7 @@ static int sim_replug(sim_node *s, simdev *d) {
 }
 
 /*
- * "sriov PF N": what `echo N > sriov_numvfs` does (HARDWARE-SRIOV §3; drivers/pci/iov.c). The
+ * "sriov PF N": what `echo N > sriov_numvfs` does (docs/hardware-sriov.md §3; drivers/pci/iov.c). The
  * value is set first: a reader of sriov_numvfs waits on the device lock until the write is over,
  * so no reader sees VFs beside the old value. Enable: for each VF in order, "add" (no driver),
  * the virtfn<i> link and a "change", then the driver's probe ("add" of its class devices and

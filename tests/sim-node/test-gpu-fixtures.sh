@@ -106,7 +106,7 @@ ADDRESS             ID         CLASS   DRIVER    NUMA  IOMMU  SRIOV
 EOF
 
 # ---------------------------------------------------------------------------------------------
-# NVIDIA: information files joined to PCI and /dev, as a backend joins them (HARDWARE-GPU §9)
+# NVIDIA: information files joined to PCI and /dev, as a backend joins them (docs/hardware-gpu.md §9)
 
 # one line per GPU: BDF, minor, the /dev node's number, NUMA node, capability dir, UUID shape
 nv_table='
@@ -186,7 +186,7 @@ file /sys/class/drm/version text=drm 1.1.0 20060810\n
 EOF
 
 # ---------------------------------------------------------------------------------------------
-# AMD: KFD node ↔ BDF ↔ render minor, the way HARDWARE-GPU §4.2 joins them; the XCPs' minors
+# AMD: KFD node ↔ BDF ↔ render minor, the way docs/hardware-gpu.md §4.2 joins them; the XCPs' minors
 # belong to no KFD node
 
 kfd_table='

@@ -664,7 +664,7 @@ mkdir -p "$fdir/node.files/proc/driver/nvidia/gpus/0000:01:00.0" \
         "$fdir/node.files/proc/driver/nvidia/capabilities/gpu0/mig" \
         "$fdir/node.files/dev/.node" "$fdir/node.files/sys/module/nvidia"
 cp "$flap" "$fdir/node.umockdev"
-info() {        # info MINOR BDF: an information file as the driver prints it (HARDWARE-GPU §3.1)
+info() {        # info MINOR BDF: an information file as the driver prints it (docs/hardware-gpu.md §3.1)
         printf 'Model: \t\t NVIDIA A100-PCIE-40GB\nBus Location: \t %s\nDevice Minor: \t %s\nGPU Excluded:\t No\n' "$2" "$1"
 }
 info 0 0000:01:00.0 > "$fdir/node.files/proc/driver/nvidia/gpus/0000:01:00.0/information"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * FPGA cards as plain sysfs and /dev trees for the unit tests (header-only; include kdp-test.h
- * and kdp-test-sysfs.h first), in the shapes of HARDWARE-FPGA §12 (PAC D5005, DFL), §8 (the
+ * and kdp-test-sysfs.h first), in the shapes of docs/hardware-fpga.md §12 (PAC D5005, DFL), §8 (the
  * OPAE driver) and §13 (Alveo U250 under XRT):
  *
  *   kdp_test_fpga_d5005(root, 0, "pci0000:3a/0000:3a:00.0/0000:3b:00.0", "0", NLB0);

@@ -3,7 +3,7 @@
  * Network namespaces for the unit tests that need a real rtnetlink (header-only, like
  * kdp-test.h; include that first): a test enters a fresh netns of its own, builds links and
  * routes there with ip(8), and may start "pods", child processes in a further netns that a
- * link is moved into (HARDWARE-SRIOV §6). Root is needed (unshare(CLONE_NEWNET)); a program
+ * link is moved into (docs/hardware-sriov.md §6). Root is needed (unshare(CLONE_NEWNET)); a program
  * checks kdp_test_netns_usable() first.
  *
  *   kdp_test_netns_enter();                    this test's process: a netns with `lo` only (down)

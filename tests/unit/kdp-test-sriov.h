@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * SR-IOV sysfs and /dev fixture trees for the unit tests (header-only, like kdp-test.h; include
- * that and kdp-test-sysfs.h first), shaped as HARDWARE-SRIOV §14 (Intel E810: two PFs, iavf,
+ * that and kdp-test-sysfs.h first), shaped as docs/hardware-sriov.md §14 (Intel E810: two PFs, iavf,
  * vfio-pci and igb_uio VFs) and §15 (ConnectX-6 Dx with RDMA VFs, legacy or switchdev mode),
  * with the pieces to change them: netdevs, RDMA and vDPA devices.
  */

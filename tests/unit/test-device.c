@@ -95,7 +95,7 @@ START_TEST(test_device_id_is_valid_rejects_empty_long_spaced_and_non_ascii) {
 }
 END_TEST
 
-/* ---- resource names: KUBELET.md §1.3, every row, plus the length limits ---- */
+/* ---- resource names: docs/kubelet.md §1.3, every row, plus the length limits ---- */
 
 static char long_prefix_ok[300], long_prefix_bad[300], long_name_ok[300], long_name_bad[300];
 
@@ -121,7 +121,7 @@ static const struct {
         const char *name;
         bool valid;
 } resource_table[] = {
-        /* the table of KUBELET.md §1.3 */
+        /* the table of docs/kubelet.md §1.3 */
         { "nvidia.com/gpu", true },
         { "example.com/GPU_x.1", true },
         { "gpu", false },

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The GPU backend's parsers and replica policy (plugins/gpu/nvidia.c, amd.c,
- * share.c), on the exact texts HARDWARE-GPU §3.1 and §4.2 describe.
+ * share.c), on the exact texts docs/hardware-gpu.md §3.1 and §4.2 describe.
  */
 #include <check.h>
 #include <errno.h>

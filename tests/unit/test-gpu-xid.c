@@ -48,7 +48,7 @@ static void check_case(const xid_case *c) {
         ck_assert_uint_eq(x.ts_usec, c->ts_usec);
 }
 
-/* HARDWARE-GPU §3.4 "Examples", verbatim. */
+/* docs/hardware-gpu.md §3.4 "Examples", verbatim. */
 START_TEST(test_gpu_xid_parse_record_reads_every_example_of_the_fact_sheet) {
         static const xid_case cases[] = {
                 { .line = "4,8811,91234567890,c;NVRM: GPU at PCI:0000:18:00: "

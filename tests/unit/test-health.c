@@ -24,7 +24,7 @@
 #define VF_DIR "sys/devices/pci0000:ae/0000:ae:00.0/" VF
 #define PF_DIR "sys/devices/pci0000:ae/0000:ae:00.0/0000:af:00.0"
 
-/* Writes an AER counter file as the kernel prints it (HARDWARE-GPU §2.2), MalfTLP carrying the total. */
+/* Writes an AER counter file as the kernel prints it (docs/hardware-gpu.md §2.2), MalfTLP carrying the total. */
 static void write_aer(const char *root, const char *dev_dir, bool fatal, unsigned total) {
         _cleanup_free_ char *rel = NULL, *text = NULL;
 

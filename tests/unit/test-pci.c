@@ -26,7 +26,7 @@ KDP_DEFINE_CLEANUP_FUNC(kdp_pci_list, kdp_pci_list_free)
 #define PAE "pci0000:ae/0000:ae:00.0"
 #define PBMC "pci0000:00/0000:00:1c.0"
 
-/* aer_dev_fatal of a healthy H100, as the kernel prints it (HARDWARE-GPU §2.2), without the last newline */
+/* aer_dev_fatal of a healthy H100, as the kernel prints it (docs/hardware-gpu.md §2.2), without the last newline */
 #define AER_FATAL_ZERO                                                                                   \
         "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 0\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\n" \
         "ECRC 0\nUnsupReq 0\nACSViol 0\nUncorrIntErr 0\nBlockedTLP 0\nAtomicOpBlocked 0\nTLPBlockedErr 0\n"   \

@@ -2,7 +2,7 @@
 /*
  * The SR-IOV backend's Allocate answer (plugins/sriov/answer.c): the env and
  * DeviceSpecs sriovdp gives for the functions of one container
- * (HARDWARE-SRIOV §13), on a dev tree in a temporary directory. Pools,
+ * (docs/hardware-sriov.md §13), on a dev tree in a temporary directory. Pools,
  * selectors and functions are built here directly, as config.c and
  * discover.c would fill them.
  */

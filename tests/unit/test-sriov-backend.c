@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The built SR-IOV backend (kdp-backend-sriov.so) through its ABI, on plain sysfs/dev trees
- * shaped as HARDWARE-SRIOV §14 (E810: iavf, vfio-pci and igb_uio VFs) and §15 (ConnectX-6 Dx
+ * shaped as docs/hardware-sriov.md §14 (E810: iavf, vfio-pci and igb_uio VFs) and §15 (ConnectX-6 Dx
  * RDMA VFs) with a config.json in the tree: the pools it serves and what it does not serve,
  * health and its reasons, Allocate and GetPreferredAllocation through the ops, and what the
  * hardware does next (a VF unbound and rebound, sriov_numvfs 8 -> 0, a netdev moved into a pod,

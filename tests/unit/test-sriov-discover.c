@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The SR-IOV backend's reader of one PCI function (plugins/sriov/discover.c), on plain
- * sysfs/dev trees shaped as HARDWARE-SRIOV §14 (Intel E810, iavf and vfio-pci VFs) and
+ * sysfs/dev trees shaped as docs/hardware-sriov.md §14 (Intel E810, iavf and vfio-pci VFs) and
  * §15 (ConnectX-6 Dx with RDMA VFs, and in switchdev mode), plus uio, no-IOMMU, IB,
  * vDPA, a netdev moved into a pod, functions going away and malformed files.
  */

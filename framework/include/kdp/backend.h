@@ -125,7 +125,7 @@ typedef struct kdp_prestart_request {
 } kdp_prestart_request;
 
 /*
- * What the kubelet reports in use (PodResources List, KUBELET.md §8) for the
+ * What the kubelet reports in use (PodResources List, docs/kubelet.md §8) for the
  * resources of one backend: the IDs assigned to the containers of its active
  * pods. A resource of the backend absent from `resources` has none in use.
  * The kubelet learns of an allocation when Allocate answers and reports it

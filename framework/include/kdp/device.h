@@ -77,7 +77,7 @@ typedef struct kdp_device_tree kdp_device_tree;
 /*
  * Declares a resource even when it has no device now, so the kubelet keeps
  * seeing it (with capacity 0) instead of forgetting it.
- * Returns 0, -EINVAL for a name the kubelet would refuse (KUBELET.md §1.3),
+ * Returns 0, -EINVAL for a name the kubelet would refuse (docs/kubelet.md §1.3),
  * -ENOMEM.
  */
 int kdp_device_tree_add_resource(kdp_device_tree *tree, const char *resource);

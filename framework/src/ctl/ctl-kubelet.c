@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Stand-in kubelet (KUBELET.md §1–§5; see ctl-kubelet.h).
+ * Stand-in kubelet (docs/kubelet.md §1–§5; see ctl-kubelet.h).
  *
  *   main thread   blocks SIGINT/SIGTERM before grpc_init, starts everything,
  *                 waits on a signalfd, an eventfd (admissions done) and
  *                 --duration, then stops: stop listening and remove
  *                 kubelet.sock, cancel registrations, join them, finish the
- *                 server shutdown (STACK-NOTES §1 order)
+ *                 server shutdown (docs/stack.md §1 order)
  *   cq thread     serves kubelet.sock and never blocks: a valid Register gets
  *                 a registration thread, anything else is answered at once
  *   reg threads   one per Register: dial back, GetDevicePluginOptions, answer
  *                 Register, follow ListAndWatch, run the admissions
- *   watcher       (--plugins-registry, KUBELET.md §1.7) the plugin watcher:
+ *   watcher       (--plugins-registry, docs/kubelet.md §1.7) the plugin watcher:
  *                 walks the registry at start, then follows it with inotify;
  *                 each socket found gets a reg thread, each socket gone or
  *                 replaced is deregistered, and a refused socket is tried
@@ -419,7 +419,7 @@ static char *text_versions(char *const *versions, size_t n_versions) {
         return text_close(f, &buf);
 }
 
-/* The device manager's ValidatePlugin (KUBELET.md §1.7); 0 if the plugin is valid. */
+/* The device manager's ValidatePlugin (docs/kubelet.md §1.7); 0 if the plugin is valid. */
 static int plugin_validate(const Pluginregistration__PluginInfo *info, char **ret_err) {
         bool v1beta1 = false;
         char *err;
@@ -542,7 +542,7 @@ static int numa_push(strv *numa, const V1beta1__Device *d) {
         return strv_push(numa, entry);
 }
 
-/* Every message replaces the device set (KUBELET.md §2.2); health is exactly "Healthy" or not. */
+/* Every message replaces the device set (docs/kubelet.md §2.2); health is exactly "Healthy" or not. */
 static int resource_update(resource *res, const V1beta1__ListAndWatchResponse *m) {
         int r = 0;
 
@@ -1391,7 +1391,7 @@ static int reg_start(kubelet *k, srv_call *sc, const V1beta1__RegisterRequest *r
 }
 
 /*
- * ---- the plugin watcher (KUBELET.md §1.7; pluginmanager's operation_generator.go) ----
+ * ---- the plugin watcher (docs/kubelet.md §1.7; pluginmanager's operation_generator.go) ----
  * A reg thread's part first, then the watcher thread's.
  */
 
@@ -1811,7 +1811,7 @@ static void watcher_stop(kubelet *k) {
         k->pw_started = false;
 }
 
-/* ---- admissions (KUBELET.md §4.2, §5, §6) ---- */
+/* ---- admissions (docs/kubelet.md §4.2, §5, §6) ---- */
 
 typedef struct admit_run {
         reg *g;
@@ -2041,7 +2041,7 @@ static int mkdir_p(const char *path, mode_t mode) {
         }
 }
 
-/* KUBELET.md §3.1: remove every socket but keep the checkpoint, files and directories. */
+/* docs/kubelet.md §3.1: remove every socket but keep the checkpoint, files and directories. */
 static int cleanup_dir(const char *dir) {
         _cleanup_closedir_ DIR *d = opendir(dir);
         struct dirent *de;

@@ -30,7 +30,7 @@
  * deregisters it: "deregistered resource=R endpoint=P", its connection closed
  * and its devices unhealthy, as at the end of its stream.
  *
- * A second registration of a resource (KUBELET.md §1.6) replaces the first
+ * A second registration of a resource (docs/kubelet.md §1.6) replaces the first
  * as a kubelet before 1.25 does: the older connection is closed at once, its
  * stream's end goes unprinted, and the newer one serves the resource. With
  * `duplicate_registration` keep-old it is a kubelet 1.25-1.36 instead
@@ -67,7 +67,7 @@ typedef enum kdp_ctl_kubelet_allocatable {
         _KDP_CTL_KUBELET_ALLOCATABLE_INVALID = -EINVAL,
 } kdp_ctl_kubelet_allocatable;
 
-/* What a second registration of a resource does to the first (KUBELET.md §1.6). */
+/* What a second registration of a resource does to the first (docs/kubelet.md §1.6). */
 typedef enum kdp_ctl_kubelet_duplicate {
         KDP_CTL_KUBELET_DUPLICATE_REPLACE,              /* up to 1.24: the older one closed at once */
         KDP_CTL_KUBELET_DUPLICATE_KEEP_OLD,             /* 1.25-1.36: kept; its end disconnects the newer */
@@ -100,5 +100,5 @@ typedef struct kdp_ctl_kubelet_config {
  */
 int kdp_ctl_kubelet_run(const kdp_ctl_kubelet_config *cfg);
 
-/* KUBELET.md §1.3: IsExtendedResourceName, exactly. */
+/* docs/kubelet.md §1.3: IsExtendedResourceName, exactly. */
 bool kdp_ctl_kubelet_resource_name_valid(const char *name);

@@ -329,7 +329,7 @@ static bool newer_server_of(kdp_resource *res) {
 }
 
 /*
- * Re-serves `res` for the live kubelet that dropped its stream (KUBELET.md
+ * Re-serves `res` for the live kubelet that dropped its stream (docs/kubelet.md
  * §1.6, k/k#121994), unless a newer kdpd's registration of it replaced ours:
  * re-registering then would take it back, and the two would take turns until
  * the older exits. A kubelet restart registers us again in any case.
@@ -362,7 +362,7 @@ static void on_kubelet_dropped(kdp_registration *reg, const char *resource, void
 }
 
 /*
- * A kubelet opens ListAndWatch right after it answers Register (KUBELET.md
+ * A kubelet opens ListAndWatch right after it answers Register (docs/kubelet.md
  * §1.5). One that dropped its connection to us before (k/k#121994, a dial-back
  * that broke) ended no stream of ours: nothing else would tell. So a resource
  * registered STREAM_WAIT_MS ago without a stream is handled as a stream lost.
@@ -1144,7 +1144,7 @@ static void on_pod_resources(const kdp_pod_resources_list *l, uint64_t started_u
 
 /*
  * The PodResources socket: given, or beside the device-plugins dir as the kubelet puts it
- * (KUBELET.md §8). Asked only when a backend takes the answers (its allocated hook): the
+ * (docs/kubelet.md §8). Asked only when a backend takes the answers (its allocated hook): the
  * backends are fixed at start, a restart reloads the same file.
  */
 static int follow_pod_resources(kdp_daemon *d, const kdp_daemon_options *o) {

@@ -71,7 +71,7 @@
 
 typedef struct kdp_daemon kdp_daemon;
 
-/* How the kubelet learns of kdpd's sockets (KUBELET.md §1.5, §1.7). */
+/* How the kubelet learns of kdpd's sockets (docs/kubelet.md §1.5, §1.7). */
 typedef enum kdp_registration_mode {
         KDP_REGISTRATION_AUTO,          /* the plugin watcher when its directory exists, else kubelet.sock */
         KDP_REGISTRATION_KUBELET_SOCK,  /* Register on kubelet.sock, sockets in the kubelet dir */

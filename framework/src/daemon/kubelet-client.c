@@ -204,7 +204,7 @@ static int start_attempt(kdp_registration *reg) {
 
         /*
          * The kubelet creates kubelet.sock a moment before it accepts on it
-         * (KUBELET.md §3.2): a connect refused then must be retried within
+         * (docs/kubelet.md §3.2): a connect refused then must be retried within
          * milliseconds, not after grpc's default 1 s reconnect back-off. And
          * every attempt gets its own subchannel, so it never reuses connection
          * state of an earlier attempt that may belong to a kubelet now gone.

@@ -7,18 +7,18 @@
  *   CQ thread     a Register call completed → posted back to the loop
  *
  * Register is asynchronous: the kubelet dials the plugin back and calls
- * GetDevicePluginOptions before it answers (KUBELET.md §1.5), so the CQ thread
+ * GetDevicePluginOptions before it answers (docs/kubelet.md §1.5), so the CQ thread
  * must keep serving meanwhile. A failed attempt is retried after 5 ms, then
  * with doubling delays up to 5 s, forever; each attempt uses a fresh channel
  * so grpc's own reconnect back-off never delays a retry. No keepalive is set
- * on the channel (KUBELET.md §1.1). The call itself is a kdp_unary (unary.h),
+ * on the channel (docs/kubelet.md §1.1). The call itself is a kdp_unary (unary.h),
  * which the registration embeds and owns.
  *
  * A kubelet instance is one kubelet.sock file. Each attempt opens the file
  * kubelet.sock names when it starts with O_PATH and dials exactly that file
  * (through /proc/self/fd), never whatever the path names by the time grpc
  * connects: an attempt meant for a dead kubelet cannot land on its successor,
- * whose start-up cleanup has deleted the endpoint it names (KUBELET.md §3.1).
+ * whose start-up cleanup has deleted the endpoint it names (docs/kubelet.md §3.1).
  * The registration keeps that fd while the attempt is in flight and after it
  * succeeded. Held open, the file cannot hand its inode number to a newer
  * kubelet.sock (ext4 gives a freed number to the next file at once), so
@@ -34,7 +34,7 @@
  *     other resource is re-served on a fresh socket and registers once.
  *   - a ListAndWatch stream was cancelled: re-register only if the kubelet it
  *     registered with still is kubelet.sock and is alive (a live kubelet
- *     dropped us: k/k#121994, KUBELET.md §1.6). A kubelet that stops or is
+ *     dropped us: k/k#121994, docs/kubelet.md §1.6). A kubelet that stops or is
  *     killed ends its streams too; its successor's kubelet.sock event
  *     re-registers instead. Alive means it answers a connection with its
  *     HTTP/2 settings, which grpc-go and grpc core send on accepting: an

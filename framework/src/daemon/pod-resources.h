@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Asking the kubelet which devices are in use: PodResources v1 `List`
- * (KUBELET.md §8) on <kubelet root>/pod-resources/kubelet.sock. The kubelet
+ * (docs/kubelet.md §8) on <kubelet root>/pod-resources/kubelet.sock. The kubelet
  * never tells a plugin that a device was freed (there is no Deallocate); a
  * device missing from List is no longer assigned to an active pod.
  *

@@ -95,7 +95,7 @@ typedef enum method {
         M_PREFERRED,
         M_ALLOCATE,
         M_PRE_START,
-        M_GET_INFO,                     /* the plugin watcher's (KUBELET.md §1.7) */
+        M_GET_INFO,                     /* the plugin watcher's (docs/kubelet.md §1.7) */
         M_NOTIFY,
         _M_REGISTERED,
         M_UNKNOWN = _M_REGISTERED,

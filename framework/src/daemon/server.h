@@ -28,7 +28,7 @@
  * streams and update latencies in, until it is freed. The server's lock guards its snapshot pointer and its stream list.
  * Each ListAndWatch stream has at most one send in flight; a publish while it
  * is busy is coalesced and the newest snapshot follows when the send completes
- * (STACK-NOTES §1: a second send poisons the call).
+ * (docs/stack.md §1: a second send poisons the call).
  */
 #pragma once
 
@@ -125,5 +125,5 @@ grpc_status_code kdp_server_answer(const char *resource, kdp_backend *backend, k
                                    const char *method_path, const uint8_t *data, size_t size, char *details,
                                    size_t details_size, grpc_byte_buffer **ret_reply);
 
-/* The one errno → gRPC status mapping (STYLE §3). */
+/* The one errno → gRPC status mapping (docs/style.md §3). */
 grpc_status_code kdp_server_status_from_errno(int r);

@@ -19,7 +19,7 @@
 #include "device.h"
 #include "preferred.h"
 
-/* The kubelet's grpc-go client refuses messages over 4 MiB (KUBELET.md §2.2). */
+/* The kubelet's grpc-go client refuses messages over 4 MiB (docs/kubelet.md §2.2). */
 #define KDP_SNAPSHOT_MAX_MESSAGE (4u * 1024 * 1024)
 
 typedef struct kdp_snapshot {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Every tag kdpd puts on the gRPC completion queue is a kdp_tag embedded in
- * the object that waits for it; the CQ thread just calls on_done (STYLE §7).
+ * the object that waits for it; the CQ thread just calls on_done (docs/style.md §7).
  */
 #pragma once
 

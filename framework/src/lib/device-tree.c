@@ -265,7 +265,7 @@ static void list_drop_duplicates(kdp_device_tree *t, kdp_device_list *l) {
         l->n_devices = n;
 }
 
-/* KUBELET.md §7: a resource whose devices do not all report NUMA affinity reports none. */
+/* docs/kubelet.md §7: a resource whose devices do not all report NUMA affinity reports none. */
 static void list_fix_topology(kdp_device_tree *t, kdp_device_list *l) {
         size_t with = 0;
 

@@ -46,7 +46,7 @@ KDP_DEFINE_CLEANUP_FUNC(kdp_device_tree, kdp_device_tree_free)
 
 /*
  * Sorts every resource by ID. A resource that mixes devices with and without
- * NUMA affinity loses the affinity of all of them (KUBELET.md §7) and gets a
+ * NUMA affinity loses the affinity of all of them (docs/kubelet.md §7) and gets a
  * MIXED_TOPOLOGY note; a duplicate ID dropped here gets a NOT_SERVED note.
  */
 void kdp_device_tree_finish(kdp_device_tree *t);

@@ -7,7 +7,7 @@
  * reports every one that failed, joined with "; ". A device whose sysfs
  * directory is gone is "device removed" and nothing else is checked.
  *
- * AER files (HARDWARE-GPU §2.2): lines "<token> <u64>", the total on
+ * AER files (docs/hardware-gpu.md §2.2): lines "<token> <u64>", the total on
  * TOTAL_ERR_FATAL / TOTAL_ERR_NONFATAL; other lines are ignored. A device
  * without the file (no AER capability, an older kernel, a fixture) skips the
  * check. A total below its baseline means the counters started again (the

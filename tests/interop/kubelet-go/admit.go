@@ -23,7 +23,7 @@ type admitSpec struct {
 
 // admit plays the device manager's part of admitting one container with
 // topology-manager policy "none" (the kubelet default), so every free device
-// is a candidate and none is "aligned" (KUBELET.md §4.2 step 9, §5, §6):
+// is a candidate and none is "aligned" (docs/kubelet.md §4.2 step 9, §5, §6):
 //
 //  1. available = healthy − allocated by earlier admissions; none healthy,
 //     or fewer than asked, fails admission;

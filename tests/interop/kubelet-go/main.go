@@ -3,7 +3,7 @@
 // Command kubelet-go stands in for the kubelet's device manager in interop
 // tests. It is written on grpc-go, the gRPC library the kubelet itself uses
 // (at the version tests/interop/go.mod pins), and copies the kubelet's behaviour
-// wherever a device plugin can observe it (shared KUBELET.md §1–§4):
+// wherever a device plugin can observe it (docs/kubelet.md §1–§4):
 //
 //   - at start it removes stale sockets from the directory, then serves
 //     v1beta1.Registration on <dir>/kubelet.sock with a default grpc.Server;

@@ -8,7 +8,7 @@ import (
 )
 
 // The kubelet accepts a resource name only if v1helper.IsExtendedResourceName
-// does (KUBELET.md §1.3). This is that function and the two validators it
+// does (docs/kubelet.md §1.3). This is that function and the two validators it
 // relies on, apimachinery's IsQualifiedName and IsDNS1123Subdomain.
 
 const (

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The table of KUBELET.md §1.3, plus the length limits.
+// The table of docs/kubelet.md §1.3, plus the length limits.
 func TestIsExtendedResourceName(t *testing.T) {
 	for _, tc := range []struct {
 		name string
