@@ -1120,7 +1120,7 @@ static bool same_peer(const kdp_gate_peer *a, const kdp_gate_peer *b) {
  * Whether a NotifyRegistrationStatus is the plugin watcher's: taken only when
  * kdpd registers through it (ev.watcher_status set), only on the connection
  * a GetInfo came on (the kubelet asks both on one client connection,
- * KUBELET.md §1.7) or at least from the same pid and uid as the last
+ * docs/kubelet.md §1.7) or at least from the same pid and uid as the last
  * GetInfo, and never while another process has a ListAndWatch open (the
  * kubelet's watcher and its streams are one process). Anyone else could
  * drop the kubelet's registration at will.
