@@ -411,7 +411,7 @@ down() {
                         # the pods go first (SIGKILL: a container's pid 1 may ignore SIGTERM),
                         # then the shims that watch them
                         pids=$(cgroup_pids); [ -z "$pids" ] || { kill -KILL $pids 2>/dev/null; stop $pids; }
-                        pids=$(dir_pids | grep -vxF "$(cat "$D/run/containerd.pid" 2>/dev/null || echo x)" || true)
+                        pids=$(dir_pids | grep -vxF -f <(cat "$D"/run/*.pid 2>/dev/null; echo x) || true)
                         [ -z "$pids" ] || stop $pids
                 fi
                 alive "$c" && stop "$(cat "$D/run/$c.pid")"

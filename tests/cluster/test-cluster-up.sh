@@ -15,10 +15,10 @@ done
 D=$(mktemp -d /tmp/kdp-cluster.XXXXXX)
 cluster() { "$here/cluster.sh" "$1" "$D" "${@:2}"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
+passed=0
 finish() {
-        local rc=$?
         cluster down >/dev/null 2>&1 || true
-        if [ "$rc" = 0 ]; then rm -rf "$D"; else
+        if [ "$passed" = 1 ]; then rm -rf "$D"; else
                 echo "cluster logs kept in $D/logs" >&2
                 for f in "$D"/logs/*.log; do echo "--- $f"; tail -n 15 "$f"; done >&2
         fi
@@ -81,3 +81,4 @@ m=$(grep -F " $D/" /proc/self/mountinfo || true)
 after=$(host_state)
 [ "$before" = "$after" ] || fail "the machine differs after down: $(diff <(echo "$before") <(echo "$after"))"
 echo "down: no process, mount, cgroup, sysctl or host directory left"
+passed=1
