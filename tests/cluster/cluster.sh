@@ -15,9 +15,9 @@
 # kube-apiserver +2, controller-manager +3, scheduler +4, kubelet +5, kubelet healthz +6.
 # What up changes outside DIR, and down undoes (recorded under DIR/run):
 #   - cgroup v1: /kdp-<id> under each hierarchy, the kubelet's cgroup root (pods go below it)
-#   - the sysctls the kubelet sets (vm.overcommit_memory, vm.panic_on_oom, kernel.panic,
-#     kernel.panic_on_oops, kernel.keys.root_maxkeys, kernel.keys.root_maxbytes): restored
+#   - the sysctls the kubelet and the CNI bridge set (SYSCTLS): restored
 #   - the empty directories NODE_BINDS needs as mount points, where missing: removed
+#   - the CNI bridge kdpcni0 of pods that are not hostNetwork: deleted
 # containerd (with its shims and pods) and the kubelet run in a mount namespace of their own, in
 # which the paths they use whatever their configuration show directories under DIR (NODE_BINDS);
 # their mounts stay in it, unseen by the host, and go with its last process.
@@ -31,7 +31,7 @@ K8S_VERSION=v1.37.2
 PORT=${KDP_CLUSTER_PORT:-26400}
 NODE=127.0.0.1          # the node's name: an IP, so its InternalIP is loopback (see README.md)
 PAUSE_IMAGE=kdp.local/pause:1
-SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+SYSCTLS=(net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
          kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 # the order of starting; down stops them in reverse
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet)
@@ -41,11 +41,13 @@ STATE_DIRS=(logs run etcd controller-manager pod-logs pki images containerd cdi 
             kubelet.yaml)
 # SRC:DEST, DIR's SRC bound on DEST in the node's mount namespace: the kubelet's device-plugin
 # socket and checkpoint (a fixed path, not under its --root-dir), its symlinks to the pod logs,
-# and the shims' sockets (under /run/containerd whatever containerd's state dir)
+# the shims' sockets (under /run/containerd whatever containerd's state dir) and the CNI
+# library's cache of results (/var/lib/cni, not configurable in containerd)
 node_binds() {
         NODE_BINDS=("$D/kubelet/device-plugins:/var/lib/kubelet/device-plugins"
                     "$D/log-containers:/var/log/containers"
-                    "$D/containerd/run:/run/containerd")
+                    "$D/containerd/run:/run/containerd"
+                    "$D/cni/cache:/var/lib/cni")
 }
 
 say() { echo "cluster: $*" >&2; }
@@ -119,16 +121,16 @@ containerd_config() {
         local c=$D/containerd
         mkdir -p "$c" "$D/cdi" "$D/cni/net.d"
         cat > "$c/config.toml" <<EOF
-version = 3
+version = 4
 root = '$c/root'
 state = '$c/state'
 temp = '$c/tmp'
 imports = []
 disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.internal.v1.opt']
 
-[grpc]
+[plugins.'io.containerd.server.v1.grpc']
   address = '$c/containerd.sock'
-[ttrpc]
+[plugins.'io.containerd.server.v1.ttrpc']
   address = '$c/containerd.sock.ttrpc'
 
 [plugins.'io.containerd.cri.v1.images']
@@ -137,7 +139,7 @@ disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.internal.v1.opt']
     sandbox = '$PAUSE_IMAGE'
 
 [plugins.'io.containerd.cri.v1.runtime']
-  enable_cdi = true
+  # CDI is always on in containerd 2.4 (its enable_cdi is gone: ignored, with a warning)
   # no CAP_SYS_RESOURCE here: a sandbox's oom_score_adj of -998 would fail runc's create
   restrict_oom_score_adj = true
   cdi_spec_dirs = ['$D/cdi']

@@ -26,11 +26,12 @@ finish() {
 on_exit finish
 
 # what the machine looks like before: down must leave it so
-HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd /usr/libexec/kubernetes /root/.kube)
+HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd /var/lib/cni /usr/libexec/kubernetes
+            /root/.kube /var/run/netns)
 host_state() {
         local p
         for p in "${HOST_PATHS[@]}"; do [ -e "$p" ] && echo "exists $p"; done
-        sysctl vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
+        sysctl net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
                 kernel.keys.root_maxkeys kernel.keys.root_maxbytes
         awk '$3 == "cgroup" { print $2 }' /proc/mounts | while read -r m; do ls "$m" | grep '^kdp-' | sed "s|^|$m/|"; done
         true
