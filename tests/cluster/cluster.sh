@@ -296,6 +296,11 @@ up() {
         # a cluster of its own each time: what an earlier up left goes (its logs with it)
         rm -rf "${STATE_DIRS[@]/#/$D/}"
         mkdir -p "$D/logs" "$D/run" "$D/etcd" "$D/pod-logs"
+        local port
+        for ((port = PORT; port <= PORT + 6; port++)); do
+                [ -z "$(ss -ltnH "sport = :$port")" ] ||
+                        die "port $port is taken: the cluster needs $PORT-$((PORT + 6)) (KDP_CLUSTER_PORT)"
+        done
         binaries
         CGROUP_ROOT=/kdp-$(echo -n "$D" | sha256sum | cut -c1-8)
         echo "$CGROUP_ROOT" > "$D/run/cgroup-root"
@@ -389,15 +394,18 @@ cgroup_pids() {
         done | sort -un
 }
 
-# processes whose command line names DIR: the shims (-address DIR/containerd/...), and what a
-# killed component left
+# processes with an argument naming a path under DIR (DIR/x or --flag=DIR/x): the shims
+# (-address DIR/containerd/...), and what a killed component left; not this script, nor whoever
+# called it with DIR (or DIR/) as an argument
 dir_pids() {
-        local f pid args
+        local f pid args a
         for f in /proc/[0-9]*/cmdline; do
                 pid=${f#/proc/}; pid=${pid%/cmdline}
                 [ "$pid" = $$ ] && continue
                 mapfile -d '' args 2>/dev/null < "$f" || continue
-                [[ "${args[*]}" == *"$D/"* ]] && echo "$pid"
+                for a in "${args[@]}"; do
+                        [[ $a == "$D/"?* || $a == *"=$D/"?* ]] && { echo "$pid"; break; }
+                done
         done
         true
 }
