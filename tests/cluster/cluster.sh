@@ -360,7 +360,9 @@ up() {
         "${ctr[@]}" images import "$D/images/pause.tar" >>"$D/logs/ctr.log" 2>&1 ||
                 { cat "$D/logs/ctr.log" >&2; die "ctr could not import the pause image"; }
 
-        start kubelet nsenter --mount="/proc/$(cat "$D/run/containerd.pid")/ns/mnt" -- "$K8S_BIN/kubelet" --config "$D/kubelet.yaml" --kubeconfig "$D/kubelet.kubeconfig" \
+        # the kubelet joins containerd's mount namespace: the pods' volumes are its mounts
+        start kubelet nsenter --mount="/proc/$(cat "$D/run/containerd.pid")/ns/mnt" -- \
+                "$K8S_BIN/kubelet" --config "$D/kubelet.yaml" --kubeconfig "$D/kubelet.kubeconfig" \
                 --root-dir "$D/kubelet" --hostname-override "$NODE" --v 2
         wait_until "node $NODE Ready" 180 node_ready
         wait_until "ServiceAccount default/default" 60 kc get serviceaccount default -n default
