@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# cluster/up: cluster.sh brings a real one-node cluster up (Kubernetes v1.37.2, node Ready), a
+# hostNetwork pod of a locally built image runs and logs exactly its line, and cluster.sh down
+# leaves no process, mount, cgroup, sysctl change or host directory behind.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../procs.sh"
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: a kubelet and containerd need root"; exit 77; }
+for t in unshare nsenter runc gcc openssl curl busybox; do
+        command -v "$t" >/dev/null || { echo "SKIP: no $t (scripts/install-deps)"; exit 77; }
+done
+
+D=$(mktemp -d /tmp/kdp-cluster.XXXXXX)
+cluster() { "$here/cluster.sh" "$1" "$D" "${@:2}"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+passed=0
+finish() {
+        cluster down >/dev/null 2>&1 || true
+        if [ "$passed" = 1 ]; then rm -rf "$D"; else
+                echo "cluster logs kept in $D/logs" >&2
+                for f in "$D"/logs/*.log; do echo "--- $f"; tail -n 15 "$f"; done >&2
+        fi
+}
+on_exit finish
+
+# what the machine looks like before: down must leave it so
+HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd /var/lib/cni /usr/libexec/kubernetes
+            /root/.kube /var/run/netns)
+host_state() {
+        local p
+        for p in "${HOST_PATHS[@]}"; do [ -e "$p" ] && echo "exists $p"; done
+        sysctl net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
+                kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+        awk '$3 == "cgroup" { print $2 }' /proc/mounts | while read -r m; do ls "$m" | grep '^kdp-' | sed "s|^|$m/|"; done
+        true
+}
+before=$(host_state)
+
+cluster up
+
+v=$(cluster kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
+echo "Kubernetes $v"
+[ "$v" = v1.37.2 ] || fail "server version $v, not v1.37.2"
+ready=$(cluster kubectl get node 127.0.0.1 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')
+[ "$ready" = True ] || fail "node Ready is '$ready'"
+
+# busybox-static's binary as an image, the pod runs it on the host's network
+"$here/oci-image.sh" "$D/busybox.tar" kdp.local/busybox:1 /bin/busybox "$(command -v busybox):/bin/busybox"
+cluster ctr images import "$D/busybox.tar" >/dev/null 2>&1
+line="kdp cluster: hello from a hostNetwork pod"
+cluster kubectl apply -f - <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: echo, namespace: default}
+spec:
+  hostNetwork: true
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  containers:
+  - name: echo
+    image: kdp.local/busybox:1
+    imagePullPolicy: Never
+    command: ["/bin/busybox", "echo", "$line"]
+YAML
+cluster kubectl wait pod/echo --for=jsonpath='{.status.phase}'=Succeeded --timeout="$(( $(wait_s 120) * SLOW ))s"
+log=$(cluster kubectl logs echo)
+[ "$log" = "$line" ] || fail "the pod logged '$log', not '$line'"
+echo "pod log: $log"
+
+# every process of the cluster, the pods' and shims' included, before down
+pids=$(cat "$D"/run/*.pid; find /sys/fs/cgroup/pids/kdp-* -name cgroup.procs -exec cat {} + 2>/dev/null || true)
+cluster down
+for p in $pids; do proc_alive "$p" && fail "process $p ($(tr '\0' ' ' < /proc/$p/cmdline)) outlived down"; done
+for f in /proc/[0-9]*/cmdline; do
+        mapfile -d '' args 2>/dev/null < "$f" || continue
+        [[ "${args[*]}" == *"$D/"* ]] && fail "process ${f//[!0-9]/} (${args[*]}) names $D after down"
+done
+m=$(grep -F " $D/" /proc/self/mountinfo || true)
+[ -z "$m" ] || fail "mounts under $D after down: $m"
+after=$(host_state)
+[ "$before" = "$after" ] || fail "the machine differs after down: $(diff <(echo "$before") <(echo "$after"))"
+echo "down: no process, mount, cgroup, sysctl or host directory left"
+passed=1
