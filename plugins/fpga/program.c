@@ -30,15 +30,9 @@
 #define AFU_ID_BUSY_TRIES 25            /* afu_id reads EBUSY while the port is disabled */
 #define AFU_ID_BUSY_WAIT_US (200 * 1000)
 
-static void fy_document_destroyp(struct fy_document **d) {
-        if (*d)
-                fy_document_destroy(*d);
-}
+KDP_DEFINE_CLEANUP_FUNC(struct fy_document, fy_document_destroy)
 
-static void fy_diag_destroyp(struct fy_diag **d) {
-        if (*d)
-                fy_diag_destroy(*d);
-}
+KDP_DEFINE_CLEANUP_FUNC(struct fy_diag, fy_diag_destroy)
 
 static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len) {
         (void) diag;

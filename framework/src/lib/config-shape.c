@@ -405,15 +405,9 @@ static void walk_end(shape_walk *w) {
 static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len) {
 }
 
-static void fy_diag_destroyp(struct fy_diag **d) {
-        if (*d)
-                fy_diag_destroy(*d);
-}
+KDP_DEFINE_CLEANUP_FUNC(struct fy_diag, fy_diag_destroy)
 
-static void fy_parser_destroyp(struct fy_parser **p) {
-        if (*p)
-                fy_parser_destroy(*p);
-}
+KDP_DEFINE_CLEANUP_FUNC(struct fy_parser, fy_parser_destroy)
 
 /* Walks the events of w->text until a limit is passed, the end, or the first syntax error (the caller's parse reports it). */
 static int walk(shape_walk *w, bool json) {
