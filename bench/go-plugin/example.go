@@ -45,9 +45,10 @@ func exampleDevices(n int) *deviceTable {
 	return t
 }
 
-// exampleResponse is the example backend's answer for one container: every
-// widget's own record (a device node, its WIDGET_<n> variable and its CDI
-// name), plus the request-wide EXAMPLE_WIDGETS variable and annotation.
+// exampleResponse is the example backend's answer for one container (its
+// default, without CDI): every widget's own record (a device node and its
+// WIDGET_<n> variable), plus the request-wide EXAMPLE_WIDGETS variable and
+// annotation.
 func (t *deviceTable) exampleResponse(ids []string) *pb.ContainerAllocateResponse {
 	r := &pb.ContainerAllocateResponse{
 		Envs:        map[string]string{"EXAMPLE_WIDGETS": strings.Join(ids, ",")},
@@ -61,7 +62,6 @@ func (t *deviceTable) exampleResponse(ids []string) *pb.ContainerAllocateRespons
 			ContainerPath: "/dev/widget" + n,
 			Permissions:   "rw",
 		})
-		r.CdiDevices = append(r.CdiDevices, &pb.CDIDevice{Name: "example.com/widget=" + id})
 	}
 	return r
 }

@@ -24,10 +24,14 @@
 #include <kdp/backend.h>
 #include <kdp/cleanup.h>
 
+/* A CDI name "<resource>=<id>": a resource name of 253 + 1 + 63 characters, '=', an ID. */
+#define EXAMPLE_CDI_MAX (253 + 1 + 63 + 1 + KDP_DEVICE_ID_MAX + 1)
+
 typedef struct example_state {
         kdp_backend_ctx *ctx;           /* borrowed, valid until fini returns */
         const char *resource;           /* borrowed from ctx's params */
         int64_t n_devices, n_numa_nodes, prestart_delay_ms;
+        bool cdi;                       /* each widget gets a CDI name, and kdpd writes its spec */
         bool *unhealthy;                /* owned, [n_devices] */
         bool *not_served;               /* owned, [n_devices]: looked at and skipped */
 } example_state;
@@ -93,6 +97,8 @@ static int example_init(kdp_backend_ctx *ctx, void **ret_state) {
                 r = kdp_backend_param_int(ctx, "numa_nodes", 0, 1024, &s->n_numa_nodes);
         if (r >= 0)
                 r = kdp_backend_param_int(ctx, "prestart_delay_ms", 0, 60000, &s->prestart_delay_ms);
+        if (r >= 0)
+                r = kdp_backend_param_bool(ctx, "cdi", &s->cdi);
         if (r < 0)
                 return r;       /* already logged with the value's origin */
         r = example_mark(s, "unhealthy", &s->unhealthy);
@@ -123,7 +129,8 @@ static int example_scan(void *state, kdp_device_tree *tree) {
         example_hold(s);
         r = kdp_device_tree_add_resource(tree, s->resource);   /* kept at 0 devices too */
         for (int64_t i = 0; r >= 0 && i < s->n_devices; i++) {
-                char id[32], container_path[32], env_key[32];
+                char id[32], container_path[32], env_key[32], cdi[EXAMPLE_CDI_MAX];
+                const char *cdis[] = { cdi, NULL };
 
                 (void) snprintf(id, sizeof(id), "widget-%" PRId64, i);
                 if (s->not_served[i]) {
@@ -133,6 +140,7 @@ static int example_scan(void *state, kdp_device_tree *tree) {
                 }
                 (void) snprintf(container_path, sizeof(container_path), "/dev/widget%" PRId64, i);
                 (void) snprintf(env_key, sizeof(env_key), "WIDGET_%" PRId64, i);
+                (void) snprintf(cdi, sizeof(cdi), "%s=%s", s->resource, id);   /* CDI kind: the resource */
                 /* the host path is the real host's (the runtime opens it), not under the dev root */
                 r = kdp_device_tree_add(tree, s->resource, &(kdp_device_info){
                         .id = id,
@@ -142,14 +150,28 @@ static int example_scan(void *state, kdp_device_tree *tree) {
                         .n_numa_nodes = s->n_numa_nodes > 0 ? 1 : 0,
                         .dev_nodes = (const kdp_dev_node[]){ { "/dev/null", container_path, "rw" }, { 0 } },
                         .envs = (const kdp_kv[]){ { env_key, id }, { 0 } },
+                        .cdi_devices = s->cdi ? cdis : NULL,    /* kdpd writes the spec of each name */
                 });
                 kdp_backend_log_v(s->ctx, 4, "Scanned device", KDP_F_STR("device", id));
         }
         return r < 0 ? r : 0;
 }
 
+/* With example.cdi: widget `id` by its CDI name alone; its node and env are in the spec kdpd
+ * wrote, and named twice the runtime would get them twice. */
+static int example_add_cdi(const example_state *s, kdp_alloc_response *resp, const char *id) {
+        char cdi[EXAMPLE_CDI_MAX];
+        size_t i;
+
+        if (example_parse_id(s, id, &i) < 0)
+                return -ENOENT;
+        (void) snprintf(cdi, sizeof(cdi), "%s=%s", s->resource, id);   /* fits: see EXAMPLE_CDI_MAX */
+        return kdp_alloc_response_add_cdi_device(resp, cdi);
+}
+
 /* optional: one container's response. add_device() adds the device record (all a NULL hook
- * would do); we add to it. IDs are known (so at most 63 characters); envs are per container. */
+ * would do: its node and env); with example.cdi the widget's CDI name stands for them. We add
+ * to it. IDs are known (so at most 63 characters); envs are per container. */
 static int example_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_response *resp) {
         example_state *s = state;
         _cleanup_free_ char *joined = calloc(req->n_device_ids + 1, KDP_DEVICE_ID_MAX + 1);
@@ -159,14 +181,8 @@ static int example_allocate(void *state, const kdp_alloc_request *req, kdp_alloc
         if (!joined)
                 return -ENOMEM;
         for (size_t i = 0; i < req->n_device_ids; i++) {
-                _cleanup_free_ char *cdi = NULL;
-
-                r = kdp_alloc_response_add_device(resp, req->device_ids[i]);
-                if (r < 0)
-                        return r;
-                if (asprintf(&cdi, "%s=%s", s->resource, req->device_ids[i]) < 0)  /* CDI kind: resource */
-                        return -ENOMEM;
-                r = kdp_alloc_response_add_cdi_device(resp, cdi);
+                r = s->cdi ? example_add_cdi(s, resp, req->device_ids[i])
+                           : kdp_alloc_response_add_device(resp, req->device_ids[i]);
                 if (r < 0)
                         return r;
                 p = stpcpy(stpcpy(p, i > 0 ? "," : ""), req->device_ids[i]);
@@ -211,6 +227,7 @@ static const kdp_param_spec example_params[] = {
         { "resource", "example.com/widget", "Extended resource name of the widgets" },
         { "unhealthy", "", "Comma-separated widget IDs to report Unhealthy" },
         { "prestart_delay_ms", "0", "Milliseconds each PreStartContainer takes (0..60000)" },
+        { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
         { "not_served", "", "Comma-separated widget IDs to look at and not serve (kdpctl not-served lists them)" },
         { "scan_hold_file", "", "Tests: while this file exists, each scan waits for it to go (120 s at most)" },
         { 0 },

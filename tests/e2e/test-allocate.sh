@@ -11,7 +11,7 @@ assert_eq "$(grep '^admitted' "$T/kubelet.out")" \
         "admitted resource=example.com/widget n=2 preferred=widget-0,widget-2 allocated=widget-0,widget-2" \
         "admission of 2 devices (same NUMA node preferred)"
 assert_eq "$(grep '^alloc ' "$T/kubelet.out" | tr '\n' '|')" \
-        "alloc resource=example.com/widget env EXAMPLE_WIDGETS=widget-0,widget-2|alloc resource=example.com/widget env WIDGET_0=widget-0|alloc resource=example.com/widget env WIDGET_2=widget-2|alloc resource=example.com/widget device /dev/null /dev/widget0 rw|alloc resource=example.com/widget device /dev/null /dev/widget2 rw|alloc resource=example.com/widget annotation example.com/widgets=widget-0,widget-2|alloc resource=example.com/widget cdi example.com/widget=widget-0|alloc resource=example.com/widget cdi example.com/widget=widget-2|" \
+        "alloc resource=example.com/widget env EXAMPLE_WIDGETS=widget-0,widget-2|alloc resource=example.com/widget env WIDGET_0=widget-0|alloc resource=example.com/widget env WIDGET_2=widget-2|alloc resource=example.com/widget device /dev/null /dev/widget0 rw|alloc resource=example.com/widget device /dev/null /dev/widget2 rw|alloc resource=example.com/widget annotation example.com/widgets=widget-0,widget-2|" \
         "allocate response seen by the kubelet"
 pass "kubelet admission flow"
 # the example backend takes no PodResources answers: the kubelet is not asked
@@ -20,7 +20,7 @@ assert_eq "$(grep -c '"Following pod resources"' "$T/kdpd.err")" 0 "no PodResour
 S=$(plugin_socket widget)
 out=$("$KDPCTL" allocate --socket "$S" widget-7) || fail "allocate one"
 assert_eq "$(echo "$out" | tr '\n' '|')" \
-        "env EXAMPLE_WIDGETS=widget-7|env WIDGET_7=widget-7|device /dev/null /dev/widget7 rw|annotation example.com/widgets=widget-7|cdi example.com/widget=widget-7|" \
+        "env EXAMPLE_WIDGETS=widget-7|env WIDGET_7=widget-7|device /dev/null /dev/widget7 rw|annotation example.com/widgets=widget-7|" \
         "allocate one"
 pass "allocate one device"
 
@@ -90,4 +90,30 @@ pass "PreStartContainer"
 assert_eq "$("$KDPCTL" options --socket "$S")" "pre_start_required=true get_preferred_allocation_available=true" \
         "options"
 pass "GetDevicePluginOptions"
+stop_kdpd
+assert_eq "$(ls "$T/cdi" 2>/dev/null)" "" "CDI specs without example.cdi"
+pass "without example.cdi: no CDI name in an answer, no CDI spec"
+
+# example.cdi: kdpd writes the widgets' CDI spec, and Allocate names them by it alone (a runtime
+# that resolves CDI names, containerd 2 or CRI-O, finds every name it is given)
+start_kdpd kdpd-cdi --backend example -o example.devices=2 -o example.cdi=true
+wait_count "$T/kubelet.out" '^devices resource=example.com/widget capacity=2 ' 1
+S=$(plugin_socket widget)
+out=$("$KDPCTL" allocate --socket "$S" widget-1) || fail "allocate with CDI"
+assert_eq "$(echo "$out" | tr '\n' '|')" \
+        "env EXAMPLE_WIDGETS=widget-1|annotation example.com/widgets=widget-1|cdi example.com/widget=widget-1|" \
+        "allocate with example.cdi"
+assert_eq "$(ls "$T/cdi")" "kdp-example.com-widget.json" "CDI spec files"
+assert_eq "$(python3 -c '
+import json, sys
+spec = json.load(open(sys.argv[1]))
+print(spec["kind"])
+for d in spec["devices"]:
+    e = d["containerEdits"]
+    print(d["name"], ",".join(e.get("env", [])),
+          ",".join("%s:%s" % (n["path"], n.get("hostPath", "")) for n in e.get("deviceNodes", [])))
+' "$T/cdi/kdp-example.com-widget.json" | tr '\n' '|')" \
+        "example.com/widget|widget-0 WIDGET_0=widget-0 /dev/widget0:/dev/null|widget-1 WIDGET_1=widget-1 /dev/widget1:/dev/null|" \
+        "the CDI spec of the widgets"
+pass "with example.cdi: the spec written, the answer names the widgets by it"
 stop_kdpd

@@ -121,9 +121,7 @@ alloc resource=$res env WIDGET_0=widget-0
 alloc resource=$res env WIDGET_2=widget-2
 alloc resource=$res device /dev/null /dev/widget0 rw
 alloc resource=$res device /dev/null /dev/widget2 rw
-alloc resource=$res annotation example.com/widgets=widget-0,widget-2
-alloc resource=$res cdi example.com/widget=widget-0
-alloc resource=$res cdi example.com/widget=widget-2"
+alloc resource=$res annotation example.com/widgets=widget-0,widget-2"
 alloc_got=$(grep '^alloc ' "$work/k1.events")
 [ "$alloc_got" = "$alloc_want" ] || fail "Allocate response differs:
 $(diff <(echo "$alloc_want") <(echo "$alloc_got"))"

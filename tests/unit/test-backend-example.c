@@ -122,8 +122,8 @@ START_TEST(test_backend_example_entry_describes_every_hook) {
         void *handle = NULL;
         const kdp_backend_ops *ops = example_load(&handle);
         static const char *const names[] = { "devices", "numa_nodes", "resource", "unhealthy",
-                                             "prestart_delay_ms", "not_served", "scan_hold_file" };
-        static const char *const defaults[] = { "8", "2", "example.com/widget", "", "0", "", "" };
+                                             "prestart_delay_ms", "cdi", "not_served", "scan_hold_file" };
+        static const char *const defaults[] = { "8", "2", "example.com/widget", "", "0", "false", "", "" };
 
         ck_assert_uint_eq(ops->abi_major, KDP_BACKEND_ABI_MAJOR);
         ck_assert_uint_eq(ops->struct_size, sizeof(kdp_backend_ops));
@@ -336,7 +336,7 @@ END_TEST
 
 /* ---- allocate ---- */
 
-START_TEST(test_backend_example_allocate_adds_devices_env_annotation_and_cdi) {
+START_TEST(test_backend_example_allocate_adds_devices_env_and_annotation) {
         _cleanup_(example_run_done) example_run run = { 0 };
         _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
         const char *const ids[] = { "widget-3", "widget-1" };
@@ -360,31 +360,38 @@ START_TEST(test_backend_example_allocate_adds_devices_env_annotation_and_cdi) {
         ck_assert_uint_eq(resp.n_annotations, 1);
         ck_assert_str_eq(resp.annotations[0].key, "example.com/widgets");
         ck_assert_str_eq(resp.annotations[0].value, "widget-3,widget-1");
-        ck_assert_uint_eq(resp.n_cdi_devices, 2);
-        ck_assert_str_eq(resp.cdi_devices[0], "example.com/widget=widget-3");
-        ck_assert_str_eq(resp.cdi_devices[1], "example.com/widget=widget-1");
+        ck_assert_uint_eq(resp.n_cdi_devices, 0);       /* example.cdi is off by default: no spec, no name */
         ck_assert_uint_eq(resp.n_mounts, 0);
 }
 END_TEST
 
+/* example.cdi: each widget's record carries its CDI name (kdpd writes the spec from the record),
+ * and Allocate names the widgets by it alone, after the configured resource. */
 START_TEST(test_backend_example_allocate_names_cdi_after_configured_resource) {
         _cleanup_(example_run_done) example_run run = { 0 };
         _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
-        const char *const ids[] = { "widget-0" };
+        const char *const ids[] = { "widget-0" }, *const unknown[] = { "widget-8" };
+        const kdp_device *d;
 
-        example_start(&run, OVERRIDES("example.resource=acme.io/gizmo"));
+        example_start(&run, OVERRIDES("example.resource=acme.io/gizmo", "example.cdi=true"));
+        d = kdp_device_list_find(kdp_device_tree_find(run.tree, "acme.io/gizmo"), "widget-0");
+        ck_assert_ptr_nonnull(d);
+        ck_assert_uint_eq(d->n_cdi_devices, 1);
+        ck_assert_str_eq(d->cdi_devices[0], "acme.io/gizmo=widget-0");
+        ck_assert_uint_eq(d->n_dev_nodes, 1);
+        ck_assert_str_eq(d->dev_nodes[0].container_path, "/dev/widget0");
         kdp_alloc_response_init(&resp, kdp_device_tree_find(run.tree, "acme.io/gizmo"));
         ck_assert_int_eq(run.ops->allocate(run.state, &(kdp_alloc_request){
                 .resource = "acme.io/gizmo", .device_ids = ids, .n_device_ids = 1 }, &resp), 0);
-        ck_assert_uint_eq(resp.n_dev_nodes, 1);
-        ck_assert_str_eq(resp.dev_nodes[0].container_path, "/dev/widget0");
-        ck_assert_uint_eq(resp.n_envs, 2);
-        ck_assert_pstr_eq(kv_get(resp.envs, resp.n_envs, "WIDGET_0"), "widget-0");
+        ck_assert_uint_eq(resp.n_cdi_devices, 1);
+        ck_assert_str_eq(resp.cdi_devices[0], "acme.io/gizmo=widget-0");
+        ck_assert_uint_eq(resp.n_dev_nodes, 0);         /* in the spec: not named twice */
+        ck_assert_uint_eq(resp.n_envs, 1);
         ck_assert_pstr_eq(kv_get(resp.envs, resp.n_envs, "EXAMPLE_WIDGETS"), "widget-0");
         ck_assert_uint_eq(resp.n_annotations, 1);
         ck_assert_str_eq(resp.annotations[0].value, "widget-0");
-        ck_assert_uint_eq(resp.n_cdi_devices, 1);
-        ck_assert_str_eq(resp.cdi_devices[0], "acme.io/gizmo=widget-0");
+        ck_assert_int_eq(run.ops->allocate(run.state, &(kdp_alloc_request){
+                .resource = "acme.io/gizmo", .device_ids = unknown, .n_device_ids = 1 }, &resp), -ENOENT);
 }
 END_TEST
 
@@ -514,7 +521,7 @@ static Suite *backend_example_suite(void) {
 
         tc = tcase_create("allocate");
         tcase_set_timeout(tc, 10);
-        tcase_add_test(tc, test_backend_example_allocate_adds_devices_env_annotation_and_cdi);
+        tcase_add_test(tc, test_backend_example_allocate_adds_devices_env_and_annotation);
         tcase_add_test(tc, test_backend_example_allocate_names_cdi_after_configured_resource);
         tcase_add_test(tc, test_backend_example_allocate_fails_on_unknown_id);
         suite_add_tcase(s, tc);
