@@ -34,10 +34,10 @@
 #        Unhealthy at the kubelet (allocatable 192), up -> Healthy (256); then
 #        its peer down (ens3f0np0 loses its carrier) and up, the same;
 #        KDP_BENCH_LINKS (100) cycles (bench/events.py sriov-link)
-#   pools<P>_vmrss_kb, pools<P>_vmhwm_kb, pools<P>_fds   kdpd serving P = 1, 64, 256
+#   pools<P>_vmrss_kb, pools<P>_vmhwm_kb, pools<P>_fds   kdpd serving P = 1, 64, 128
 #        (SRIOV_POOLS_MAX) empty pools on the small E810 node (tests/fixtures/nodes/
 #        sriov-e810), 3 s after the kubelet saw every registration: RSS, peak RSS and
-#        open fds; pool_rss_kb and pool_fds: what one more pool costs, from 1 to 256.
+#        open fds; pool_rss_kb and pool_fds: what one more pool costs, from 1 to 128.
 #        KDP_BENCH_POOLS_ONLY=1 runs this part alone
 set -u
 
@@ -61,11 +61,11 @@ pools_config() {
                 print "]}" }'
 }
 
-# 4. what a pool costs: RSS and fds at 1, 64, 256 pools
+# 4. what a pool costs: RSS and fds at 1, 64, 128 pools
 pools() {
         local big_fixture=$fixture n rss1 fds1 rss fds
         fixture=$src/tests/fixtures/nodes/sriov-e810.umockdev
-        for n in 1 64 256; do
+        for n in 1 64 128; do
                 pools_config "$n" > "$work/pools$n.json"
                 session "pools$n" sim --backend sriov -o sriov.config_file="$work/pools$n.json" || continue
                 for _ in $(seq 6000); do
@@ -83,8 +83,8 @@ pools() {
                 stop_session
         done
         if [ -n "${rss1:-}" ] && [ -n "${rss:-}" ]; then
-                echo "pool_rss_kb=$(awk -v a="$rss1" -v b="$rss" 'BEGIN { printf "%.1f", (b - a) / 255 }')"
-                echo "pool_fds=$(awk -v a="$fds1" -v b="$fds" 'BEGIN { printf "%.2f", (b - a) / 255 }')"
+                echo "pool_rss_kb=$(awk -v a="$rss1" -v b="$rss" 'BEGIN { printf "%.1f", (b - a) / 127 }')"
+                echo "pool_fds=$(awk -v a="$fds1" -v b="$fds" 'BEGIN { printf "%.2f", (b - a) / 127 }')"
         fi
         fixture=$big_fixture
 }
