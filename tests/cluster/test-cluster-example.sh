@@ -19,26 +19,13 @@ for t in unshare nsenter runc gcc openssl curl busybox ldd; do
 done
 build=${KDP_BUILD_DIR:?KDP_BUILD_DIR: the build tree}
 
-D=$(mktemp -d /tmp/kdp-cluster.XXXXXX)
-cluster() { "$here/cluster.sh" "$1" "$D" "${@:2}"; }
 kc() { cluster kubectl "$@"; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-passed=0
-finish() {
-        if [ "$passed" != 1 ]; then
-                kc get pods -A -o wide >&2 || true
-                kc -n kube-system describe pods -l app.kubernetes.io/name=kdp >&2 || true
-                kc -n kube-system logs ds/kdp-example --tail 30 >&2 || true
-        fi
-        cluster down >/dev/null 2>&1 || true
-        if [ "$passed" = 1 ]; then rm -rf "$D"; else
-                echo "cluster logs kept in $D/logs" >&2
-                for f in "$D"/logs/*.log; do echo "--- $f"; tail -n 15 "$f"; done >&2
-        fi
+failure_report() {
+        kc get pods -A -o wide
+        kc -n kube-system describe pods -l app.kubernetes.io/name=kdp
+        kc -n kube-system logs ds/kdp-example --tail 30
 }
-on_exit finish
-. "$here/leftovers.sh"
-before=$(host_state)
+. "$here/lib.sh"
 T=$(( $(wait_s 120) * SLOW ))s          # each wait's deadline
 
 cluster up

@@ -12,21 +12,7 @@ for t in unshare nsenter runc gcc openssl curl busybox; do
         command -v "$t" >/dev/null || { echo "SKIP: no $t (scripts/install-deps)"; exit 77; }
 done
 
-D=$(mktemp -d /tmp/kdp-cluster.XXXXXX)
-cluster() { "$here/cluster.sh" "$1" "$D" "${@:2}"; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-passed=0
-finish() {
-        cluster down >/dev/null 2>&1 || true
-        if [ "$passed" = 1 ]; then rm -rf "$D"; else
-                echo "cluster logs kept in $D/logs" >&2
-                for f in "$D"/logs/*.log; do echo "--- $f"; tail -n 15 "$f"; done >&2
-        fi
-}
-on_exit finish
-
-. "$here/leftovers.sh"
-before=$(host_state)
+. "$here/lib.sh"
 
 cluster up
 

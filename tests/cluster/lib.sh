@@ -1,9 +1,27 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Sourced by the cluster tests: what cluster.sh down must leave as it found it.
-#   before=$(host_state)    before cluster.sh up
-#   check_down              cluster.sh down, then fail (the caller's fail) on any process of the
-#                           cluster (its pods' and shims' included), process naming D, mount
-#                           under D, or difference from $before (host paths, sysctls, cgroups)
+# Sourced by the cluster tests (after tests/procs.sh, with $here their directory): a cluster
+# directory D of their own, taken down on every exit, and what cluster.sh down must leave as
+# it found it.
+#   cluster CMD ARGS...     cluster.sh CMD D ARGS...
+#   fail MESSAGE            exit 1; on exit, unless passed=1: the test's own failure_report (if
+#                           it defines one) while the cluster is up, then the logs' tails, D kept
+#   check_down              cluster.sh down, then fail on any process of the cluster (its pods'
+#                           and shims' included), process naming D, mount under D, or difference
+#                           from before sourcing (host paths, sysctls, cgroups)
+D=$(mktemp -d /tmp/kdp-cluster.XXXXXX)
+cluster() { "$here/cluster.sh" "$1" "$D" "${@:2}"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+passed=0
+finish() {
+        [ "$passed" = 1 ] || ! declare -F failure_report >/dev/null || failure_report >&2 || true
+        cluster down >/dev/null 2>&1 || true
+        if [ "$passed" = 1 ]; then rm -rf "$D"; else
+                echo "cluster logs kept in $D/logs" >&2
+                for f in "$D"/logs/*.log; do echo "--- $f"; tail -n 15 "$f"; done >&2
+        fi
+}
+on_exit finish
+
 HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd /var/lib/cni /usr/libexec/kubernetes
             /root/.kube /var/run/netns)
 host_state() {
@@ -30,3 +48,4 @@ check_down() {
         [ "$before" = "$after" ] || fail "the machine differs after down: $(diff <(echo "$before") <(echo "$after"))"
         echo "down: no process, mount, cgroup, sysctl or host directory left"
 }
+before=$(host_state)
