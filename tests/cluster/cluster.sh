@@ -39,12 +39,13 @@ COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler container
 STATE_DIRS=(logs run etcd controller-manager pod-logs pki images containerd cdi cni kubelet log-containers kube-cache
             admin.kubeconfig controller-manager.kubeconfig scheduler.kubeconfig kubelet.kubeconfig
             kubelet.yaml)
-# SRC:DEST, DIR's SRC bound on DEST in the node's mount namespace: the kubelet's device-plugin
-# socket and checkpoint (a fixed path, not under its --root-dir), its symlinks to the pod logs,
+# SRC:DEST, DIR's SRC bound on DEST in the node's mount namespace: the kubelet's root-dir (given
+# as /var/lib/kubelet, its default: the device-plugin socket and checkpoint are there whatever
+# --root-dir says, and DaemonSets mount hostPaths under it), its symlinks to the pod logs,
 # the shims' sockets (under /run/containerd whatever containerd's state dir) and the CNI
 # library's cache of results (/var/lib/cni, not configurable in containerd)
 node_binds() {
-        NODE_BINDS=("$D/kubelet/device-plugins:/var/lib/kubelet/device-plugins"
+        NODE_BINDS=("$D/kubelet:/var/lib/kubelet"
                     "$D/log-containers:/var/log/containers"
                     "$D/containerd/run:/run/containerd"
                     "$D/cni/cache:/var/lib/cni")
@@ -363,7 +364,7 @@ up() {
         # the kubelet joins containerd's mount namespace: the pods' volumes are its mounts
         start kubelet nsenter --mount="/proc/$(cat "$D/run/containerd.pid")/ns/mnt" -- \
                 "$K8S_BIN/kubelet" --config "$D/kubelet.yaml" --kubeconfig "$D/kubelet.kubeconfig" \
-                --root-dir "$D/kubelet" --hostname-override "$NODE" --v 2
+                --root-dir /var/lib/kubelet --hostname-override "$NODE" --v 2
         wait_until "node $NODE Ready" 180 node_ready
         wait_until "ServiceAccount default/default" 60 kc get serviceaccount default -n default
         say "up: node $NODE Ready (kubectl: $0 kubectl $D ...)"

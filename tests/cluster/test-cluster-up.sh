@@ -12,31 +12,7 @@ for t in unshare nsenter runc gcc openssl curl busybox; do
         command -v "$t" >/dev/null || { echo "SKIP: no $t (scripts/install-deps)"; exit 77; }
 done
 
-D=$(mktemp -d /tmp/kdp-cluster.XXXXXX)
-cluster() { "$here/cluster.sh" "$1" "$D" "${@:2}"; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-passed=0
-finish() {
-        cluster down >/dev/null 2>&1 || true
-        if [ "$passed" = 1 ]; then rm -rf "$D"; else
-                echo "cluster logs kept in $D/logs" >&2
-                for f in "$D"/logs/*.log; do echo "--- $f"; tail -n 15 "$f"; done >&2
-        fi
-}
-on_exit finish
-
-# what the machine looks like before: down must leave it so
-HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd /var/lib/cni /usr/libexec/kubernetes
-            /root/.kube /var/run/netns)
-host_state() {
-        local p
-        for p in "${HOST_PATHS[@]}"; do [ -e "$p" ] && echo "exists $p"; done
-        sysctl net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
-                kernel.keys.root_maxkeys kernel.keys.root_maxbytes
-        awk '$3 == "cgroup" { print $2 }' /proc/mounts | while read -r m; do ls "$m" | grep '^kdp-' | sed "s|^|$m/|"; done
-        true
-}
-before=$(host_state)
+. "$here/lib.sh"
 
 cluster up
 
@@ -69,17 +45,5 @@ log=$(cluster kubectl logs echo)
 [ "$log" = "$line" ] || fail "the pod logged '$log', not '$line'"
 echo "pod log: $log"
 
-# every process of the cluster, the pods' and shims' included, before down
-pids=$(cat "$D"/run/*.pid; find /sys/fs/cgroup/pids/kdp-* -name cgroup.procs -exec cat {} + 2>/dev/null || true)
-cluster down
-for p in $pids; do proc_alive "$p" && fail "process $p ($(tr '\0' ' ' < /proc/$p/cmdline)) outlived down"; done
-for f in /proc/[0-9]*/cmdline; do
-        mapfile -d '' args 2>/dev/null < "$f" || continue
-        [[ "${args[*]}" == *"$D/"* ]] && fail "process ${f//[!0-9]/} (${args[*]}) names $D after down"
-done
-m=$(grep -F " $D/" /proc/self/mountinfo || true)
-[ -z "$m" ] || fail "mounts under $D after down: $m"
-after=$(host_state)
-[ "$before" = "$after" ] || fail "the machine differs after down: $(diff <(echo "$before") <(echo "$after"))"
-echo "down: no process, mount, cgroup, sysctl or host directory left"
+check_down
 passed=1
