@@ -73,11 +73,17 @@ replica_ids() {
         done
         echo "${out#,}"
 }
-# prefer SOCKET ARGS... EXPECTED: kdpctl preferred's answer
+# prefer SOCKET ARGS... EXPECTED: kdpctl preferred's answer. A socket kdpd replaced meanwhile (a
+# fresh socket after the kubelet dropped a stream, e.g. right after a reload's re-registration) is
+# followed to the resource's newest socket, once, as the kubelet follows the newest registration.
 prefer() {
-        local s=$1 want=${*: -1}
+        local s=$1 want=${*: -1} out
         shift
-        assert_eq "$("$KDPCTL" preferred --socket "$s" "${@:1:$#-1}")" "preferred $want" "preferred ${*:1:$#-1}"
+        if ! out=$("$KDPCTL" preferred --socket "$s" "${@:1:$#-1}" 2>&1) && [ ! -S "$s" ]; then
+                s=$(plugin_socket "$(basename "$s" | sed -E 's/^kdp-gpu-//; s/\.[0-9]+\.[0-9]+\.sock$//')")
+                out=$("$KDPCTL" preferred --socket "$s" "${@:1:$#-1}" 2>&1)
+        fi
+        assert_eq "$out" "preferred $want" "preferred ${*:1:$#-1}"
 }
 
 # ---- mixed, 2 replicas of each 1g.10gb ----
