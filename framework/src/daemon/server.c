@@ -658,7 +658,8 @@ static int check_preferred(const V1beta1__ContainerPreferredAllocationRequest *c
         sorted = calloc(na + 1, sizeof(char *));
         if (!sorted)
                 return -ENOMEM;
-        memcpy(sorted, cr->available_deviceids, na * sizeof(char *));
+        if (na > 0)     /* none available: protobuf-c leaves the array NULL, which memcpy may not take */
+                memcpy(sorted, cr->available_deviceids, na * sizeof(char *));
         qsort(sorted, na, sizeof(char *), compare_strp);
         for (size_t i = 0; i < nm; i++)
                 if (!bsearch(&cr->must_include_deviceids[i], sorted, na, sizeof(char *), compare_strp)) {
