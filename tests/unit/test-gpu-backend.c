@@ -737,6 +737,46 @@ START_TEST(test_gpu_mig_replicas_map_back_to_their_mig_devices) {
 }
 END_TEST
 
+/* A driver of R450 to R465 names MIG devices "MIG-GPU-<GPU uuid>/<gi>/<ci>" (49 characters here): served as such. */
+START_TEST(test_gpu_mig_serves_legacy_mig_uuids) {
+        static const char nvml[] = "gpu 0000:18:00.0 " UUID_A " mig=1 maxmig=7\n"
+                                   "gpu 0000:19:00.0 " UUID_B "\n"
+                                   "mig 0000:18:00.0 9 0 MIG-" UUID_A "/9/0 1 9984\n"
+                                   "mig 0000:18:00.0 10 0 MIG-" UUID_A "/10/0 1 9984\n";
+        _cleanup_(kdp_test_unlink_freep) char *fixture = kdp_test_write_temp("gpu-nvml", ".fixture", nvml, strlen(nvml));
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_free_ char *alloc = NULL, *not_served = NULL, *sys = NULL;
+        gpu_run run;
+
+        mig_caps(root, 0, 9);
+        mig_caps(root, 0, 10);
+        ck_assert_int_eq(setenv("KDP_FAKE_NVML", fixture, 1), 0);
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed")), 0);
+        gpu_scan(&run, root);
+        not_served = kdp_test_not_served_text(run.tree);
+        ck_assert_str_eq(not_served, "0000:1a:00.0: bound to vfio-pci, not nvidia\n");        /* not GPU A */
+        CHECK_IDS(&run, "nvidia.com/mig-1g.10gb", "MIG-" UUID_A "/10/0,MIG-" UUID_A "/9/0");
+        CHECK_IDS(&run, "nvidia.com/gpu", UUID_B);
+        alloc = allocate_text(&run, "nvidia.com/mig-1g.10gb", STRS("MIG-" UUID_A "/9/0", "MIG-" UUID_A "/10/0"));
+        ck_assert_str_eq(alloc, "NVIDIA_VISIBLE_DEVICES=MIG-" UUID_A "/9/0,MIG-" UUID_A "/10/0|");
+        gpu_done(&run);
+
+        /* a CDI device name holds no '/': with cdi, kdpd refuses them and says why */
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed", "gpu.cdi=true")), 0);
+        sys = kdp_test_tree_path(root, "sys");
+        ck_assert_int_eq(kdp_device_tree_new(sys, &run.tree), 0);
+        ck_assert_int_eq(run.ops->scan(run.state, run.tree), 0);
+        kdp_device_tree_finish(run.tree);
+        ck_assert_uint_eq(run.tree->n_rejected, 1);            /* the first; the GPU's others are not tried */
+        free(not_served);
+        not_served = kdp_test_not_served_text(run.tree);
+        ck_assert_str_eq(not_served, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+                                     "0000:18:00.0: refused by kdpd for nvidia.com/mig-1g.10gb: CDI device name is not "
+                                     "\"vendor/class=name\"\n");
+        gpu_done(&run);
+}
+END_TEST
+
 /* The backend's answer for `res` ("a b c"; "error N" when it leaves the answer to the framework). */
 static char *preferred_text(gpu_run *run, const char *res, const char *const *avail, size_t n_avail,
                             const char *const *must, size_t n_must, size_t size) {
@@ -874,6 +914,7 @@ static Suite *gpu_backend_suite(void) {
         tc = tcase_create("mig-share");
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_gpu_mig_replicas_map_back_to_their_mig_devices);
+        tcase_add_test(tc, test_gpu_mig_serves_legacy_mig_uuids);
         tcase_add_test(tc, test_gpu_mig_replicas_preferred_spread_and_pack);
         tcase_add_test(tc, test_gpu_mig_preferred_keeps_a_gpus_devices_together);
         suite_add_tcase(s, tc);
