@@ -712,10 +712,13 @@ static void refresh_amd(gpu_state *s, gpu *g, const amd_view *amd) {
         }
 }
 
+/* Its card and render node, as its drm/ directory names them; each must exist under the dev root. */
 static void refresh_intel(gpu_state *s, gpu *g) {
         read_drm_nodes(s, g);
         if (!has_node(g, "dri/card") || !has_node(g, "dri/renderD"))
                 reason_add(g, "no DRM card and render nodes");
+        for (size_t i = 0; i < g->n_nodes; i++)
+                check_node(s, g, g->nodes[i]);
 }
 
 static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {

@@ -437,6 +437,36 @@ START_TEST(test_gpu_intel_pf_with_vfs_is_not_served) {
 }
 END_TEST
 
+/* A node its drm/ directory names but /dev lacks: Unhealthy, naming the node, until the node is there. */
+START_TEST(test_gpu_intel_without_its_dri_nodes_is_unhealthy) {
+        _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("gpu");
+        _cleanup_free_ char *reason = NULL;
+        const kdp_device_list *l;
+        gpu_run run;
+
+        kdp_test_pci_add(root, &flex);
+        kdp_test_tree_write(root, "sys/devices/pci0000:c7/0000:c7:01.0/0000:ca:00.0/drm/card1/uevent",
+                            "MAJOR=226\nMINOR=1\nDEVNAME=dri/card1\nDEVTYPE=drm_minor\n");
+        kdp_test_tree_write(root, "sys/devices/pci0000:c7/0000:c7:01.0/0000:ca:00.0/drm/renderD128/uevent",
+                            "MAJOR=226\nMINOR=128\nDEVNAME=dri/renderD128\nDEVTYPE=drm_minor\n");
+        kdp_test_tree_write(root, "dev/dri/card1", "");
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "gpu.intel.com/i915");
+        ck_assert_uint_eq(l->n_devices, 1);
+        ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
+        ck_assert_int_ge(asprintf(&reason, "device node %s/dev/dri/renderD128 missing", root), 0);
+        ck_assert_str_eq(l->devices[0].health_reason, reason);
+
+        kdp_test_tree_write(root, "dev/dri/renderD128", "");
+        gpu_scan(&run, root);
+        l = resource(&run, "gpu.intel.com/i915");
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        ck_assert_ptr_null(l->devices[0].health_reason);
+        gpu_done(&run);
+}
+END_TEST
+
 static const kdp_test_pci_dev mi300x = {
         .path = "pci0000:c0/0000:c0:01.1/0000:c1:00.0", .vendor = "0x1002", .device = "0x74a1",
         .class_code = "0x120000", .numa_node = "1", .driver = "amdgpu", .enable = "1",
@@ -906,6 +936,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_modes_shape_the_records);
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);
+        tcase_add_test(tc, test_gpu_intel_without_its_dri_nodes_is_unhealthy);
         tcase_add_test(tc, test_gpu_declares_every_gpu_it_does_not_serve);
         tcase_add_test(tc, test_gpu_handles_pci_functions_that_cannot_be_read);
         tcase_add_test(tc, test_gpu_keeps_its_numa_node_while_the_file_is_absent);
