@@ -385,8 +385,9 @@ const kdp_param_spec gpu_params[] = {
         { "amd_resource", "amd.com/gpu", "resource of AMD GPUs" },
         { "i915_resource", "gpu.intel.com/i915", "resource of Intel GPUs bound to i915" },
         { "xe_resource", "gpu.intel.com/xe", "resource of Intel GPUs bound to xe" },
-        { "amd_partitions", "whole", "AMD partitions (MI300 CPX, ...): whole (a GPU is one device with every partition's "
-          "nodes), single (each partition a device of amd_resource) or mixed (of <domain>/<compute>_<memory>)" },
+        { "amd_partitions", "single", "AMD partitions (MI300 CPX, ...): single (each partition a device of amd_resource, "
+          "AMD's plugin's default), mixed (of <domain>/<compute>_<memory>) or whole (a GPU is one device with every "
+          "partition's nodes)" },
         { "mig_strategy", "none", "NVIDIA MIG: none (a GPU in MIG mode is served whole), single (each MIG device a "
           "device of nvidia_resource) or mixed (of <domain>/mig-<profile>); needs NVML" },
         { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10de:2330=nvidia.com/h100)" },
