@@ -17,8 +17,6 @@
 
 #include "gpu.h"
 
-#define REPLICAS_MAX 64
-
 static const char *const vendor_names[_GPU_VENDOR_MAX] = {
         [GPU_NVIDIA] = "nvidia", [GPU_AMD] = "amd", [GPU_INTEL] = "intel",
 };
@@ -141,8 +139,9 @@ static int parse_count(const gpu_config *s, const char *text, unsigned *ret) {
 
         errno = 0;
         n = strtoul(text, &end, 10);
-        if (errno || end == text || *end || n < 1 || n > REPLICAS_MAX)
-                return param_error(s, "gpu.replicas", text, "replicas must be 1..64");
+        if (errno || end == text || *end || n < 1 || n > GPU_REPLICA_DEVICES_MAX)
+                return param_error(s, "gpu.replicas", text,
+                                   "replicas must be 1..16384 (the most devices kdpd makes of one resource)");
         *ret = (unsigned) n;
         return 0;
 }
@@ -150,7 +149,9 @@ static int parse_count(const gpu_config *s, const char *text, unsigned *ret) {
 /*
  * "4" (every resource) or "nvidia.com/gpu=4,amd.com/gpu=2". A resource may be named as NVIDIA's
  * plugin names a MIG profile's ("nvidia.com/mig-1g.10gb+me"): no resource name holds a '+', and
- * mig_strategy mixed serves that one as "nvidia.com/mig-1g.10gb.me" (gpu_mig_resource()).
+ * mig_strategy mixed serves that one as "nvidia.com/mig-1g.10gb.me" (gpu_mig_resource()). A name
+ * without a domain is in nvidia_resource's, as NVIDIA's plugin reads it in its own ("gpu" is
+ * "nvidia.com/gpu"); a name the kubelet would refuse is refused.
  */
 static int parse_replicas(gpu_config *s) {
         _cleanup_(strv_freep) char **list = NULL;
@@ -166,12 +167,23 @@ static int parse_replicas(gpu_config *s) {
                 if (r < 0)
                         return r;
                 if (eq) {
+                        const char *nv = kdp_backend_param(s->ctx, "nvidia_resource");
+                        const char *slash = strchr(nv, '/');
+
                         *eq = '\0';
-                        rr.resource = strdup(list[i]);
+                        if (strchr(list[i], '/'))
+                                rr.resource = strdup(list[i]);
+                        else if (asprintf(&rr.resource, "%.*s/%s", slash ? (int) (slash - nv) : (int) strlen(nv), nv,
+                                          list[i]) < 0)
+                                rr.resource = NULL;
                         if (!rr.resource)
                                 return -ENOMEM;
                         for (char *p = strchr(rr.resource, '+'); p; p = strchr(p, '+'))
                                 *p = '.';
+                        if (!kdp_device_resource_name_is_valid(rr.resource)) {
+                                free(rr.resource);
+                                return param_error(s, "gpu.replicas", list[i], "not a resource name the kubelet takes");
+                        }
                 }
                 nr = realloc(s->replicas, (s->n_replicas + 1) * sizeof(*nr));
                 if (!nr) {
@@ -391,7 +403,8 @@ const kdp_param_spec gpu_params[] = {
         { "mig_strategy", "none", "NVIDIA MIG: none (a GPU in MIG mode is served whole), single (each MIG device a "
           "device of nvidia_resource) or mixed (of <domain>/mig-<profile>); needs NVML" },
         { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10de:2330=nvidia.com/h100)" },
-        { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..64)" },
+        { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..16384; a resource without "
+          "a domain is in nvidia_resource's)" },
         { "replica_policy", "spread", "spread (replicas on distinct GPUs first) or pack" },
         { "nvidia_device_specs", "false", "also return NVIDIA device nodes as DeviceSpecs" },
         { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },

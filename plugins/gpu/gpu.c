@@ -978,6 +978,25 @@ static bool part_has_render(const gpu_part *p) {
         return false;
 }
 
+/* The devices of `resource` this scan serves (GPUs, partitions, MIG devices), before replicas. */
+static size_t count_units(const gpu_state *s, const char *resource) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_gpus; i++) {
+                gpu_unit u = { .g = &s->gpus[i] };
+
+                if (u.g->recut)
+                        continue;
+                if (u.g->n_parts == 0)
+                        n += strcmp(unit_resource(&u), resource) == 0;
+                for (size_t k = 0; k < u.g->n_parts; k++) {
+                        u.part = &u.g->parts[k];
+                        n += strcmp(unit_resource(&u), resource) == 0;
+                }
+        }
+        return n;
+}
+
 /* One device (with its replicas) of a GPU or of a partition. */
 static int emit_unit(const gpu_state *s, kdp_device_tree *tree, const gpu_unit *u) {
         char cdi[GPU_RESOURCE_MAX + GPU_MIG_UUID_MAX + 2], id[GPU_MIG_UUID_MAX + 16], reason[REASON_MAX + 32];
@@ -1016,6 +1035,11 @@ static int emit_unit(const gpu_state *s, kdp_device_tree *tree, const gpu_unit *
         }
         if (n == 1)
                 return kdp_device_tree_add(tree, resource, &info);
+        if (count_units(s, resource) > GPU_REPLICA_DEVICES_MAX / n) {
+                snprintf(reason, sizeof(reason), "%u replicas of each of the %zu devices of %s would make more than %u",
+                         n, count_units(s, resource), resource, GPU_REPLICA_DEVICES_MAX);
+                return kdp_device_tree_not_served(tree, g->bdf, reason);
+        }
         info.id = id;
         for (unsigned k = 0; k < n && r >= 0; k++) {
                 snprintf(id, sizeof(id), "%s" GPU_REPLICA_SEP "%u", unit_id(u), k);

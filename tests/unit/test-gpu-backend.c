@@ -381,11 +381,55 @@ START_TEST(test_gpu_modes_shape_the_records) {
 }
 END_TEST
 
+/* replicas: a name without a domain is in nvidia_resource's; any count up to the devices one resource may have. */
+START_TEST(test_gpu_replicas_take_nvidias_names_and_large_counts) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_free_ char *text = NULL;
+        const kdp_device_list *l;
+        gpu_run run;
+
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=gpu=2", NULL }), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_uint_eq(l->n_devices, 4);
+        ck_assert_str_eq(l->devices[0].id, UUID_B "::0");
+        ck_assert_str_eq(l->devices[3].id, UUID_A "::1");
+        gpu_done(&run);
+
+        /* more than 64: 2 GPUs as 2 x 1000 IDs */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=nvidia.com/gpu=1000", NULL }), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_uint_eq(l->n_devices, 2000);
+        ck_assert_str_eq(l->devices[1999].id, UUID_A "::999");
+        gpu_done(&run);
+
+        /* 2 x 8200 would make more than 16384 devices: not served, and said so */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=8200", NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 0);
+        text = kdp_test_not_served_text(run.tree);
+        ck_assert_str_eq(text, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+                               "0000:18:00.0: 8200 replicas of each of the 2 devices of nvidia.com/gpu would make more "
+                               "than 16384\n"
+                               "0000:19:00.0: 8200 replicas of each of the 2 devices of nvidia.com/gpu would make more "
+                               "than 16384\n");
+        gpu_done(&run);
+
+        /* 8192 of each: exactly the most */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=8192", NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 16384);
+        gpu_done(&run);
+}
+END_TEST
+
 START_TEST(test_gpu_rejects_bad_values_naming_where_they_came_from) {
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
         static const char *const bad[] = {
                 "gpu.vendors=nvidia,3dfx", "gpu.allow=10de", "gpu.deny=0000:18:00", "gpu.model_resources=10de:2330",
-                "gpu.model_resources=nvidia:2330=x.com/y", "gpu.replicas=0", "gpu.replicas=nvidia.com/gpu=65",
+                "gpu.model_resources=nvidia:2330=x.com/y", "gpu.replicas=0", "gpu.replicas=nvidia.com/gpu=16385",
+                "gpu.replicas=$invalid$=2", "gpu.replicas=nvidia.com/gpu/x=2", "gpu.replicas=kubernetes.io/gpu=2",
                 "gpu.replica_policy=random", "gpu.xid_ignore=13,x", "gpu.xid_recovery_s=-1",
                 "gpu.nvidia_device_specs=maybe", "gpu.cdi=2", "gpu.amd_partitions=cpx", "gpu.amd_partitions=",
         };
@@ -935,6 +979,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_rebind_ends_only_the_xids_before_it);
         tcase_add_test(tc, test_gpu_modes_shape_the_records);
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
+        tcase_add_test(tc, test_gpu_replicas_take_nvidias_names_and_large_counts);
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);
         tcase_add_test(tc, test_gpu_intel_without_its_dri_nodes_is_unhealthy);
         tcase_add_test(tc, test_gpu_declares_every_gpu_it_does_not_serve);
