@@ -256,15 +256,34 @@ static int parse_modes(gpu_config *s) {
         return r;
 }
 
+/*
+ * xid_ignore: Xid numbers, or "all" (also as one entry of a list, as NVIDIA's plugin takes it). An
+ * entry that is neither is skipped, as NVIDIA's plugin skips it, with a warning naming it.
+ */
 static int parse_xid(gpu_config *s) {
         const char *ignore = kdp_backend_param(s->ctx, "xid_ignore");
+        _cleanup_(strv_freep) char **list = NULL;
+        _cleanup_free_ char *skipped = NULL;
         int64_t recovery;
         int r;
 
-        if (strcmp(ignore, "all") == 0)
-                s->xid_off = true;
-        else if (gpu_xid_set_parse(ignore, &s->xid_ignore) < 0)
-                return param_error(s, "gpu.xid_ignore", ignore, "not a comma-separated list of Xid numbers or 'all'");
+        r = split_list(ignore, &list);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i] && !s->xid_off; i++)
+                s->xid_off = strcmp(list[i], "all") == 0;
+        if (!s->xid_off) {
+                r = gpu_xid_set_parse(ignore, &s->xid_ignore, &skipped);
+                if (r < 0)
+                        return r;
+        }
+        if (skipped) {
+                const char *origin = kdp_backend_param_origin(s->ctx, "xid_ignore");
+
+                kdp_backend_log_warning(s->ctx, "Skipped xid_ignore entries that are no Xid numbers",
+                                        KDP_F_STR("key", "gpu.xid_ignore"), KDP_F_STR("skipped", skipped),
+                                        KDP_F_STR("origin", origin ? origin : "?"));
+        }
         r = kdp_backend_param_int(s->ctx, "xid_recovery_s", 0, 7 * 24 * 3600, &recovery);
         if (r < 0)
                 return r;
@@ -408,7 +427,8 @@ const kdp_param_spec gpu_params[] = {
         { "replica_policy", "spread", "spread (replicas on distinct GPUs first) or pack" },
         { "nvidia_device_specs", "false", "also return NVIDIA device nodes as DeviceSpecs" },
         { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
-        { "xid_ignore", "13,31,43,45,68,109", "Xids that do not make a GPU unhealthy, or 'all' for no Xid health" },
+        { "xid_ignore", "13,31,43,45,68,109", "Xids that do not make a GPU unhealthy, or 'all' for no Xid health "
+          "(an entry that is no number is skipped with a warning)" },
         { "xid_recovery_s", "300", "seconds after a critical Xid a GPU is healthy again without a reset; 0: only a reset" },
         { "kmsg", "kmsg", "kernel log, relative to --dev-root (or absolute); empty: none (NVML may serve Xids)" },
         { "nvml", "libnvidia-ml.so.1", "NVML library loaded at run time when present (a name or a path); "

@@ -196,6 +196,45 @@ START_TEST(test_gpu_replays_recent_xids_only) {
 }
 END_TEST
 
+/* xid_ignore entries that are no numbers are skipped with a warning, as NVIDIA's plugin skips them; "all" in a list is all. */
+START_TEST(test_gpu_xid_ignore_skips_entries_that_are_no_numbers) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_free_ char *log = NULL, *err = NULL;
+        const uint64_t now = FAKE_NOW_USEC;
+        const kdp_device_list *l;
+        kdp_test_capture c;
+        gpu_run run;
+
+        /* GPU A: Xid 48 (not ignored); GPU B: Xid 94 (ignored by the list) */
+        ck_assert_int_ge(asprintf(&log,
+                                  "4,100,%" PRIu64 ",c;NVRM: Xid (PCI:0000:18:00): 48, pid=1, An uncorrectable double bit error\n"
+                                  "4,101,%" PRIu64 ",c;NVRM: Xid (PCI:0000:19:00): 94, pid=2, Contained ECC error\n",
+                                  now - UINT64_C(2000000), now - UINT64_C(1000000)), 0);
+        kdp_test_tree_write(root, "dev/kmsg", log);
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.xid_ignore=94,abc, 0x1f", NULL }), 0);
+        err = kdp_test_capture_end(&c);
+        ck_assert_msg(strstr(err, "\"Skipped xid_ignore entries that are no Xid numbers\" backend=\"gpu\" "
+                                  "key=\"gpu.xid_ignore\" skipped=\"abc,0x1f\" origin=\"-o gpu.xid_ignore=94,abc, 0x1f\""),
+                      "%s", err);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_str_eq(l->devices[1].id, UUID_A);
+        ck_assert_str_eq(l->devices[1].health_reason, "Xid 48 (WORKFLOW_XID_48)");
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        gpu_done(&run);
+
+        /* "all" as one entry: no Xid health */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.xid_ignore=13,all", NULL }), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
+        ck_assert_int_eq(run.watched_fd, -1);           /* the kernel log is not read */
+        gpu_done(&run);
+}
+END_TEST
+
 /* Right after boot the clock is small: an Xid 5 s after boot, 3 s ago, still counts. */
 START_TEST(test_gpu_replays_xids_right_after_boot) {
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
@@ -430,7 +469,7 @@ START_TEST(test_gpu_rejects_bad_values_naming_where_they_came_from) {
                 "gpu.vendors=nvidia,3dfx", "gpu.allow=10de", "gpu.deny=0000:18:00", "gpu.model_resources=10de:2330",
                 "gpu.model_resources=nvidia:2330=x.com/y", "gpu.replicas=0", "gpu.replicas=nvidia.com/gpu=16385",
                 "gpu.replicas=$invalid$=2", "gpu.replicas=nvidia.com/gpu/x=2", "gpu.replicas=kubernetes.io/gpu=2",
-                "gpu.replica_policy=random", "gpu.xid_ignore=13,x", "gpu.xid_recovery_s=-1",
+                "gpu.replica_policy=random", "gpu.xid_recovery_s=-1",
                 "gpu.nvidia_device_specs=maybe", "gpu.cdi=2", "gpu.amd_partitions=cpx", "gpu.amd_partitions=",
         };
 
@@ -973,6 +1012,7 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_discovers_only_gpus_of_its_drivers);
         tcase_add_test(tc, test_gpu_excluded_and_unknown_uuid_are_not_served);
         tcase_add_test(tc, test_gpu_replays_recent_xids_only);
+        tcase_add_test(tc, test_gpu_xid_ignore_skips_entries_that_are_no_numbers);
         tcase_add_test(tc, test_gpu_replays_xids_right_after_boot);
         tcase_add_test(tc, test_gpu_takes_xids_from_nvml_events);
         tcase_add_test(tc, test_gpu_reads_the_kernel_log_when_nvml_fails);
