@@ -49,6 +49,14 @@ static const kdp_device_list *resource(const gpu_run *run, const char *name) {
         return kdp_test_backend_resource(run, name);
 }
 
+/* The last scan's not-served notes are `expected` ("<address>: <reason>\n" each). */
+#define CHECK_NOT_SERVED(run, expected)                                         \
+        do {                                                                    \
+                _cleanup_free_ char *ns_ = kdp_test_not_served_text((run)->tree); \
+                                                                                \
+                ck_assert_str_eq(ns_, (expected));                              \
+        } while (0)
+
 static const kdp_test_pci_dev h100_a = {
         .path = "pci0000:15/0000:15:01.0/0000:18:00.0", .vendor = "0x10de", .device = "0x2330",
         .class_code = "0x030200", .numa_node = "0", .driver = "nvidia", .enable = "1",
@@ -423,7 +431,6 @@ END_TEST
 /* replicas: a name without a domain is in nvidia_resource's; any count up to the devices one resource may have. */
 START_TEST(test_gpu_replicas_take_nvidias_names_and_large_counts) {
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
-        _cleanup_free_ char *text = NULL;
         const kdp_device_list *l;
         gpu_run run;
 
@@ -447,8 +454,7 @@ START_TEST(test_gpu_replicas_take_nvidias_names_and_large_counts) {
         ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=8200", NULL }), 0);
         gpu_scan(&run, root);
         ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 0);
-        text = kdp_test_not_served_text(run.tree);
-        ck_assert_str_eq(text, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+        CHECK_NOT_SERVED(&run, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
                                "0000:18:00.0: 8200 replicas of each of the 2 devices of nvidia.com/gpu would make more "
                                "than 16384\n"
                                "0000:19:00.0: 8200 replicas of each of the 2 devices of nvidia.com/gpu would make more "
@@ -858,7 +864,7 @@ START_TEST(test_gpu_mig_serves_legacy_mig_uuids) {
                                    "mig 0000:18:00.0 10 0 MIG-" UUID_A "/10/0 1 9984\n";
         _cleanup_(kdp_test_unlink_freep) char *fixture = kdp_test_write_temp("gpu-nvml", ".fixture", nvml, strlen(nvml));
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
-        _cleanup_free_ char *alloc = NULL, *not_served = NULL, *sys = NULL;
+        _cleanup_free_ char *alloc = NULL, *sys = NULL;
         gpu_run run;
 
         mig_caps(root, 0, 9);
@@ -866,8 +872,7 @@ START_TEST(test_gpu_mig_serves_legacy_mig_uuids) {
         ck_assert_int_eq(setenv("KDP_FAKE_NVML", fixture, 1), 0);
         ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed")), 0);
         gpu_scan(&run, root);
-        not_served = kdp_test_not_served_text(run.tree);
-        ck_assert_str_eq(not_served, "0000:1a:00.0: bound to vfio-pci, not nvidia\n");        /* not GPU A */
+        CHECK_NOT_SERVED(&run, "0000:1a:00.0: bound to vfio-pci, not nvidia\n");              /* not GPU A */
         CHECK_IDS(&run, "nvidia.com/mig-1g.10gb", "MIG-" UUID_A "/10/0,MIG-" UUID_A "/9/0");
         CHECK_IDS(&run, "nvidia.com/gpu", UUID_B);
         alloc = allocate_text(&run, "nvidia.com/mig-1g.10gb", STRS("MIG-" UUID_A "/9/0", "MIG-" UUID_A "/10/0"));
@@ -881,11 +886,9 @@ START_TEST(test_gpu_mig_serves_legacy_mig_uuids) {
         ck_assert_int_eq(run.ops->scan(run.state, run.tree), 0);
         kdp_device_tree_finish(run.tree);
         ck_assert_uint_eq(run.tree->n_rejected, 1);            /* the first; the GPU's others are not tried */
-        free(not_served);
-        not_served = kdp_test_not_served_text(run.tree);
-        ck_assert_str_eq(not_served, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
-                                     "0000:18:00.0: refused by kdpd for nvidia.com/mig-1g.10gb: CDI device name is not "
-                                     "\"vendor/class=name\"\n");
+        CHECK_NOT_SERVED(&run, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+                               "0000:18:00.0: refused by kdpd for nvidia.com/mig-1g.10gb: CDI device name is not "
+                               "\"vendor/class=name\"\n");
         gpu_done(&run);
 }
 END_TEST
