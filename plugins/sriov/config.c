@@ -13,7 +13,11 @@
  *     dropped. A selector key that sriovdp's selector struct for the pool's deviceType lacks, or
  *     that its provider never applies (acpiIndexes on an accelerator), is dropped the same way;
  *   - null leaves a field at its zero value (no list, false, ""); a null element of a list is "";
- *   - any other type than the field's refuses the file;
+ *   - any other type than the field's refuses the file, except inside a pool's selectors:
+ *     sriovdp decodes those for each pool on its own after the file, and drops (warns) the pool
+ *     they do not decode for, before it checks its name. The selectors are read quietly first
+ *     (loader.probing); at their first wrong type the pool is dropped with one warning naming
+ *     it, else they are read again, messages and all. No pool left refuses the file;
  *   - the keys of additionalInfo and of its maps are map keys: exact, case-sensitive.
  *
  * Limits. Before a document is built, kdp_config_shape_check() refuses nesting, lists, objects
@@ -246,6 +250,12 @@ typedef struct loader {
         const char *path;
         int r;                  /* -EINVAL once something was refused */
         unsigned n_errors;
+        /* a pool's selectors read once quietly first: their first wrong type drops the pool */
+        bool probing;           /* nothing is logged, nothing refused */
+        bool probe_failed;      /* a wrong type was seen while probing: probe_* hold the first */
+        unsigned probe_line;
+        char probe_key[SRIOV_PATH_MAX];
+        char probe_reason[128];
 } loader;
 
 typedef enum problem {
@@ -262,6 +272,8 @@ static void loader_log(loader *ld, problem level, unsigned line, const char *key
         char reason[512];
         va_list ap;
 
+        if (ld->probing)
+                return;
         va_start(ap, format);
         (void) vsnprintf(reason, sizeof(reason), format, ap);
         va_end(ap);
@@ -278,6 +290,16 @@ static void loader_log(loader *ld, problem level, unsigned line, const char *key
 }
 
 static void loader_wrong_type(loader *ld, unsigned line, const char *key, const char *want, json_type got) {
+        if (ld->probing) {
+                if (!ld->probe_failed) {
+                        ld->probe_failed = true;
+                        ld->probe_line = line;
+                        (void) snprintf(ld->probe_key, sizeof(ld->probe_key), "%s", key ?: "");
+                        (void) snprintf(ld->probe_reason, sizeof(ld->probe_reason), "wrong type: want %s, got %s",
+                                        want, json_type_names[got]);
+                }
+                return;
+        }
         loader_log(ld, PROBLEM_ERROR, line, key, "wrong type: want %s, got %s", want, json_type_names[got]);
 }
 
@@ -909,10 +931,10 @@ static bool name_copy(loader *ld, char *dst, const char *s, unsigned line, const
 }
 
 static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index, const char *default_prefix,
-                      sriov_pool *p, unsigned *ret_name_line) {
+                      sriov_pool *p, unsigned *ret_name_line, bool *ret_dropped) {
         _cleanup_free_ char *name = NULL, *prefix = NULL;
         unsigned name_line = line, selectors_line = line, type_line = line;
-        bool has_selectors = false, name_given = false, selectors_refused = false;
+        bool has_selectors = false, name_given = false, selectors_refused = false, dropped = false;
         struct fy_node_pair *pair;
         json_type t = json_type_of(n);
         char elem[SRIOV_PATH_MAX], key[SRIOV_PATH_MAX];
@@ -957,7 +979,15 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 else if (strcasecmp(kname, "selectors") == 0) {
                         unsigned n_errors = ld->n_errors;
 
+                        /* sriovdp decodes the selectors of each pool on their own, and drops
+                         * the pool (with a warning) whose selectors do not decode */
+                        ld->probing = true;
+                        ld->probe_failed = false;
                         r = parse_selectors(ld, v, kline, k, p);
+                        ld->probing = false;
+                        dropped = ld->probe_failed;
+                        if (r >= 0 && !dropped)
+                                r = parse_selectors(ld, v, kline, k, p);
                         selectors_refused = ld->n_errors > n_errors;
                         has_selectors = p->n_selectors > 0;
                         selectors_line = kline;
@@ -972,6 +1002,14 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
         }
 
         *ret_name_line = name_line;
+        if (dropped) {
+                /* dropped before sriovdp validates names: only its selectors' fault is told */
+                loader_log(ld, PROBLEM_WARNING, ld->probe_line, ld->probe_key,
+                           "%s: the pool %s is dropped, the others are served, as in sriovdp", ld->probe_reason,
+                           name && *name ? name : elem);
+                *ret_dropped = true;
+                return 0;
+        }
         if (!name) {
                 if (!name_given)
                         loader_log(ld, PROBLEM_ERROR, line, key, "missing resourceName");
@@ -1137,6 +1175,7 @@ static int json_parse(loader *ld, const char *text, size_t len, json_doc *ret) {
 
 static int parse_root(loader *ld, struct fy_node *root, const char *default_prefix, sriov_config *c) {
         _cleanup_free_ unsigned *name_lines = NULL;
+        _cleanup_free_ size_t *indexes = NULL;  /* of the pools kept, in resourceList */
         struct fy_node *list = NULL, *item;
         struct fy_node_pair *pair;
         json_type t = json_type_of(root);
@@ -1186,15 +1225,32 @@ static int parse_root(loader *ld, struct fy_node *root, const char *default_pref
 
         c->pools = calloc((size_t) count, sizeof(sriov_pool));
         name_lines = calloc((size_t) count, sizeof(unsigned));
-        if (!c->pools || !name_lines)
+        indexes = calloc((size_t) count, sizeof(size_t));
+        if (!c->pools || !name_lines || !indexes)
                 return -ENOMEM;
-        c->n_pools = (size_t) count;
         it = NULL;
-        for (size_t i = 0; (item = fy_node_sequence_iterate(list, &it)) && i < c->n_pools; i++) {
-                r = parse_pool(ld, item, node_line(item, list_line), i, default_prefix, &c->pools[i],
-                               &name_lines[i]);
-                if (r < 0)
+        c->n_pools = 0;
+        for (size_t i = 0; (item = fy_node_sequence_iterate(list, &it)) && i < (size_t) count; i++) {
+                sriov_pool *p = &c->pools[c->n_pools];
+                bool dropped = false;
+
+                r = parse_pool(ld, item, node_line(item, list_line), i, default_prefix, p, &name_lines[c->n_pools],
+                               &dropped);
+                if (r < 0) {
+                        c->n_pools++;           /* freed with the others */
                         return r;
+                }
+                if (dropped) {
+                        pool_done(p);
+                        continue;
+                }
+                indexes[c->n_pools++] = i;
+        }
+        if (c->n_pools == 0 && ld->r == 0) {
+                loader_log(ld, PROBLEM_ERROR, list_line, "resourceList",
+                           "no resource left once the pools whose selectors do not load were dropped: sriovdp "
+                           "does not start without one");
+                return 0;
         }
 
         /* a resource is one socket and one kubelet registration: sriovdp refuses two */
@@ -1204,10 +1260,11 @@ static int parse_root(loader *ld, struct fy_node *root, const char *default_pref
 
                         if (!c->pools[i].resource[0] || strcmp(c->pools[i].resource, c->pools[j].resource) != 0)
                                 continue;
-                        key_member(k, sizeof(k), key_index(e, sizeof(e), "resourceList", i), "resourceName");
+                        key_member(k, sizeof(k), key_index(e, sizeof(e), "resourceList", indexes[i]),
+                                   "resourceName");
                         loader_log(ld, PROBLEM_ERROR, name_lines[i], k,
                                    "duplicate resource '%s': resourceList[%zu] (line %u) has it already",
-                                   c->pools[i].resource, j, name_lines[j]);
+                                   c->pools[i].resource, indexes[j], name_lines[j]);
                         break;
                 }
         return 0;

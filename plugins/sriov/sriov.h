@@ -156,10 +156,13 @@ typedef struct sriov_config {
  * Reads config.json at `path` into *ret (zeroed first; sriov_config_done() frees it, also after
  * a failure). `default_prefix` is the resourcePrefix of pools without one ("intel.com" by
  * default, as sriovdp's -resource-prefix). What sriovdp refuses (a missing or invalid
- * resourceName, a duplicate resource, vdpaType with isRdma, a wrong type) fails with -EINVAL
+ * resourceName, a duplicate resource, vdpaType with isRdma, a wrong type outside the
+ * selectors) fails with -EINVAL
  * after logging an error naming path:line and the key; what sriovdp silently ignores or
  * mis-parses (an unknown key, acpiIndexes on an accelerator pool, a malformed VF range) is
- * accepted with a warning naming path:line and the key, and behaves as it does there. ctx may
+ * accepted with a warning naming path:line and the key, and behaves as it does there. A pool
+ * whose selectors hold a wrong type is dropped with such a warning, as sriovdp drops it, and
+ * the others are loaded (none left: -EINVAL). ctx may
  * be NULL (tests): messages then go to stderr.
  */
 int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *default_prefix,

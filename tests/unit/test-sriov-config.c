@@ -674,25 +674,11 @@ static const refused_case refused_cases[] = {
           "}]}\n",
           5, "resourceList[0].selectors[1].vdpaType",
           "vdpaType together with isRdma (line 4): sriovdp refuses the pair" },
-        { "vendors a string", "{\"resourceList\": [{\"resourceName\": \"a\",\n"
-          "  \"selectors\": [{\"vendors\": \"8086\"}]}]}\n",
-          2, "resourceList[0].selectors[0].vendors", "wrong type: want a list of strings, got a string" },
-        { "a device a number", "{\"resourceList\": [{\"resourceName\": \"a\",\n"
-          "  \"selectors\": [{\"devices\": [\"1889\", 4242]}]}]}\n",
-          2, "resourceList[0].selectors[0].devices[1]", "wrong type: want a string, got a number" },
-        { "isRdma a string", "{\"resourceList\": [{\"resourceName\": \"a\",\n"
-          "  \"selectors\": [{\"isRdma\": \"true\"}]}]}\n",
-          2, "resourceList[0].selectors[0].isRdma", "wrong type: want a boolean, got a string" },
         { "excludeTopology a number", "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{}],\n"
           "  \"excludeTopology\": 1}]}\n",
           2, "resourceList[0].excludeTopology", "wrong type: want a boolean, got a number" },
         { "resourceName a number", "{\"resourceList\": [{\"resourceName\": 7}]}",
           1, "resourceList[0].resourceName", "wrong type: want a string, got a number" },
-        { "selectors a string", "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": \"all\"}]}",
-          1, "resourceList[0].selectors",
-          "wrong type: want a list of selector objects or one selector object, got a string" },
-        { "a selector a list", "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [[]]}]}",
-          1, "resourceList[0].selectors[0]", "wrong type: want a selector object, got a list" },
         { "additionalInfo value a number", "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{}],\n"
           "  \"additionalInfo\": {\"*\": {\"vlan\": 100}}}]}",
           2, "resourceList[0].additionalInfo.*.vlan", "wrong type: want a string, got a number" },
@@ -889,6 +875,96 @@ START_TEST(test_sriov_config_reports_every_problem_of_a_file) {
         expect_problem(&l, false, path, 3, "resourceList[1].colour", "unknown key: ignored, as in sriovdp");
         expect_problem(&l, true, path, 4, "resourceList[2].deviceType",
                        "unknown deviceType 'gpu': want netDevice, accelerator, auxNetDevice or pci");
+        ck_assert_str_eq(l, "");
+}
+END_TEST
+
+/* ---- a pool whose selectors do not decode: dropped, the others served ---- */
+
+typedef struct dropped_case {
+        const char *name;
+        const char *selectors;  /* pool "a"'s selectors value, on line 2 */
+        const char *key;
+        const char *reason;
+} dropped_case;
+
+static const dropped_case dropped_cases[] = {
+        { "vendors a string", "[{\"vendors\": \"8086\"}]", "resourceList[0].selectors[0].vendors",
+          "wrong type: want a list of strings, got a string" },
+        { "a device a number", "[{\"devices\": [\"1889\", 4242]}]", "resourceList[0].selectors[0].devices[1]",
+          "wrong type: want a string, got a number" },
+        { "isRdma a string", "[{\"isRdma\": \"true\"}]", "resourceList[0].selectors[0].isRdma",
+          "wrong type: want a boolean, got a string" },
+        { "selectors a string", "\"all\"", "resourceList[0].selectors",
+          "wrong type: want a list of selector objects or one selector object, got a string" },
+        { "a selector a list", "[[]]", "resourceList[0].selectors[0]",
+          "wrong type: want a selector object, got a list" },
+        { "a pfNames entry an object, in the second selector", "[{\"vendors\": [\"8086\"]}, {\"pfNames\": [{}]}]",
+          "resourceList[0].selectors[1].pfNames[0]", "wrong type: want a string, got an object" },
+        { "the older one-object syntax", "{\"drivers\": true}", "resourceList[0].selectors.drivers",
+          "wrong type: want a list of strings, got a boolean" },
+};
+
+/* sriovdp's readConfig decodes each pool's selectors on their own and drops (warns) the pool they
+ * do not decode for; the invalid name and vdpaType with isRdma of that pool are never checked. */
+START_TEST(test_sriov_config_drops_pool_with_selectors_of_a_wrong_type) {
+        const dropped_case *t = &dropped_cases[_i];
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_free_ char *log = NULL, *path = NULL, *json = NULL, *reason = NULL;
+        const char *l;
+
+        ck_assert_int_ge(asprintf(&json, "{\"resourceList\": [\n"
+                                         "  {\"resourceName\": \"a\", \"selectors\": %s},\n"
+                                         "  {\"resourceName\": \"e810_iavf\", \"selectors\": [{\"drivers\": [\"iavf\"]}]}\n"
+                                         "]}\n", t->selectors), 0);
+        ck_assert_msg(load_text(json, &c, &log, &path) == 0, "%s: %s", t->name, log);
+        ck_assert_int_ge(asprintf(&reason, "%s: the pool a is dropped, the others are served, as in sriovdp",
+                                  t->reason), 0);
+        l = log;
+        expect_problem(&l, false, path, 2, t->key, reason);
+        ck_assert_str_eq(l, "");
+        ck_assert_uint_eq(c.n_pools, 1);
+        expect_pool(&c.pools[0], "intel.com/e810_iavf", SRIOV_NET_DEVICE, 1);
+        expect_match(&c, &e810_iavf, 0, 0);
+}
+END_TEST
+
+/* sriovdp exits when no pool is left ("no resource configuration") */
+START_TEST(test_sriov_config_refuses_file_whose_every_pool_is_dropped) {
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_free_ char *log = NULL, *path = NULL;
+        const char *l;
+
+        ck_assert_int_eq(load_text("{\"resourceList\": [{\"resourceName\": \"a\",\n"
+                                   "  \"selectors\": [{\"vendors\": \"8086\"}]}]}\n", &c, &log, &path), -EINVAL);
+        l = log;
+        expect_problem(&l, false, path, 2, "resourceList[0].selectors[0].vendors",
+                       "wrong type: want a list of strings, got a string: the pool a is dropped, the others are "
+                       "served, as in sriovdp");
+        expect_problem(&l, true, path, 1, "resourceList",
+                       "no resource left once the pools whose selectors do not load were dropped: sriovdp does not "
+                       "start without one");
+        ck_assert_str_eq(l, "");
+}
+END_TEST
+
+START_TEST(test_sriov_config_dropped_pool_is_not_validated_and_keeps_indexes) {
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_free_ char *log = NULL, *path = NULL;
+        const char *l;
+
+        ck_assert_int_eq(load_text("{\"resourceList\": [\n"
+                                   "  {\"resourceName\": \"b\", \"selectors\": [{}]},\n"
+                                   "  {\"resourceName\": \"not valid\", \"selectors\": [{\"isRdma\": true,\n"
+                                   "   \"vdpaType\": \"vhost\", \"vendors\": 8086}]},\n"
+                                   "  {\"resourceName\": \"b\", \"selectors\": [{}]}\n"
+                                   "]}\n", &c, &log, &path), -EINVAL);
+        l = log;
+        expect_problem(&l, false, path, 4, "resourceList[1].selectors[0].vendors",
+                       "wrong type: want a list of strings, got a number: the pool not valid is dropped, the others "
+                       "are served, as in sriovdp");
+        expect_problem(&l, true, path, 5, "resourceList[2].resourceName",
+                       "duplicate resource 'intel.com/b': resourceList[0] (line 2) has it already");
         ck_assert_str_eq(l, "");
 }
 END_TEST
@@ -1364,6 +1440,10 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_refuses_more_pools_than_the_limit);
         tcase_add_test(tc, test_sriov_config_refuses_a_list_past_the_entry_limit);
         tcase_add_test(tc, test_sriov_config_reports_every_problem_of_a_file);
+        tcase_add_loop_test(tc, test_sriov_config_drops_pool_with_selectors_of_a_wrong_type, 0,
+                            (int) KDP_ELEMENTSOF(dropped_cases));
+        tcase_add_test(tc, test_sriov_config_dropped_pool_is_not_validated_and_keeps_indexes);
+        tcase_add_test(tc, test_sriov_config_refuses_file_whose_every_pool_is_dropped);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("accepted");
