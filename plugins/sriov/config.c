@@ -1309,14 +1309,22 @@ int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *
 
 /* ---- matching ---- */
 
-const char *sriov_config_excluded(const sriov_func *f) {
-        if (f->is_pf_with_vfs)
-                return "PF with VFs enabled";
-        if (f->default_route)
-                return "carries the default route";
+/* sriovdp's accelerator provider keeps every function of its class, a PF with VFs too; only
+ * one without a driver makes no device there either */
+static const char *excluded_from(sriov_device_type type, const sriov_func *f) {
+        if (type != SRIOV_ACCELERATOR) {
+                if (f->is_pf_with_vfs)
+                        return "PF with VFs enabled";
+                if (f->default_route)
+                        return "carries the default route";
+        }
         if (!f->driver[0])
                 return "driver unbound";
         return NULL;
+}
+
+const char *sriov_config_excluded(const sriov_func *f) {
+        return excluded_from(SRIOV_NET_DEVICE, f);
 }
 
 static bool strings_have(const sriov_strings *s, const char *v) {
@@ -1380,12 +1388,10 @@ static bool class_fits(sriov_device_type type, uint32_t class_code) {
 }
 
 int sriov_config_match(const sriov_config *c, const sriov_func *f, size_t *ret_selector) {
-        if (sriov_config_excluded(f))
-                return -1;
         for (size_t i = 0; i < c->n_pools; i++) {
                 const sriov_pool *p = &c->pools[i];
 
-                if (!class_fits(p->type, f->class_code))
+                if (!class_fits(p->type, f->class_code) || excluded_from(p->type, f))
                         continue;
                 for (size_t j = 0; j < p->n_selectors; j++)
                         if (selector_takes(&p->selectors[j], p->type, f)) {

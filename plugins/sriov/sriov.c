@@ -660,8 +660,8 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
 
                 if (strcmp(m->f.address, p->address) != 0 || m->recut)
                         continue;
-                if (f.is_pf_with_vfs) {
-                        /* its VFs are served in its place */
+                if (f.is_pf_with_vfs && !(resource && strcmp(m->resource, resource) == 0)) {
+                        /* its VFs are served in its place (an accelerator pool keeps it: as sriovdp) */
                         kdp_backend_log_info(s->ctx, "Function left the list: SR-IOV VFs are served in its place",
                                              KDP_F_STR("pciAddress", p->address), KDP_F_STR("resource", m->resource),
                                              KDP_F_INT("numVFs", p->sriov_numvfs));

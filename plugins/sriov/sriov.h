@@ -172,7 +172,9 @@ void sriov_config_done(sriov_config *c);
 /*
  * Why no pool may take `f` whatever the config (a PF with VFs enabled, a netdev carrying the
  * default route, no driver bound: sriovdp makes no device of a function without a driver), as
- * a reason for kdp_device_tree_not_served(); NULL when a pool may. A function between its
+ * a reason for kdp_device_tree_not_served(); NULL when a pool may. accelerator pools, as
+ * sriovdp's, take a PF with VFs enabled all the same (only an unbound one is excluded there),
+ * so the reason stands only when no pool took the function. A function between its
  * "add" and its driver's probe is unbound: no pool takes it then, so what a pool holds never
  * depends on whether a scan fell into that gap.
  */
@@ -181,7 +183,8 @@ const char *sriov_config_excluded(const sriov_func *f);
 /*
  * The pool `f` goes to: the first pool (config order) one of whose selectors takes it, with the
  * fields that apply to the pool's device type and its class filter (§12); -1 when none, also for
- * a function sriov_config_excluded() names a reason for. An auxNetDevice pool takes no PCI
+ * a function sriov_config_excluded() names a reason for, unless an accelerator pool takes it
+ * (a PF with VFs enabled). An auxNetDevice pool takes no PCI
  * function (its devices are auxiliary ones).
  * *ret_selector (may be NULL) is the selector that took it (its isRdma, needVhostNet and
  * vdpaType shape the answer).

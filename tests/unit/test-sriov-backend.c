@@ -616,6 +616,37 @@ START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
 }
 END_TEST
 
+/* An accelerator pool keeps a PF whose VFs get enabled, beside its VFs (sriovdp's accelerator
+ * provider drops no PF); PF1 is made a processing accelerator (class 0x12) for it. */
+START_TEST(test_sriov_backend_accelerator_pf_stays_when_its_vfs_are_enabled) {
+        _cleanup_(run_done) run r = {
+                .root = node_tree("{\"resourceList\": [\n"
+                                  "  {\"resourceName\": \"pf_accel\", \"deviceType\": \"accelerator\",\n"
+                                  "   \"selectors\": [{\"devices\": [\"1593\"]}]},\n"
+                                  "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
+                                  "]}\n"),
+        };
+
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "class", "0x120000");
+        kdp_test_tree_remove(r.root, "sys/bus/pci/devices/0000:8a:05.0");
+        kdp_test_tree_remove(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0");
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "0");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");
+        expect_devices(&r, "intel.com/e810_uio", "");
+
+        kdp_test_tree_link(r.root, "sys/bus/pci/devices/0000:8a:05.0",
+                           "../../../devices/" KDP_TEST_E810_PORT "/0000:8a:05.0");
+        kdp_test_tree_link(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0", "../0000:8a:05.0");
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "1");
+        run_event(&r, "add", "0000:8a:05.0");
+        run_scan(&r);
+        expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");
+        expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
+}
+END_TEST
+
 /*
  * A CNI moved the VFs' netdevs (and, in exclusive RDMA mode, the RDMA device) into pods: the
  * VFs stay Healthy in their pools, and Allocate still hands out the RDMA nodes.
@@ -1889,6 +1920,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_numvfs_to_zero_takes_the_vfs_away);
         tcase_add_test(tc, test_sriov_backend_a_member_its_selectors_no_longer_take);
         tcase_add_test(tc, test_sriov_backend_pf_leaves_when_its_vfs_are_enabled);
+        tcase_add_test(tc, test_sriov_backend_accelerator_pf_stays_when_its_vfs_are_enabled);
         tcase_add_test(tc, test_sriov_backend_netdev_moved_into_a_pod_stays);
         tcase_add_test(tc, test_sriov_backend_allocate_answers_as_sriovdp);
         tcase_add_test(tc, test_sriov_backend_allocate_refuses_an_unknown_id);

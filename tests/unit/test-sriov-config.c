@@ -75,6 +75,13 @@ static const sriov_func pf_with_vfs = {
         .link_type = "ether", .iommu_group = 90, .uio_index = -1,
 };
 
+/* a QAT PF (base class 0x12) with its VFs enabled */
+static const sriov_func accel_pf_with_vfs = {
+        .address = "0000:6b:00.0", .vendor = "8086", .device = "4940", .class_code = 0x120000,
+        .driver = "4xxx", .numa_node = 0, .is_pf_with_vfs = true, .vf_index = -1, .iommu_group = 80,
+        .uio_index = -1,
+};
+
 /* a virtio RNG (class 0x00ff00), for deviceType pci */
 static const sriov_func rng = {
         .address = "0000:00:05.0", .vendor = "1af4", .device = "1044", .class_code = 0x00ff00,
@@ -598,6 +605,32 @@ START_TEST(test_sriov_config_pci_type_takes_any_class) {
         expect_no_match(&c, &e810_iavf);
         expect_no_match(&c, &accel);
         expect_no_match(&c, &pf_with_vfs);
+}
+END_TEST
+
+/* sriovdp's accelerator provider keeps every class-0x12 function; only netDevice drops a PF with VFs */
+START_TEST(test_sriov_config_accelerator_pools_take_a_pf_with_vfs) {
+        _cleanup_(sriov_config_done) sriov_config c = {}, no_accel = {};
+        _cleanup_(kdp_test_unlink_freep) char *path = NULL, *path2 = NULL;
+        static const char json[] = "{\"resourceList\": [\n"
+                                   "  {\"resourceName\": \"all\", \"deviceType\": \"pci\", \"selectors\": [{\"vendors\": [\"1af4\"]}]},\n"
+                                   "  {\"resourceName\": \"qat\", \"deviceType\": \"accelerator\",\n"
+                                   "   \"selectors\": [{\"devices\": [\"4940\"]}]}]}";
+        static const char pci_only[] = "{\"resourceList\": [{\"resourceName\": \"all\", \"deviceType\": \"pci\",\n"
+                                       "  \"selectors\": [{}]}]}";
+        sriov_func unbound = accel_pf_with_vfs;
+
+        path = kdp_test_write_temp("sriov-config", ".json", json, strlen(json));
+        ck_assert_int_eq(sriov_config_load(NULL, path, NULL, &c), 0);
+        expect_match(&c, &accel_pf_with_vfs, 1, 0);
+        expect_no_match(&c, &pf_with_vfs);
+        unbound.driver[0] = '\0';
+        expect_no_match(&c, &unbound);
+        /* kdp's pci pools keep the rule of netDevice ones */
+        path2 = kdp_test_write_temp("sriov-config", ".json", pci_only, strlen(pci_only));
+        ck_assert_int_eq(sriov_config_load(NULL, path2, NULL, &no_accel), 0);
+        expect_no_match(&no_accel, &accel_pf_with_vfs);
+        expect_match(&no_accel, &accel, 0, 0);
 }
 END_TEST
 
@@ -1427,6 +1460,7 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_e810_ranges_split_sixteen_vfs);
         tcase_add_test(tc, test_sriov_config_pci_type_takes_any_class);
         tcase_add_test(tc, test_sriov_config_excluded_functions);
+        tcase_add_test(tc, test_sriov_config_accelerator_pools_take_a_pf_with_vfs);
         tcase_add_test(tc, test_sriov_config_device_type_names);
         suite_add_tcase(s, tc);
 
