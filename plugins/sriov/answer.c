@@ -79,7 +79,8 @@
  *
  *   pci-address     always
  *   vhost-net       selector needVhostNet and /dev/vhost-net there (as its Allocate)
- *   rdma-device     the function has an RDMA device (sriovdp: any function with one)
+ *   rdma-device     selector isRdma and the function has an RDMA device (sriovdp
+ *                   makes a device RDMA only for an isRdma selector)
  *   pf-pci-address  a VF: its PF
  *
  * A function of a vdpaType selector whose vDPA device is of that type is
@@ -573,7 +574,8 @@ int sriov_answer_devinfo(const kdp_backend_ctx *ctx, const sriov_selector *sel, 
                 devinfo_member(m, &first, "pci-address", f->address);
                 if (sel && sel->need_vhost_net && dev_exists(ctx, "vhost-net"))
                         devinfo_member(m, &first, "vhost-net", "/dev/vhost-net");
-                devinfo_member(m, &first, "rdma-device", f->rdma_dev);
+                if (sel && sel->is_rdma)
+                        devinfo_member(m, &first, "rdma-device", f->rdma_dev);
         }
         devinfo_member(m, &first, "pf-pci-address", f->pf_address);
         fputs("}}", m);

@@ -426,7 +426,8 @@ START_TEST(test_sriov_answer_devinfo_of_a_vf) {
 }
 END_TEST
 
-/* An RDMA VF names its RDMA device, whatever the selector (as sriovdp). */
+/* An RDMA VF names its RDMA device when its selector has isRdma; sriovdp makes it an RDMA device
+ * (and writes rdma-device) for such a selector only. */
 START_TEST(test_sriov_answer_devinfo_names_the_rdma_device) {
         _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
@@ -440,7 +441,10 @@ START_TEST(test_sriov_answer_devinfo_names_the_rdma_device) {
                        "\"pf-pci-address\":\"0000:3b:00.0\"}}");
         expect_devinfo(ctx, &plain, &f,
                        "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:00.3\","
-                       "\"rdma-device\":\"mlx5_3\",\"pf-pci-address\":\"0000:3b:00.0\"}}");
+                       "\"pf-pci-address\":\"0000:3b:00.0\"}}");
+        expect_devinfo(ctx, NULL, &f,
+                       "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:00.3\","
+                       "\"pf-pci-address\":\"0000:3b:00.0\"}}");
 }
 END_TEST
 
