@@ -66,7 +66,7 @@
  * sriovdp logs it).
  *
  * Device-info files (Device Information Specification 1.1.0, of the Network
- * Plumbing Working Group): Multus reads <dir>/<resource>-<ID>-device.json when
+ * Plumbing Working Group; sriov.c writes none for accelerator pools, as sriovdp): Multus reads <dir>/<resource>-<ID>-device.json when
  * a network attachment names the resource, and hands the JSON on to the CNI.
  * The name has every '/' of the resource and of the ID replaced by '-'
  * ("intel.com-e810_netdev-0000:8a:01.0-device.json"); the content is what

@@ -1156,7 +1156,8 @@ static int sriov_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_r
                 snprintf(cdi, sizeof(cdi), "%s=%s", req->resource, req->device_ids[i]);
                 r = kdp_alloc_response_add_cdi_device(resp, cdi);
         }
-        for (size_t i = 0; r >= 0 && i < req->n_device_ids; i++) {
+        /* sriovdp's accelerator pools write no device-info: Multus reads it for network attachments */
+        for (size_t i = 0; r >= 0 && pool->type != SRIOV_ACCELERATOR && i < req->n_device_ids; i++) {
                 const member *m = member_find(s, req->device_ids[i], req->resource);
 
                 devinfo_write(s, m, &pool->selectors[m->selector]);

@@ -1697,6 +1697,30 @@ static void expect_devinfo_file(const run *r, const char *name, const char *want
 #define DEVINFO_PCI(vf, pf) \
         "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"" vf "\",\"pf-pci-address\":\"" pf "\"}}"
 
+/* An accelerator pool's Allocate writes no device-info file (sriovdp's accelerator pools store
+ * none); a netDevice pool's beside it does. PF1 is made a processing accelerator for it. */
+START_TEST(test_sriov_backend_devinfo_none_for_accelerator_pools) {
+        _cleanup_(run_done) run r = {
+                .root = node_tree("{\"resourceList\": [\n"
+                                  "  {\"resourceName\": \"pf_accel\", \"deviceType\": \"accelerator\",\n"
+                                  "   \"selectors\": [{\"devices\": [\"1593\"]}]},\n"
+                                  "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
+                                  "]}\n"),
+        };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        const char *const accel[] = { "0000:8a:00.1" }, *const uio[] = { "0000:8a:05.0" };
+
+        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "class", "0x120000");
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");
+        ck_assert_int_eq(run_allocate(&r, "intel.com/pf_accel", accel, 1, &resp), 0);
+        expect_devinfo_list(&r, "");
+        ck_assert_int_eq(run_allocate(&r, "intel.com/e810_uio", uio, 1, &resp), 0);
+        expect_devinfo_list(&r, "intel.com-e810_uio-0000:8a:05.0-device.json\n");
+}
+END_TEST
+
 /*
  * Allocate writes one file per device; a device gone from the bus, or from its pool (pool
  * dropped, or changed and no longer taking it), loses its file at the next scan; fini removes
@@ -1934,6 +1958,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_reload_reads_the_config_now);
         tcase_add_test(tc, test_sriov_backend_config_elsewhere_is_read_when_a_scan_sees_it_changed);
         tcase_add_test(tc, test_sriov_backend_devinfo_follows_allocate_and_the_devices);
+        tcase_add_test(tc, test_sriov_backend_devinfo_none_for_accelerator_pools);
         tcase_add_test(tc, test_sriov_backend_devinfo_kept_by_a_changed_pool_gone_with_numvfs);
         tcase_add_test(tc, test_sriov_backend_devinfo_left_by_a_previous_run_goes_at_start);
         tcase_add_test(tc, test_sriov_backend_devinfo_off_or_failing_leaves_allocate_alone);
