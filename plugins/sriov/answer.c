@@ -27,8 +27,8 @@
  *                                   (the container path, in no-IOMMU mode too; no
  *                                   dev-mount when the function has no IOMMU group)
  *   uio      driver uio, igb_uio    mount = /dev/uio<M> ({} when it has no uio node)
- *   extra    the pool has           the "*" entry, then the function's own entry over it
- *            additionalInfo
+ *   extra    the pool has           the "*" entry, then the function's own entry over it;
+ *            additionalInfo         {} when it is {} (null or no key: no provider)
  *   vdpa     selector vdpaType and  mount = its vhost-vdpa node, when the device is of the
  *            a vDPA device          selector's type and that type is "vhost"; else {}
  *   rdma     selector isRdma (and   uverbs, umad, issm, rdma_cm: the container paths of
@@ -494,7 +494,7 @@ static int answer_func(answer_nodes *a, json_obj *info, const sriov_pool *pool, 
                 r = provider_vfio(a, dev, f);
         else if (strcmp(f->driver, "uio") == 0 || strcmp(f->driver, "igb_uio") == 0)
                 r = provider_uio(a, dev, f);
-        if (r >= 0 && pool->n_info > 0)
+        if (r >= 0 && (pool->has_info || pool->n_info > 0))
                 r = provider_extra(dev, pool, f);
         if (r < 0 || !sel)
                 return r;

@@ -841,6 +841,8 @@ static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *
         free(p->info);
         p->info = NULL;
         p->n_info = 0;
+        /* Go's map: {} is a map with no entry (sriovdp's extra provider still answers), null none */
+        p->has_info = json_type_of(n) == JSON_OBJECT;
 
         r = items_alloc(ld, n, line, key, JSON_OBJECT, "an object of objects of strings", sizeof(sriov_info_entry),
                         &items, &room);
@@ -1452,7 +1454,8 @@ static bool selectors_equal(const sriov_selector *a, const sriov_selector *b) {
 bool sriov_config_pool_equal(const sriov_pool *a, const sriov_pool *b) {
         if (strcmp(a->resource_name, b->resource_name) != 0 || strcmp(a->resource_prefix, b->resource_prefix) != 0 ||
             strcmp(a->resource, b->resource) != 0 || a->type != b->type ||
-            a->exclude_topology != b->exclude_topology || a->n_selectors != b->n_selectors || a->n_info != b->n_info)
+            a->exclude_topology != b->exclude_topology || a->n_selectors != b->n_selectors || a->n_info != b->n_info ||
+            a->has_info != b->has_info)
                 return false;
         for (size_t i = 0; i < a->n_selectors; i++)
                 if (!selectors_equal(&a->selectors[i], &b->selectors[i]))

@@ -143,6 +143,7 @@ typedef struct sriov_pool {
         size_t n_selectors;
         sriov_info_entry *info;
         size_t n_info;
+        bool has_info;                          /* additionalInfo an object, {} too: "extra" in _INFO */
         unsigned line;                          /* of its resourceList entry, for messages */
 } sriov_pool;
 

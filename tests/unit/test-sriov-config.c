@@ -1248,6 +1248,31 @@ START_TEST(test_sriov_config_null_is_the_zero_value) {
 }
 END_TEST
 
+/* additionalInfo {} is a map (Go: non-nil, so sriovdp's extra provider answers); null and absent are none */
+START_TEST(test_sriov_config_empty_additional_info_is_kept) {
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_(kdp_test_unlink_freep) char *path = NULL;
+        static const char json[] = "{\"resourceList\": [\n"
+                                   "  {\"resourceName\": \"a\", \"selectors\": [{}], \"additionalInfo\": {}},\n"
+                                   "  {\"resourceName\": \"b\", \"selectors\": [{}], \"additionalInfo\": null},\n"
+                                   "  {\"resourceName\": \"c\", \"selectors\": [{}]}]}";
+        sriov_pool without;
+
+        path = kdp_test_write_temp("sriov-config", ".json", json, strlen(json));
+        ck_assert_int_eq(sriov_config_load(NULL, path, NULL, &c), 0);
+        ck_assert_uint_eq(c.n_pools, 3);
+        ck_assert(c.pools[0].has_info);
+        ck_assert_uint_eq(c.pools[0].n_info, 0);
+        ck_assert(!c.pools[1].has_info);
+        ck_assert(!c.pools[2].has_info);
+        /* a reload from {} to none changes the pool's answer */
+        without = c.pools[0];
+        without.has_info = false;
+        ck_assert(sriov_config_pool_equal(&c.pools[0], &c.pools[0]));
+        ck_assert(!sriov_config_pool_equal(&c.pools[0], &without));
+}
+END_TEST
+
 START_TEST(test_sriov_config_default_prefix_comes_from_the_caller) {
         _cleanup_(sriov_config_done) sriov_config c = {};
         _cleanup_(kdp_test_unlink_freep) char *path = NULL;
@@ -1496,6 +1521,7 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_warns_unusable_pools);
         tcase_add_test(tc, test_sriov_config_null_is_the_zero_value);
         tcase_add_test(tc, test_sriov_config_default_prefix_comes_from_the_caller);
+        tcase_add_test(tc, test_sriov_config_empty_additional_info_is_kept);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("equal");
