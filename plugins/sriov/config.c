@@ -635,8 +635,8 @@ static int parse_pf_matches(loader *ld, struct fy_node *n, unsigned line, const 
 
 static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_device_type type,
                           sriov_selector *ret) {
-        char vdpa_key[SRIOV_PATH_MAX] = "", links_key[SRIOV_PATH_MAX] = "";
-        unsigned rdma_line = 0, vdpa_line = 0, links_line = 0;
+        char vdpa_key[SRIOV_PATH_MAX] = "", links_key[SRIOV_PATH_MAX] = "", aux_key[SRIOV_PATH_MAX] = "";
+        unsigned rdma_line = 0, vdpa_line = 0, links_line = 0, aux_line = 0;
         struct fy_node_pair *pair;
         json_type t = json_type_of(n);
         void *it = NULL;
@@ -680,6 +680,9 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
                         if (field == &ret->link_types) {
                                 links_line = kline;
                                 strcpy(links_key, k);
+                        } else if (field == &ret->aux_types) {
+                                aux_line = kline;
+                                strcpy(aux_key, k);
                         }
                         break;
                 case FIELD_PF_MATCHES:
@@ -713,6 +716,18 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
         if (ret->is_rdma && ret->vdpa_type[0])
                 loader_log(ld, PROBLEM_ERROR, vdpa_line, vdpa_key,
                            "vdpaType together with isRdma (line %u): sriovdp refuses the pair", rdma_line);
+        /* sriovdp's auxNetDevice provider refuses (exits on) a selector without auxTypes, or with
+         * another type than "sf" */
+        if (type == SRIOV_AUX_NET_DEVICE && ret->aux_types.n == 0)
+                loader_log(ld, PROBLEM_ERROR, aux_line ?: line, aux_line ? aux_key : key,
+                           "no auxTypes: sriovdp refuses an auxNetDevice selector without them");
+        for (size_t i = 0; type == SRIOV_AUX_NET_DEVICE && i < ret->aux_types.n; i++)
+                if (strcmp(ret->aux_types.v[i], "sf") != 0) {
+                        char k[SRIOV_PATH_MAX];
+
+                        loader_log(ld, PROBLEM_ERROR, aux_line, key_index(k, sizeof(k), aux_key, i),
+                                   "auxTypes '%s': sriovdp supports only 'sf'", ret->aux_types.v[i]);
+                }
         if (ret->link_types.n > 1)
                 loader_log(ld, PROBLEM_WARNING, links_line, links_key,
                            "more than one linkTypes value: any of them matches, sriovdp warns the same");
@@ -1046,7 +1061,7 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 loader_log(ld, PROBLEM_WARNING, name_line, key,
                            "'-' in resourceName: the env key %s is not a shell identifier", env);
         }
-        if (p->type == SRIOV_AUX_NET_DEVICE)
+        if (p->type == SRIOV_AUX_NET_DEVICE && !selectors_refused)
                 loader_log(ld, PROBLEM_WARNING, type_line, key_member(key, sizeof(key), elem, "deviceType"),
                            "auxNetDevice pools hold auxiliary devices, which this backend does not serve: "
                            "the pool stays empty");

@@ -157,8 +157,8 @@ typedef struct sriov_config {
  * Reads config.json at `path` into *ret (zeroed first; sriov_config_done() frees it, also after
  * a failure). `default_prefix` is the resourcePrefix of pools without one ("intel.com" by
  * default, as sriovdp's -resource-prefix). What sriovdp refuses (a missing or invalid
- * resourceName, a duplicate resource, vdpaType with isRdma, a wrong type outside the
- * selectors) fails with -EINVAL
+ * resourceName, a duplicate resource, vdpaType with isRdma, an auxNetDevice selector without
+ * auxTypes or with one other than "sf", a wrong type outside the selectors) fails with -EINVAL
  * after logging an error naming path:line and the key; what sriovdp silently ignores or
  * mis-parses (an unknown key, acpiIndexes on an accelerator pool, a malformed VF range) is
  * accepted with a warning naming path:line and the key, and behaves as it does there. A pool

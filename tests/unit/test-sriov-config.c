@@ -725,6 +725,17 @@ static const refused_case refused_cases[] = {
           "  \"deviceType\": \"NetDevice\", \"selectors\": [{}]}]}",
           2, "resourceList[0].deviceType",
           "unknown deviceType 'NetDevice': want netDevice, accelerator, auxNetDevice or pci" },
+        { "auxNetDevice without auxTypes", "{\"resourceList\": [{\"resourceName\": \"sf\",\n"
+          "  \"deviceType\": \"auxNetDevice\",\n"
+          "  \"selectors\": [{\"auxTypes\": [\"sf\"]}, {\"vendors\": [\"15b3\"]}]}]}",
+          3, "resourceList[0].selectors[1]", "no auxTypes: sriovdp refuses an auxNetDevice selector without them" },
+        { "auxNetDevice with empty auxTypes", "{\"resourceList\": [{\"resourceName\": \"sf\",\n"
+          "  \"deviceType\": \"auxNetDevice\", \"selectors\": {\"auxTypes\": []}}]}",
+          2, "resourceList[0].selectors.auxTypes",
+          "no auxTypes: sriovdp refuses an auxNetDevice selector without them" },
+        { "auxNetDevice with an auxType other than sf", "{\"resourceList\": [{\"resourceName\": \"sf\",\n"
+          "  \"deviceType\": \"auxNetDevice\", \"selectors\": [{\"auxTypes\": [\"sf\", \"eth\"]}]}]}",
+          2, "resourceList[0].selectors[0].auxTypes[1]", "auxTypes 'eth': sriovdp supports only 'sf'" },
         { "a comment", "{\"resourceList\": [\n"
           "  # a comment\n"
           "]}\n",
