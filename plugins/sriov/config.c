@@ -6,7 +6,8 @@
  * Reading. The file is read with kdp_config_file_read(): a regular file of at most 1 MiB, what a
  * ConfigMap holds (a FIFO or a device is refused, never waited on), with no NUL byte and nothing that is not UTF-8, which
  * libfyaml would silently stop at. It is JSON whatever its name: libfyaml parses it in JSON mode, which refuses
- * comments, trailing commas, single quotes, bare words and a second value, as Go's decoder does.
+ * comments, trailing commas, single quotes, bare words and a second value, as Go's decoder does; a
+ * UTF-8 byte order mark, which libfyaml skips and Go's decoder refuses, is refused before.
  * Values are then read the way encoding/json fills sriovdp's structs:
  *   - a key of a struct (resourceName, pfNames, isRdma, ...) matches case-insensitively, so
  *     "IsRdma" is isRdma; when a key comes twice the later one is used; a key the struct lacks is
@@ -1308,6 +1309,12 @@ int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *
                 return r;
         if (!text)
                 return ld.r;    /* a byte the parser would not read: logged */
+        /* Go's decoder takes no byte order mark (sriovdp exits on "invalid character 'ï'");
+         * libfyaml would skip it, as YAML allows one */
+        if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+                loader_log(&ld, PROBLEM_ERROR, 1, NULL, "not JSON: a UTF-8 byte order mark (column 1)");
+                return ld.r;
+        }
         r = check_shape(&ld, text, len);
         if (r < 0)
                 return r;

@@ -747,6 +747,8 @@ static const refused_case refused_cases[] = {
           "not JSON: a byte that is not UTF-8 (column 21)" },
         { "a byte not UTF-8 in a string", "{\"resourceList\": [{\"resourceName\": \"caf\xe9\", \"selectors\": [{}]}]}", 1,
           NULL, "not JSON: a byte that is not UTF-8 (column 40)" },
+        { "a UTF-8 byte order mark", "\xef\xbb\xbf{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{}]}]}",
+          1, NULL, "not JSON: a UTF-8 byte order mark (column 1)" },
         { "empty resourceList", "{\"resourceList\": []}", 1, "resourceList", NO_RESOURCE },
         { "no resourceList", "{}", 0, "resourceList", NO_RESOURCE },
         { "null", "null", 0, "resourceList", NO_RESOURCE },
