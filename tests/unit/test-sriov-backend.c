@@ -579,6 +579,22 @@ START_TEST(test_sriov_backend_numvfs_to_zero_takes_the_vfs_away) {
 END_TEST
 
 /* A PF served in a pool leaves it when its VFs are enabled (they are served in its place), and comes back. */
+/* PF1 with sriov_numvfs 0: its VF (0000:8a:05.0) is not in the tree. */
+static void pf1_vf_remove(run *r) {
+        kdp_test_tree_remove(r->root, "sys/bus/pci/devices/0000:8a:05.0");
+        kdp_test_tree_remove(r->root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0");
+        kdp_test_sriov_write(r->root, KDP_TEST_E810_PF1, "sriov_numvfs", "0");
+}
+
+/* echo 1 > PF1's sriov_numvfs: its VF comes back, with its uevent. */
+static void pf1_vf_enable(run *r) {
+        kdp_test_tree_link(r->root, "sys/bus/pci/devices/0000:8a:05.0",
+                           "../../../devices/" KDP_TEST_E810_PORT "/0000:8a:05.0");
+        kdp_test_tree_link(r->root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0", "../0000:8a:05.0");
+        kdp_test_sriov_write(r->root, KDP_TEST_E810_PF1, "sriov_numvfs", "1");
+        run_event(r, "add", "0000:8a:05.0");
+}
+
 START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
         _cleanup_(run_done) run r = {
                 .root = node_tree("{\"resourceList\": [\n"
@@ -588,20 +604,14 @@ START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
         };
 
         /* PF1 without its VF */
-        kdp_test_tree_remove(r.root, "sys/bus/pci/devices/0000:8a:05.0");
-        kdp_test_tree_remove(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0");
-        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "0");
+        pf1_vf_remove(&r);
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
         expect_devices(&r, "intel.com/e810_pf", "0000:8a:00.1 1 Healthy\n");
         expect_devices(&r, "intel.com/e810_uio", "");
 
         /* echo 1 > sriov_numvfs: the VF comes, the PF leaves */
-        kdp_test_tree_link(r.root, "sys/bus/pci/devices/0000:8a:05.0",
-                           "../../../devices/" KDP_TEST_E810_PORT "/0000:8a:05.0");
-        kdp_test_tree_link(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0", "../0000:8a:05.0");
-        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "1");
-        run_event(&r, "add", "0000:8a:05.0");
+        pf1_vf_enable(&r);
         run_scan(&r);
         expect_devices(&r, "intel.com/e810_pf", "");
         expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
@@ -616,31 +626,33 @@ START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
 }
 END_TEST
 
+/* The node with PF1 made a processing accelerator (class 0x12), in an accelerator pool "pf_accel"
+ * (device 1593), and its igb_uio VF in a netDevice pool "e810_uio". */
+static char *accel_pf1_tree(void) {
+        char *root = node_tree("{\"resourceList\": [\n"
+                               "  {\"resourceName\": \"pf_accel\", \"deviceType\": \"accelerator\",\n"
+                               "   \"selectors\": [{\"devices\": [\"1593\"]}]},\n"
+                               "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
+                               "]}\n");
+
+        kdp_test_sriov_write(root, KDP_TEST_E810_PF1, "class", "0x120000");
+        return root;
+}
+
 /* An accelerator pool keeps a PF whose VFs get enabled, beside its VFs (sriovdp's accelerator
- * provider drops no PF); PF1 is made a processing accelerator (class 0x12) for it. */
+ * provider drops no PF). */
 START_TEST(test_sriov_backend_accelerator_pf_stays_when_its_vfs_are_enabled) {
         _cleanup_(run_done) run r = {
-                .root = node_tree("{\"resourceList\": [\n"
-                                  "  {\"resourceName\": \"pf_accel\", \"deviceType\": \"accelerator\",\n"
-                                  "   \"selectors\": [{\"devices\": [\"1593\"]}]},\n"
-                                  "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
-                                  "]}\n"),
+                .root = accel_pf1_tree(),
         };
 
-        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "class", "0x120000");
-        kdp_test_tree_remove(r.root, "sys/bus/pci/devices/0000:8a:05.0");
-        kdp_test_tree_remove(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0");
-        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "0");
+        pf1_vf_remove(&r);
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
         expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");
         expect_devices(&r, "intel.com/e810_uio", "");
 
-        kdp_test_tree_link(r.root, "sys/bus/pci/devices/0000:8a:05.0",
-                           "../../../devices/" KDP_TEST_E810_PORT "/0000:8a:05.0");
-        kdp_test_tree_link(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0", "../0000:8a:05.0");
-        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "1");
-        run_event(&r, "add", "0000:8a:05.0");
+        pf1_vf_enable(&r);
         run_scan(&r);
         expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");
         expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
@@ -1698,19 +1710,14 @@ static void expect_devinfo_file(const run *r, const char *name, const char *want
         "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"" vf "\",\"pf-pci-address\":\"" pf "\"}}"
 
 /* An accelerator pool's Allocate writes no device-info file (sriovdp's accelerator pools store
- * none); a netDevice pool's beside it does. PF1 is made a processing accelerator for it. */
+ * none); a netDevice pool's beside it does. */
 START_TEST(test_sriov_backend_devinfo_none_for_accelerator_pools) {
         _cleanup_(run_done) run r = {
-                .root = node_tree("{\"resourceList\": [\n"
-                                  "  {\"resourceName\": \"pf_accel\", \"deviceType\": \"accelerator\",\n"
-                                  "   \"selectors\": [{\"devices\": [\"1593\"]}]},\n"
-                                  "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
-                                  "]}\n"),
+                .root = accel_pf1_tree(),
         };
         _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
         const char *const accel[] = { "0000:8a:00.1" }, *const uio[] = { "0000:8a:05.0" };
 
-        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "class", "0x120000");
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
         expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");

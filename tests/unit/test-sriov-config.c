@@ -203,6 +203,26 @@ static void expect_warned(const char *json, sriov_config *c, int line, const cha
         ck_assert_str_eq(p, "");
 }
 
+typedef struct problem_want {
+        bool error;
+        int line;
+        const char *key;
+        const char *reason;
+} problem_want;
+
+/* Loads `json`, which must return `want_r` and log exactly the problems `want`, in order. */
+static void expect_problems(const char *json, int want_r, const problem_want *want, size_t n) {
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_free_ char *log = NULL, *path = NULL;
+        const char *l;
+
+        ck_assert_int_eq(load_text(json, &c, &log, &path), want_r);
+        l = log;
+        for (size_t i = 0; i < n; i++)
+                expect_problem(&l, want[i].error, path, want[i].line, want[i].key, want[i].reason);
+        ck_assert_str_eq(l, "");
+}
+
 /* ---- the README and docs examples ---- */
 
 START_TEST(test_sriov_config_readme_example_gives_its_ten_pools) {
@@ -977,41 +997,29 @@ END_TEST
 
 /* sriovdp exits when no pool is left ("no resource configuration") */
 START_TEST(test_sriov_config_refuses_file_whose_every_pool_is_dropped) {
-        _cleanup_(sriov_config_done) sriov_config c = {};
-        _cleanup_free_ char *log = NULL, *path = NULL;
-        const char *l;
-
-        ck_assert_int_eq(load_text("{\"resourceList\": [{\"resourceName\": \"a\",\n"
-                                   "  \"selectors\": [{\"vendors\": \"8086\"}]}]}\n", &c, &log, &path), -EINVAL);
-        l = log;
-        expect_problem(&l, false, path, 2, "resourceList[0].selectors[0].vendors",
-                       "wrong type: want a list of strings, got a string: the pool a is dropped, the others are "
-                       "served, as in sriovdp");
-        expect_problem(&l, true, path, 1, "resourceList",
-                       "no resource left once the pools whose selectors do not load were dropped: sriovdp does not "
-                       "start without one");
-        ck_assert_str_eq(l, "");
+        expect_problems("{\"resourceList\": [{\"resourceName\": \"a\",\n"
+                        "  \"selectors\": [{\"vendors\": \"8086\"}]}]}\n", -EINVAL, (const problem_want[]){
+                { false, 2, "resourceList[0].selectors[0].vendors",
+                  "wrong type: want a list of strings, got a string: the pool a is dropped, the others are served, "
+                  "as in sriovdp" },
+                { true, 1, "resourceList",
+                  "no resource left once the pools whose selectors do not load were dropped: sriovdp does not "
+                  "start without one" } }, 2);
 }
 END_TEST
 
 START_TEST(test_sriov_config_dropped_pool_is_not_validated_and_keeps_indexes) {
-        _cleanup_(sriov_config_done) sriov_config c = {};
-        _cleanup_free_ char *log = NULL, *path = NULL;
-        const char *l;
-
-        ck_assert_int_eq(load_text("{\"resourceList\": [\n"
-                                   "  {\"resourceName\": \"b\", \"selectors\": [{}]},\n"
-                                   "  {\"resourceName\": \"not valid\", \"selectors\": [{\"isRdma\": true,\n"
-                                   "   \"vdpaType\": \"vhost\", \"vendors\": 8086}]},\n"
-                                   "  {\"resourceName\": \"b\", \"selectors\": [{}]}\n"
-                                   "]}\n", &c, &log, &path), -EINVAL);
-        l = log;
-        expect_problem(&l, false, path, 4, "resourceList[1].selectors[0].vendors",
-                       "wrong type: want a list of strings, got a number: the pool not valid is dropped, the others "
-                       "are served, as in sriovdp");
-        expect_problem(&l, true, path, 5, "resourceList[2].resourceName",
-                       "duplicate resource 'intel.com/b': resourceList[0] (line 2) has it already");
-        ck_assert_str_eq(l, "");
+        expect_problems("{\"resourceList\": [\n"
+                        "  {\"resourceName\": \"b\", \"selectors\": [{}]},\n"
+                        "  {\"resourceName\": \"not valid\", \"selectors\": [{\"isRdma\": true,\n"
+                        "   \"vdpaType\": \"vhost\", \"vendors\": 8086}]},\n"
+                        "  {\"resourceName\": \"b\", \"selectors\": [{}]}\n"
+                        "]}\n", -EINVAL, (const problem_want[]){
+                { false, 4, "resourceList[1].selectors[0].vendors",
+                  "wrong type: want a list of strings, got a number: the pool not valid is dropped, the others are "
+                  "served, as in sriovdp" },
+                { true, 5, "resourceList[2].resourceName",
+                  "duplicate resource 'intel.com/b': resourceList[0] (line 2) has it already" } }, 2);
 }
 END_TEST
 
