@@ -23,7 +23,7 @@ finish() {
 on_exit finish
 
 HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd /var/lib/cni /usr/libexec/kubernetes
-            /root/.kube /var/run/netns)
+            /root/.kube /var/run/netns /run/cdi /run/udev)
 host_state() {
         local p
         for p in "${HOST_PATHS[@]}"; do [ -e "$p" ] && echo "exists $p"; done
