@@ -10,6 +10,8 @@
 #   cluster.sh kubectl DIR ARGS...   kubectl as the cluster's admin
 #   cluster.sh ctr DIR ARGS...       ctr on the node's containerd, namespace k8s.io (the kubelet's):
 #                           `ctr DIR images import IMAGE.tar` makes an image of oci-image.sh usable
+#   cluster.sh node DIR CMD...       CMD in the node's mount namespace: `node DIR mknod /dev/x c 1 2`
+#                           adds a device node that only the node's /dev shows
 #
 # Ports (127.0.0.1 only) start at KDP_CLUSTER_PORT (default 26400): etcd client +0, etcd peer +1,
 # kube-apiserver +2, controller-manager +3, scheduler +4, kubelet +5, kubelet healthz +6.
@@ -19,8 +21,9 @@
 #   - the empty directories NODE_BINDS needs as mount points, where missing: removed
 #   - the CNI bridge kdpcni0 of pods that are not hostNetwork: deleted
 # containerd (with its shims and pods) and the kubelet run in a mount namespace of their own, in
-# which the paths they use whatever their configuration show directories under DIR (NODE_BINDS);
-# their mounts stay in it, unseen by the host, and go with its last process.
+# which the paths they use whatever their configuration show directories under DIR (NODE_BINDS)
+# and /dev is the host's with a layer of the node's own over it (node_ns); their mounts stay in
+# it, unseen by the host, and go with its last process.
 # Binaries: scripts/cluster-build (built once, cached).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,18 +40,24 @@ SYSCTLS=(net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic k
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet)
 # what up makes under DIR
 STATE_DIRS=(logs run etcd controller-manager pod-logs pki images containerd cdi cni kubelet log-containers kube-cache
+            udev node-dev
             admin.kubeconfig controller-manager.kubeconfig scheduler.kubeconfig kubelet.kubeconfig
             kubelet.yaml)
 # SRC:DEST, DIR's SRC bound on DEST in the node's mount namespace: the kubelet's root-dir (given
 # as /var/lib/kubelet, its default: the device-plugin socket and checkpoint are there whatever
 # --root-dir says, and DaemonSets mount hostPaths under it), its symlinks to the pod logs,
-# the shims' sockets (under /run/containerd whatever containerd's state dir) and the CNI
-# library's cache of results (/var/lib/cni, not configurable in containerd)
+# the shims' sockets (under /run/containerd whatever containerd's state dir), the CNI
+# library's cache of results (/var/lib/cni, not configurable in containerd), and two that
+# deploy/'s DaemonSets mount as hostPaths: the CDI directory they write specs into
+# (/var/run/cdi, containerd's default; its cdi_spec_dirs names DIR/cdi, the same directory) and
+# udevd's /run/udev (DirectoryOrCreate: the node's own, empty, never the host's)
 node_binds() {
         NODE_BINDS=("$D/kubelet:/var/lib/kubelet"
                     "$D/log-containers:/var/log/containers"
                     "$D/containerd/run:/run/containerd"
-                    "$D/cni/cache:/var/lib/cni")
+                    "$D/cni/cache:/var/lib/cni"
+                    "$D/cdi:/var/run/cdi"
+                    "$D/udev:/run/udev")
 }
 
 say() { echo "cluster: $*" >&2; }
@@ -281,12 +290,23 @@ make_bind_dirs() {
         for dest in "${made[@]}"; do mkdir "$dest" && echo "$dest" >> "$D/run/dirs"; done
 }
 
-# NODE_NS: a command prefix; what follows it runs in a new mount namespace where NODE_BINDS
-# are bound (the same pid: each step execs the next)
+# NODE_NS: a command prefix; what follows it runs in a new mount namespace where /dev is an
+# overlay (the host's /dev below, a tmpfs on DIR/node-dev above: a device node made in the
+# node's /dev exists in the node only, and goes with it; the host's submounts of /dev, pts and
+# shm, bound again on top) and NODE_BINDS are bound (the same pid: each step execs the next)
 node_ns() {
         NODE_NS=(unshare --mount --propagation slave -- bash -c 'set -e
+                d=$1; shift
+                mount -t tmpfs -o mode=755 kdp-node-dev "$d"
+                mkdir "$d/host" "$d/upper" "$d/work"
+                mount --rbind /dev "$d/host"
+                mount -t overlay -o "lowerdir=$d/host,upperdir=$d/upper,workdir=$d/work" kdp-node-dev /dev
+                for m in $(awk -v p="$d/host/" "index(\$5, p) == 1 { print substr(\$5, length(p) + 1) }" \
+                                /proc/self/mountinfo | grep -v / | sort -u); do
+                        mount --rbind "$d/host/$m" "/dev/$m"
+                done
                 while [ "$1" != -- ]; do mount --bind "${1%%:*}" "${1#*:}"; shift; done
-                shift; exec "$@"' node-ns "${NODE_BINDS[@]}" --)
+                shift; exec "$@"' node-ns "$D/node-dev" "${NODE_BINDS[@]}" --)
 }
 
 # ---- up --------------------------------------------------------------------------------------
@@ -307,6 +327,7 @@ up() {
         echo "$CGROUP_ROOT" > "$D/run/cgroup-root"
         save_host_state
         make_cgroups
+        mkdir -p "$D/node-dev"
         node_binds; make_bind_dirs; node_ns
         pki; images
         kubeconfig admin admin
@@ -452,7 +473,7 @@ down() {
         say "down: $D stopped"
 }
 
-usage="usage: $0 up|down DIR | kubectl|ctr DIR ARGS..."
+usage="usage: $0 up|down DIR | kubectl|ctr|node DIR ARGS..."
 [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 cmd=$1 D=$(realpath -m "$2"); shift 2
 case $cmd in
@@ -460,5 +481,7 @@ up) up ;;
 down) down ;;
 kubectl) binaries; kc "$@" ;;
 ctr) binaries; "$CONTAINERD_BIN/ctr" --address "$D/containerd/containerd.sock" -n k8s.io "$@" ;;
+node) alive containerd || die "node: $D's containerd is not running"
+      nsenter --mount="/proc/$(cat "$D/run/containerd.pid")/ns/mnt" -- "$@" ;;
 *) echo "$usage" >&2; exit 2 ;;
 esac

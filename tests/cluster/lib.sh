@@ -1,13 +1,24 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Sourced by the cluster tests (after tests/procs.sh, with $here their directory): a cluster
-# directory D of their own, taken down on every exit, and what cluster.sh down must leave as
+# Sourced by the cluster tests (after tests/procs.sh, with $here their directory): the skip
+# when the machine cannot run a cluster, a cluster directory D of their own, taken down on every exit, and what cluster.sh down must leave as
 # it found it.
 #   cluster CMD ARGS...     cluster.sh CMD D ARGS...
 #   fail MESSAGE            exit 1; on exit, unless passed=1: the test's own failure_report (if
 #                           it defines one) while the cluster is up, then the logs' tails, D kept
+#   pod POD RES N [SCRIPT]  a hostNetwork pod POD (namespace default, restartPolicy Never) of
+#                           kdp.local/busybox:1 limited to N of RES, running `sh -c SCRIPT`
+#                           (default true)
+#   insufficient POD RES N  pod POD RES N stays Pending, the scheduler saying exactly that the
+#                           one node has too little of RES (deadline: $T)
 #   check_down              cluster.sh down, then fail on any process of the cluster (its pods'
 #                           and shims' included), process naming D, mount under D, or difference
 #                           from before sourcing (host paths, sysctls, cgroups)
+# skipped (77) unless root, with the tools every cluster needs and those the test names in
+# CLUSTER_TOOLS
+[ "$(id -u)" = 0 ] || { echo "SKIP: a kubelet and containerd need root"; exit 77; }
+for t in unshare nsenter runc gcc openssl curl busybox ${CLUSTER_TOOLS:-}; do
+        command -v "$t" >/dev/null || { echo "SKIP: no $t (scripts/install-deps)"; exit 77; }
+done
 D=$(mktemp -d /tmp/kdp-cluster.XXXXXX)
 cluster() { "$here/cluster.sh" "$1" "$D" "${@:2}"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -22,8 +33,39 @@ finish() {
 }
 on_exit finish
 
+pod() {
+        cluster kubectl apply -f - <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: default}
+spec:
+  hostNetwork: true
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  containers:
+  - name: main
+    image: kdp.local/busybox:1
+    imagePullPolicy: Never
+    command: ["/bin/busybox", "sh", "-c", "${4:-true}"]
+    resources: {limits: {$2: $3}}
+YAML
+}
+
+insufficient() {
+        local msg phase want
+        pod "$1" "$2" "$3"
+        cluster kubectl wait "pod/$1" --timeout="$T" \
+                --for=jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}'=Unschedulable
+        msg=$(cluster kubectl get "pod/$1" -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}')
+        phase=$(cluster kubectl get "pod/$1" -o 'jsonpath={.status.phase}')
+        [ "$phase" = Pending ] || fail "$1 is $phase, not Pending"
+        want="0/1 nodes are available: 1 Insufficient $2. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        [ "$msg" = "$want" ] || fail "$1 PodScheduled says '$msg', not '$want'"
+        echo "$1 Pending: $msg"
+}
+
 HOST_PATHS=(/var/lib/kubelet /var/log/containers /run/containerd /var/lib/cni /usr/libexec/kubernetes
-            /root/.kube /var/run/netns)
+            /root/.kube /var/run/netns /run/cdi /run/udev)
 host_state() {
         local p
         for p in "${HOST_PATHS[@]}"; do [ -e "$p" ] && echo "exists $p"; done

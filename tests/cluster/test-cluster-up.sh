@@ -7,10 +7,6 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../procs.sh"
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: a kubelet and containerd need root"; exit 77; }
-for t in unshare nsenter runc gcc openssl curl busybox; do
-        command -v "$t" >/dev/null || { echo "SKIP: no $t (scripts/install-deps)"; exit 77; }
-done
 
 . "$here/lib.sh"
 
