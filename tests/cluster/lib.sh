@@ -13,6 +13,15 @@
 #   check_down              cluster.sh down, then fail on any process of the cluster (its pods'
 #                           and shims' included), process naming D, mount under D, or difference
 #                           from before sourcing (host paths, sysctls, cgroups)
+#   cluster_up              cluster.sh up, then fail unless the apiserver is v1.37.2 (the k8s
+#                           set's pin)
+#   kdp_report DAEMONSET    for a failure_report: every pod, kdp's pods described, the last 30
+#                           lines of kube-system/DAEMONSET's log
+#   until_is WANT WHAT CMD...  runs CMD until it prints exactly WANT, every 0.5 s; fail, naming
+#                           WHAT and CMD's last output, after wait_s 60 (times SLOW)
+#   widgets                 the node's allocatable example.com/widget
+#   example_serving         waits for kube-system/kdp-example's rollout, its pod Ready (sets pod
+#                           to pod/NAME) and exactly 8 example.com/widget allocatable
 # skipped (77) unless root, with the tools every cluster needs and those the test names in
 # CLUSTER_TOOLS
 [ "$(id -u)" = 0 ] || { echo "SKIP: a kubelet and containerd need root"; exit 77; }
@@ -33,6 +42,40 @@ finish() {
 }
 on_exit finish
 
+cluster_up() {
+        local v
+        cluster up
+        v=$(cluster kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
+        echo "Kubernetes $v"
+        [ "$v" = v1.37.2 ] || fail "server version $v, not v1.37.2"
+}
+
+kdp_report() {
+        cluster kubectl get pods -A -o wide
+        cluster kubectl -n kube-system describe pods -l app.kubernetes.io/name=kdp
+        cluster kubectl -n kube-system logs "ds/$1" --tail 30
+}
+
+until_is() {
+        local want=$1 what=$2 end
+        shift 2
+        end=$(deadline_ms "$(( $(wait_s 60) * SLOW ))")
+        until [ "$("$@")" = "$want" ]; do
+                [ "$(now_ms)" -lt "$end" ] || fail "$what is '$("$@")', not '$want'"
+                sleep 0.5
+        done
+}
+
+widgets() { cluster kubectl get node 127.0.0.1 -o 'jsonpath={.status.allocatable.example\.com/widget}'; }
+
+example_serving() {
+        local t=$(( $(wait_s 120) * SLOW ))s
+        cluster kubectl -n kube-system rollout status ds/kdp-example --timeout="$t"
+        pod=$(cluster kubectl -n kube-system get pods -l app.kubernetes.io/component=example-device-plugin -o name)
+        cluster kubectl -n kube-system wait "$pod" --for=condition=Ready --timeout="$t"
+        echo "DaemonSet pod $pod Ready: the kubelet's probes on /readyz answered"
+        until_is 8 "node allocatable example.com/widget" widgets
+        echo "node allocatable: example.com/widget: $(widgets)"
 pod() {
         cluster kubectl apply -f - <<YAML
 apiVersion: v1

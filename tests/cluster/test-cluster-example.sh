@@ -16,19 +16,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${KDP_BUILD_DIR:?KDP_BUILD_DIR: the build tree}
 
 kc() { cluster kubectl "$@"; }
-failure_report() {
-        kc get pods -A -o wide
-        kc -n kube-system describe pods -l app.kubernetes.io/name=kdp
-        kc -n kube-system logs ds/kdp-example --tail 30
-}
+failure_report() { kdp_report kdp-example; }
 CLUSTER_TOOLS=ldd
 . "$here/lib.sh"
 T=$(( $(wait_s 120) * SLOW ))s          # each wait's deadline
 
-cluster up
-v=$(kc version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
-echo "Kubernetes $v"
-[ "$v" = v1.37.2 ] || fail "server version $v, not v1.37.2"
+cluster_up
 
 "$here/kdp-image.sh" "$build" "$D/kdp.tar" kdp.local/kdp:test
 "$here/oci-image.sh" "$D/busybox.tar" kdp.local/busybox:1 /bin/busybox "$(command -v busybox):/bin/busybox"
@@ -37,18 +30,7 @@ for i in kdp busybox; do cluster ctr images import "$D/$i.tar" >/dev/null 2>&1 |
 # the operator's steps: label the node, apply the kustomization
 kc label node 127.0.0.1 example.com/widgets=true
 kc apply -k "$here/example"
-kc -n kube-system rollout status ds/kdp-example --timeout="$T"
-pod=$(kc -n kube-system get pods -l app.kubernetes.io/component=example-device-plugin -o name)
-kc -n kube-system wait "$pod" --for=condition=Ready --timeout="$T"
-echo "DaemonSet pod $pod Ready: the kubelet's probes on /readyz answered"
-
-widgets() { kc get node 127.0.0.1 -o 'jsonpath={.status.allocatable.example\.com/widget}'; }
-end=$(deadline_ms "$(( $(wait_s 60) * SLOW ))")
-until [ "$(widgets)" = 8 ]; do
-        [ "$(now_ms)" -lt "$end" ] || fail "node allocatable example.com/widget is '$(widgets)', not 8"
-        sleep 0.5
-done
-echo "node allocatable: example.com/widget: $(widgets)"
+example_serving
 
 pod widgets-2 example.com/widget 2 'echo EXAMPLE_WIDGETS=$EXAMPLE_WIDGETS; /bin/busybox ls /dev/widget*'
 kc wait pod/widgets-2 --for=jsonpath='{.status.phase}'=Succeeded --timeout="$T"

@@ -10,11 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 . "$here/lib.sh"
 
-cluster up
-
-v=$(cluster kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
-echo "Kubernetes $v"
-[ "$v" = v1.37.2 ] || fail "server version $v, not v1.37.2"
+cluster_up
 ready=$(cluster kubectl get node 127.0.0.1 -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')
 [ "$ready" = True ] || fail "node Ready is '$ready'"
 
