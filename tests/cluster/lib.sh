@@ -76,6 +76,8 @@ example_serving() {
         echo "DaemonSet pod $pod Ready: the kubelet's probes on /readyz answered"
         until_is 8 "node allocatable example.com/widget" widgets
         echo "node allocatable: example.com/widget: $(widgets)"
+}
+
 pod() {
         cluster kubectl apply -f - <<YAML
 apiVersion: v1
