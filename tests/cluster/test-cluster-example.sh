@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# cluster/example: kdp installed the way an operator installs it, on cluster.sh's real one-node
+# cluster/example: kdp installed the way an operator installs it, on cluster.sh's real
 # two-node cluster (Kubernetes v1.37.2). kdp's image, packed from the build tree by kdp-image.sh,
 # is imported into node 1's containerd, the node labelled example.com/widgets=true;
 # deploy/example/unprivileged is rendered by the cluster's own kubectl through the overlay
