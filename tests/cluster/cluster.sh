@@ -60,12 +60,11 @@ for n in "${NODES[@]}"; do COMPONENTS+=("kubelet-$n"); done
 # what up makes under DIR
 STATE_DIRS=(logs run etcd controller-manager pki images kube-cache "${NODES[@]/#/node}"
             admin.kubeconfig controller-manager.kubeconfig scheduler.kubeconfig)
-# SRC:DEST, DIR's SRC bound on DEST in the node's mount namespace: the kubelet's root-dir (given
-# as /var/lib/kubelet, its default: the device-plugin socket and checkpoint are there whatever
-# --root-dir says, and DaemonSets mount hostPaths under it), its symlinks to the pod logs,
-# the shims' sockets (under /run/containerd whatever containerd's state dir) and the CNI
-# library's cache of results (/var/lib/cni, not configurable in containerd)
-# (each node's, from its directory N)
+# SRC:DEST, node N's SRC (under its directory N) bound on DEST in its mount namespace: the
+# kubelet's root-dir (given as /var/lib/kubelet, its default: the device-plugin socket and
+# checkpoint are there whatever --root-dir says, and DaemonSets mount hostPaths under it), its
+# symlinks to the pod logs, the shims' sockets (under /run/containerd whatever containerd's state
+# dir) and the CNI library's cache of results (/var/lib/cni, not configurable in containerd)
 node_binds() {
         NODE_BINDS=("$N/kubelet:/var/lib/kubelet"
                     "$N/log-containers:/var/log/containers"
