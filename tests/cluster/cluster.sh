@@ -199,7 +199,9 @@ disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.internal.v1.opt']
   stream_server_port = '0'
 EOF
         # a private bridge for pods that are not hostNetwork, in the node's namespace: no masquerade,
-        # and the namespace has no route out
+        # and the namespace has no route out; a pod's one route beyond its subnet is to the Services
+        # (svc-in-N), through the bridge (no default route: the bridge plugin's isGateway only
+        # addresses the bridge)
         cat > "$N/cni/net.d/10-kdp.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -207,7 +209,7 @@ EOF
   "plugins": [
     { "type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false,
       "ipam": { "type": "host-local", "dataDir": "$N/cni/ipam",
-                "ranges": [[{ "subnet": "$POD_SUBNET" }]] } },
+                "ranges": [[{ "subnet": "$POD_SUBNET" }]], "routes": [{ "dst": "$SERVICE_CIDR" }] } },
     { "type": "loopback" }
   ]
 }
