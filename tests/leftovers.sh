@@ -10,6 +10,9 @@
 # a program under BUILD_DIR/ (a valgrind'ed kdpd). Other checkouts and other build trees of this
 # checkout (build-asan/ is not build/) never match. Processes below another ctest that is
 # running now belong to that run and are left alone, as are this script and its ancestors.
+# Only a process started by the suite is touched: every test runs with KDP_TEST_RUN=BUILD_DIR
+# (tests/CMakeLists.txt), which its processes inherit; a kdpd started by hand from BUILD_DIR
+# has no such variable and is neither named nor killed.
 #
 #   before  kills what an earlier, interrupted run left behind and names it; passes, as that
 #           is no fault of this run
@@ -59,8 +62,19 @@ under_build() {
         return 1
 }
 
-# of_tree PID: PID is a process of this build tree (sets CMDLINE)
-of_tree() {
+# started_by_suite PID: PID's environment holds KDP_TEST_RUN=BUILD_DIR
+started_by_suite() {
+        local -a env
+        local var
+        mapfile -d '' -t env 2>/dev/null <"/proc/$1/environ" || return 1
+        for var in "${env[@]}"; do
+                [ "$var" = "KDP_TEST_RUN=$build" ] && return 0
+        done
+        return 1
+}
+
+# in_tree PID: PID runs a program of this build tree (sets CMDLINE)
+in_tree() {
         local exe arg valgrind=
         local -a argv
 
@@ -79,6 +93,9 @@ of_tree() {
         done
         return 1
 }
+
+# of_tree PID: PID is a process of this build tree that the suite started (sets CMDLINE)
+of_tree() { in_tree "$1" && started_by_suite "$1"; }
 
 find_survivors() {
         local pid

@@ -56,8 +56,11 @@ int amd_kfd_parse_properties(const char *text, amd_kfd_node *ret) {
         if (simd == 0)
                 return 0;                       /* a CPU node */
         if ((r = property(text, "location_id", &location)) < 0 ||
-            (r = property(text, "domain", &domain)) < 0 ||
             (r = property(text, "drm_render_minor", &render)) < 0)
+                return r;
+        /* older kernels print no domain line (AMD's own capture of a one-GPU node has none): domain 0 */
+        r = property(text, "domain", &domain);
+        if (r < 0 && r != -ENOENT)
                 return r;
         if (domain > UINT32_MAX || render > UINT32_MAX)
                 return -EBADMSG;

@@ -17,8 +17,6 @@
 
 #include "gpu.h"
 
-#define REPLICAS_MAX 64
-
 static const char *const vendor_names[_GPU_VENDOR_MAX] = {
         [GPU_NVIDIA] = "nvidia", [GPU_AMD] = "amd", [GPU_INTEL] = "intel",
 };
@@ -141,8 +139,9 @@ static int parse_count(const gpu_config *s, const char *text, unsigned *ret) {
 
         errno = 0;
         n = strtoul(text, &end, 10);
-        if (errno || end == text || *end || n < 1 || n > REPLICAS_MAX)
-                return param_error(s, "gpu.replicas", text, "replicas must be 1..64");
+        if (errno || end == text || *end || n < 1 || n > GPU_REPLICA_DEVICES_MAX)
+                return param_error(s, "gpu.replicas", text,
+                                   "replicas must be 1..16384 (the most devices kdpd makes of one resource)");
         *ret = (unsigned) n;
         return 0;
 }
@@ -150,7 +149,9 @@ static int parse_count(const gpu_config *s, const char *text, unsigned *ret) {
 /*
  * "4" (every resource) or "nvidia.com/gpu=4,amd.com/gpu=2". A resource may be named as NVIDIA's
  * plugin names a MIG profile's ("nvidia.com/mig-1g.10gb+me"): no resource name holds a '+', and
- * mig_strategy mixed serves that one as "nvidia.com/mig-1g.10gb.me" (gpu_mig_resource()).
+ * mig_strategy mixed serves that one as "nvidia.com/mig-1g.10gb.me" (gpu_mig_resource()). A name
+ * without a domain is in nvidia_resource's, as NVIDIA's plugin reads it in its own ("gpu" is
+ * "nvidia.com/gpu"); a name the kubelet would refuse is refused.
  */
 static int parse_replicas(gpu_config *s) {
         _cleanup_(strv_freep) char **list = NULL;
@@ -166,12 +167,23 @@ static int parse_replicas(gpu_config *s) {
                 if (r < 0)
                         return r;
                 if (eq) {
+                        const char *nv = kdp_backend_param(s->ctx, "nvidia_resource");
+                        const char *slash = strchr(nv, '/');
+
                         *eq = '\0';
-                        rr.resource = strdup(list[i]);
+                        if (strchr(list[i], '/'))
+                                rr.resource = strdup(list[i]);
+                        else if (asprintf(&rr.resource, "%.*s/%s", slash ? (int) (slash - nv) : (int) strlen(nv), nv,
+                                          list[i]) < 0)
+                                rr.resource = NULL;
                         if (!rr.resource)
                                 return -ENOMEM;
                         for (char *p = strchr(rr.resource, '+'); p; p = strchr(p, '+'))
                                 *p = '.';
+                        if (!kdp_device_resource_name_is_valid(rr.resource)) {
+                                free(rr.resource);
+                                return param_error(s, "gpu.replicas", list[i], "not a resource name the kubelet takes");
+                        }
                 }
                 nr = realloc(s->replicas, (s->n_replicas + 1) * sizeof(*nr));
                 if (!nr) {
@@ -244,15 +256,34 @@ static int parse_modes(gpu_config *s) {
         return r;
 }
 
+/*
+ * xid_ignore: Xid numbers, or "all" (also as one entry of a list, as NVIDIA's plugin takes it). An
+ * entry that is neither is skipped, as NVIDIA's plugin skips it, with a warning naming it.
+ */
 static int parse_xid(gpu_config *s) {
         const char *ignore = kdp_backend_param(s->ctx, "xid_ignore");
+        _cleanup_(strv_freep) char **list = NULL;
+        _cleanup_free_ char *skipped = NULL;
         int64_t recovery;
         int r;
 
-        if (strcmp(ignore, "all") == 0)
-                s->xid_off = true;
-        else if (gpu_xid_set_parse(ignore, &s->xid_ignore) < 0)
-                return param_error(s, "gpu.xid_ignore", ignore, "not a comma-separated list of Xid numbers or 'all'");
+        r = split_list(ignore, &list);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; list[i] && !s->xid_off; i++)
+                s->xid_off = strcmp(list[i], "all") == 0;
+        if (!s->xid_off) {
+                r = gpu_xid_set_parse(ignore, &s->xid_ignore, &skipped);
+                if (r < 0)
+                        return r;
+        }
+        if (skipped) {
+                const char *origin = kdp_backend_param_origin(s->ctx, "xid_ignore");
+
+                kdp_backend_log_warning(s->ctx, "Skipped xid_ignore entries that are no Xid numbers",
+                                        KDP_F_STR("key", "gpu.xid_ignore"), KDP_F_STR("skipped", skipped),
+                                        KDP_F_STR("origin", origin ? origin : "?"));
+        }
         r = kdp_backend_param_int(s->ctx, "xid_recovery_s", 0, 7 * 24 * 3600, &recovery);
         if (r < 0)
                 return r;
@@ -385,16 +416,19 @@ const kdp_param_spec gpu_params[] = {
         { "amd_resource", "amd.com/gpu", "resource of AMD GPUs" },
         { "i915_resource", "gpu.intel.com/i915", "resource of Intel GPUs bound to i915" },
         { "xe_resource", "gpu.intel.com/xe", "resource of Intel GPUs bound to xe" },
-        { "amd_partitions", "whole", "AMD partitions (MI300 CPX, ...): whole (a GPU is one device with every partition's "
-          "nodes), single (each partition a device of amd_resource) or mixed (of <domain>/<compute>_<memory>)" },
+        { "amd_partitions", "single", "AMD partitions (MI300 CPX, ...): single (each partition a device of amd_resource, "
+          "AMD's plugin's default), mixed (of <domain>/<compute>_<memory>) or whole (a GPU is one device with every "
+          "partition's nodes)" },
         { "mig_strategy", "none", "NVIDIA MIG: none (a GPU in MIG mode is served whole), single (each MIG device a "
           "device of nvidia_resource) or mixed (of <domain>/mig-<profile>); needs NVML" },
         { "model_resources", "", "per-model resources: vendor:device=resource,... (e.g. 10de:2330=nvidia.com/h100)" },
-        { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..64)" },
+        { "replicas", "", "time-sliced sharing: N for every resource, or resource=N,... (1..16384; a resource without "
+          "a domain is in nvidia_resource's)" },
         { "replica_policy", "spread", "spread (replicas on distinct GPUs first) or pack" },
         { "nvidia_device_specs", "false", "also return NVIDIA device nodes as DeviceSpecs" },
         { "cdi", "false", "write CDI specs into --cdi-dir and return CDI device names" },
-        { "xid_ignore", "13,31,43,45,68,109", "Xids that do not make a GPU unhealthy, or 'all' for no Xid health" },
+        { "xid_ignore", "13,31,43,45,68,109", "Xids that do not make a GPU unhealthy, or 'all' for no Xid health "
+          "(an entry that is no number is skipped with a warning)" },
         { "xid_recovery_s", "300", "seconds after a critical Xid a GPU is healthy again without a reset; 0: only a reset" },
         { "kmsg", "kmsg", "kernel log, relative to --dev-root (or absolute); empty: none (NVML may serve Xids)" },
         { "nvml", "libnvidia-ml.so.1", "NVML library loaded at run time when present (a name or a path); "

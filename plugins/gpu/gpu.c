@@ -59,7 +59,7 @@
  * mixed) or an NVIDIA MIG device (mig_strategy single or mixed).
  */
 typedef struct gpu_part {
-        char id[GPU_UUID_MAX];                  /* the PCI address (one partition), "<address>-p<index>", "MIG-..." */
+        char id[GPU_MIG_UUID_MAX];              /* the PCI address (one partition), "<address>-p<index>", "MIG-..." */
         char nodes[PART_NODES_MAX][NODE_MAX];   /* its card and render node; /dev/nvidia<minor> and its 2 caps nodes */
         size_t n_nodes;
         char resource[GPU_RESOURCE_MAX];        /* "": the GPU's; mig_strategy mixed: <domain>/mig-<profile> */
@@ -541,13 +541,14 @@ static void log_mig_layout(gpu_state *s, const gpu *g, const gpu_mig_layout *l) 
  */
 static bool refresh_mig(gpu_state *s, gpu *g, bool is_new, char *why, size_t why_size) {
         gpu_part parts[GPU_PARTS_MAX];
-        const char *call = "?";
+        const char *call = "?", *bad = NULL;
         nvmlReturn_t code = NVML_ERROR_UNKNOWN;
         gpu_mig_layout l;
-        int r = gpu_mig_query(s->nvml, g->bdf, &l, &call, &code);
+        int r = gpu_mig_query(s->nvml, g->bdf, &l, &call, &code, &bad);
 
         if (r < 0) {
-                snprintf(why, why_size, "NVML cannot list its MIG devices: %s: %s", call, gpu_nvml_strerror(s->nvml, code));
+                snprintf(why, why_size, "NVML cannot list its MIG devices: %s: %s", call,
+                         bad ?: gpu_nvml_strerror(s->nvml, code));
                 if (is_new)
                         return false;
                 reason_add(g, why);
@@ -711,10 +712,13 @@ static void refresh_amd(gpu_state *s, gpu *g, const amd_view *amd) {
         }
 }
 
+/* Its card and render node, as its drm/ directory names them; each must exist under the dev root. */
 static void refresh_intel(gpu_state *s, gpu *g) {
         read_drm_nodes(s, g);
         if (!has_node(g, "dri/card") || !has_node(g, "dri/renderD"))
                 reason_add(g, "no DRM card and render nodes");
+        for (size_t i = 0; i < g->n_nodes; i++)
+                check_node(s, g, g->nodes[i]);
 }
 
 static void refresh_pci_health(gpu_state *s, gpu *g, const kdp_pci_device *p) {
@@ -974,9 +978,28 @@ static bool part_has_render(const gpu_part *p) {
         return false;
 }
 
+/* The devices of `resource` this scan serves (GPUs, partitions, MIG devices), before replicas. */
+static size_t count_units(const gpu_state *s, const char *resource) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_gpus; i++) {
+                gpu_unit u = { .g = &s->gpus[i] };
+
+                if (u.g->recut)
+                        continue;
+                if (u.g->n_parts == 0)
+                        n += strcmp(unit_resource(&u), resource) == 0;
+                for (size_t k = 0; k < u.g->n_parts; k++) {
+                        u.part = &u.g->parts[k];
+                        n += strcmp(unit_resource(&u), resource) == 0;
+                }
+        }
+        return n;
+}
+
 /* One device (with its replicas) of a GPU or of a partition. */
 static int emit_unit(const gpu_state *s, kdp_device_tree *tree, const gpu_unit *u) {
-        char cdi[GPU_RESOURCE_MAX + GPU_UUID_MAX + 2], id[GPU_UUID_MAX + 16], reason[REASON_MAX + 32];
+        char cdi[GPU_RESOURCE_MAX + GPU_MIG_UUID_MAX + 2], id[GPU_MIG_UUID_MAX + 16], reason[REASON_MAX + 32];
         const char *cdis[2] = { cdi, NULL };
         const gpu *g = u->g;
         kdp_device_info info = {
@@ -1012,6 +1035,11 @@ static int emit_unit(const gpu_state *s, kdp_device_tree *tree, const gpu_unit *
         }
         if (n == 1)
                 return kdp_device_tree_add(tree, resource, &info);
+        if (count_units(s, resource) > GPU_REPLICA_DEVICES_MAX / n) {
+                snprintf(reason, sizeof(reason), "%u replicas of each of the %zu devices of %s would make more than %u",
+                         n, count_units(s, resource), resource, GPU_REPLICA_DEVICES_MAX);
+                return kdp_device_tree_not_served(tree, g->bdf, reason);
+        }
         info.id = id;
         for (unsigned k = 0; k < n && r >= 0; k++) {
                 snprintf(id, sizeof(id), "%s" GPU_REPLICA_SEP "%u", unit_id(u), k);
@@ -1310,7 +1338,7 @@ static char *join_ids(const gpu_unit *list, size_t n, bool addresses) {
 }
 
 static int add_unit_edits(const gpu_state *s, const gpu_unit *u, kdp_alloc_response *resp) {
-        char cdi[GPU_RESOURCE_MAX + GPU_UUID_MAX + 2];
+        char cdi[GPU_RESOURCE_MAX + GPU_MIG_UUID_MAX + 2];
         bool nodes = u->g->vendor == GPU_NVIDIA ? s->cfg.device_specs : !s->cfg.cdi;
         node_set ns;
         int r = 0;

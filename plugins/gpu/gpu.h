@@ -119,6 +119,12 @@ const char *gpu_config_resource(const gpu_config *c, gpu_vendor v, const kdp_pci
  * into ret; -ENAMETOOLONG when it does not fit.
  */
 int gpu_config_mixed_resource(const gpu_config *c, const char *mode, char *ret, size_t size);
+/*
+ * The most devices replicas make of one resource (its GPUs, partitions or MIG devices times their
+ * replicas): 16384 IDs of up to 63 characters keep a ListAndWatch answer well under the 4 MiB the
+ * kubelet takes in one message (docs/kubelet.md).
+ */
+#define GPU_REPLICA_DEVICES_MAX 16384
 /* How many IDs each GPU of `resource` is advertised as (1: no sharing). */
 unsigned gpu_config_replicas(const gpu_config *c, const char *resource);
 

@@ -20,7 +20,14 @@
 typedef struct mig_call {
         const char *name;
         nvmlReturn_t code;
+        const char *why;                /* NVML answered SUCCESS, but not with what we can serve */
 } mig_call;
+
+/* An answer of `name` that NVML gave as SUCCESS but that we cannot serve: `why` says what is wrong. */
+static bool bad_answer(mig_call *c, const char *name, const char *why) {
+        *c = (mig_call){ name, NVML_ERROR_UNKNOWN, why };
+        return false;
+}
 
 /* Keeps the first failure; true while none. */
 static bool ok(mig_call *c, const char *name, nvmlReturn_t r) {
@@ -115,21 +122,20 @@ static bool query_device(const gpu_nvml *n, nvmlDevice_t gpu, nvmlDevice_t m, un
             !ok(c, "nvmlDeviceGetGpuInstanceById", n->nvmlDeviceGetGpuInstanceById(gpu, ret->gi, &gi)) ||
             !ok(c, "nvmlGpuInstanceGetInfo", n->nvmlGpuInstanceGetInfo(gi, &info)))
                 return false;
-        /* a UUID that is no MIG UUID, or does not fit: the answer is not one we can serve */
-        if (!memchr(uuid, '\0', sizeof(uuid)) || strncmp(uuid, "MIG-", 4) != 0 || strlen(uuid) >= sizeof(ret->uuid) ||
-            uuid[strcspn(uuid, " \t\n,;=")] != '\0' ||
-            gpu_mig_profile_name(info.profileId, attrs.gpuInstanceSliceCount, attrs.computeInstanceSliceCount,
-                                 attrs.memorySizeMB, total_bytes, ret->profile, sizeof(ret->profile)) < 0) {
-                c->name = "nvmlDeviceGetUUID";
-                c->code = NVML_ERROR_UNKNOWN;
-                return false;
-        }
-        memcpy(ret->uuid, uuid, strlen(uuid) + 1);          /* fits: checked above */
+        /* the UUID as NVML gives it, either form ("MIG-<uuid>", "MIG-GPU-<uuid>/<gi>/<ci>"), when it is one */
+        if (!memchr(uuid, '\0', sizeof(uuid)))
+                return bad_answer(c, "nvmlDeviceGetUUID", "its MIG UUID is not terminated");
+        if (strncmp(uuid, "MIG-", 4) != 0 || uuid[strcspn(uuid, " \t\n,;=")] != '\0')
+                return bad_answer(c, "nvmlDeviceGetUUID", "its answer is no MIG UUID");
+        if (gpu_mig_profile_name(info.profileId, attrs.gpuInstanceSliceCount, attrs.computeInstanceSliceCount,
+                                 attrs.memorySizeMB, total_bytes, ret->profile, sizeof(ret->profile)) < 0)
+                return bad_answer(c, "nvmlDeviceGetAttributes_v2", "its slices and memory make no MIG profile");
+        memcpy(ret->uuid, uuid, sizeof(ret->uuid));         /* both NVML's largest */
         return true;
 }
 
 int gpu_mig_query(const gpu_nvml *n, const char *bdf, gpu_mig_layout *ret, const char **reterr_call,
-                  nvmlReturn_t *reterr_code) {
+                  nvmlReturn_t *reterr_code, const char **reterr_why) {
         gpu_mig_layout l = { 0 };
         mig_call c = { 0 };
         nvmlMemory_t mem = { 0 };
@@ -155,7 +161,7 @@ int gpu_mig_query(const gpu_nvml *n, const char *bdf, gpu_mig_layout *ret, const
                 if (!ok(&c, "nvmlDeviceGetMigDeviceHandleByIndex", r))
                         break;
                 if (l.n == GPU_MIG_MAX) {
-                        c = (mig_call){ "nvmlDeviceGetMaxMigDeviceCount", NVML_ERROR_INSUFFICIENT_SIZE };
+                        c = (mig_call){ "nvmlDeviceGetMaxMigDeviceCount", NVML_ERROR_INSUFFICIENT_SIZE, NULL };
                         break;
                 }
                 if (query_device(n, gpu, m, mem.total, &l.devices[l.n], &c))
@@ -166,7 +172,9 @@ int gpu_mig_query(const gpu_nvml *n, const char *bdf, gpu_mig_layout *ret, const
                         *reterr_call = c.name;
                 if (reterr_code)
                         *reterr_code = c.code;
-                return gpu_nvml_errno(c.code) ?: -EIO;
+                if (reterr_why)
+                        *reterr_why = c.why;
+                return c.why ? -EBADMSG : gpu_nvml_errno(c.code) ?: -EIO;
         }
         *ret = l;
         return 0;

@@ -24,9 +24,14 @@
 
 #define GPU_MIG_MAX 8                   /* nvmlDeviceGetMaxMigDeviceCount: 7 on A100, H100, B200 */
 #define GPU_MIG_PROFILE_MAX 32          /* "1c.3g.40gb+me.all" */
+/*
+ * A MIG UUID as NVML gives it, up to NVML's largest: "MIG-<uuid>" (40 characters) since R470,
+ * "MIG-GPU-<GPU uuid>/<gi>/<ci>" (48 and more) from R450 to R465.
+ */
+#define GPU_MIG_UUID_MAX NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
 typedef struct gpu_mig_device {
-        char uuid[GPU_UUID_MAX];                /* "MIG-..." */
+        char uuid[GPU_MIG_UUID_MAX];            /* "MIG-...", "MIG-GPU-.../<gi>/<ci>" */
         unsigned gi, ci;                        /* GPU instance and compute instance IDs */
         char profile[GPU_MIG_PROFILE_MAX];      /* NVIDIA's name: "1g.10gb", "1c.3g.40gb", "1g.10gb+me" */
 } gpu_mig_device;
@@ -40,11 +45,13 @@ typedef struct gpu_mig_layout {
 /*
  * The MIG layout of the GPU at PCI address `bdf`. A GPU that does not support
  * MIG (nvmlDeviceGetMigMode NOT_SUPPORTED) has it off. On failure returns
- * gpu_nvml_errno() of the failing call (-EIO for a malformed answer) and sets
- * *reterr_call to its name and *reterr_code to its NVML code (both may be NULL).
+ * gpu_nvml_errno() of the failing call and sets *reterr_call to its name and
+ * *reterr_code to its NVML code; for an answer that is not one we can serve
+ * (NVML said SUCCESS) -EBADMSG, *reterr_code NVML_ERROR_UNKNOWN and *reterr_why
+ * what is wrong with it (static text; NULL for a failed call). Each may be NULL.
  */
 int gpu_mig_query(const gpu_nvml *n, const char *bdf, gpu_mig_layout *ret, const char **reterr_call,
-                  nvmlReturn_t *reterr_code);
+                  nvmlReturn_t *reterr_code, const char **reterr_why);
 
 /*
  * NVIDIA's profile name of a MIG device: "[<C>c.]<G>g.<GB>gb[+me|+me.all|+gfx|-me]" from its GPU

@@ -101,7 +101,7 @@ static candidate *candidates_new(const kdp_pref_request *req) {
                 c[i].id = req->available[i];
                 c[i].gpu = i;
                 for (size_t j = 0; j < i; j++)
-                        if (same_gpu(c[j].id, c[i].id)) {
+                        if (c[j].gpu == j && same_gpu(c[j].id, c[i].id)) {       /* each GPU's first */
                                 c[i].gpu = c[j].gpu;
                                 break;
                         }

@@ -290,10 +290,15 @@ static int unsigned_compare(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-/* Appends the entry text[0..len) (spaces around it allowed, empty skipped) to codes[*n]. */
-static int set_entry(const char *text, size_t len, unsigned *codes, size_t *n) {
+/*
+ * Appends the entry text[0..len) (spaces around it allowed, empty skipped) to codes[*n]; an entry
+ * that is no number is appended to *skipped (",x" after the first) and left out.
+ */
+static int set_entry(const char *text, size_t len, unsigned *codes, size_t *n, char **skipped) {
         cursor c = { text, text + len };
+        const char *start;
         uint64_t v;
+        int w;
 
         while (c.p < c.end && strchr(SET_SPACE, *c.p))
                 c.p++;
@@ -301,8 +306,19 @@ static int set_entry(const char *text, size_t len, unsigned *codes, size_t *n) {
                 c.end--;
         if (c.p == c.end)
                 return 0;
-        if (cursor_number(&c, 10, 0, UINT_MAX, &v) < 0 || c.p != c.end)
-                return -EINVAL;
+        start = c.p;
+        if (cursor_number(&c, 10, 0, UINT_MAX, &v) < 0 || c.p != c.end) {
+                char *more = NULL;
+
+                w = *skipped ? asprintf(&more, "%s,%.*s", *skipped, (int) (c.end - start), start)
+                             : asprintf(&more, "%.*s", (int) (c.end - start), start);
+
+                if (w < 0)
+                        return -ENOMEM;
+                free(*skipped);
+                *skipped = more;
+                return 0;
+        }
         codes[(*n)++] = (unsigned) v;
         return 0;
 }
@@ -318,8 +334,9 @@ static size_t set_unique(unsigned *codes, size_t n) {
         return m;
 }
 
-int gpu_xid_set_parse(const char *text, gpu_xid_set *ret) {
+int gpu_xid_set_parse(const char *text, gpu_xid_set *ret, char **ret_skipped) {
         _cleanup_free_ unsigned *codes = NULL;
+        _cleanup_free_ char *skipped = NULL;
         size_t n = 0, n_max = 1, len;
         const char *p;
         int r;
@@ -334,7 +351,7 @@ int gpu_xid_set_parse(const char *text, gpu_xid_set *ret) {
                 return -ENOMEM;
         for (p = text;; p += len + 1) {
                 len = strcspn(p, ",");
-                r = set_entry(p, len, codes, &n);
+                r = set_entry(p, len, codes, &n, &skipped);
                 if (r < 0)
                         return r;
                 if (p[len] == '\0')
@@ -343,6 +360,8 @@ int gpu_xid_set_parse(const char *text, gpu_xid_set *ret) {
 
         n = set_unique(codes, n);
         *ret = (gpu_xid_set){ .codes = n > 0 ? KDP_TAKE_PTR(codes) : NULL, .n = n };
+        if (ret_skipped)
+                *ret_skipped = KDP_TAKE_PTR(skipped);
         return 0;
 }
 

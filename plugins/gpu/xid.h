@@ -48,13 +48,16 @@ const char *gpu_xid_bucket(unsigned code);
 /*
  * A set of Xid codes parsed from "13,31,43" (decimal; spaces around entries
  * allowed; empty entries such as "13,,31" or a trailing ',' are skipped, as
- * nvdp does; "" = none). Duplicates are kept once. -EINVAL on a bad entry.
+ * nvdp does; "" = none). Duplicates are kept once. An entry that is no Xid
+ * number ("abc", "0x1f", "-1") is skipped too, as nvdp skips it: when
+ * ret_skipped is set, *ret_skipped is then those entries, trimmed and joined
+ * by ',' (free()), and NULL when none was skipped. -EINVAL for a NULL text.
  */
 typedef struct gpu_xid_set {
         unsigned *codes;                /* sorted, unique; NULL when n == 0 */
         size_t n;
 } gpu_xid_set;
-int gpu_xid_set_parse(const char *text, gpu_xid_set *ret);
+int gpu_xid_set_parse(const char *text, gpu_xid_set *ret, char **ret_skipped);
 bool gpu_xid_set_has(const gpu_xid_set *set, unsigned code);
 void gpu_xid_set_done(gpu_xid_set *set);
 

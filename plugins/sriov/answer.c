@@ -27,8 +27,8 @@
  *                                   (the container path, in no-IOMMU mode too; no
  *                                   dev-mount when the function has no IOMMU group)
  *   uio      driver uio, igb_uio    mount = /dev/uio<M> ({} when it has no uio node)
- *   extra    the pool has           the "*" entry, then the function's own entry over it
- *            additionalInfo
+ *   extra    the pool has           the "*" entry, then the function's own entry over it;
+ *            additionalInfo         {} when it is {} (null or no key: no provider)
  *   vdpa     selector vdpaType and  mount = its vhost-vdpa node, when the device is of the
  *            a vDPA device          selector's type and that type is "vhost"; else {}
  *   rdma     selector isRdma (and   uverbs, umad, issm, rdma_cm: the container paths of
@@ -66,7 +66,7 @@
  * sriovdp logs it).
  *
  * Device-info files (Device Information Specification 1.1.0, of the Network
- * Plumbing Working Group): Multus reads <dir>/<resource>-<ID>-device.json when
+ * Plumbing Working Group; sriov.c writes none for accelerator pools, as sriovdp): Multus reads <dir>/<resource>-<ID>-device.json when
  * a network attachment names the resource, and hands the JSON on to the CNI.
  * The name has every '/' of the resource and of the ID replaced by '-'
  * ("intel.com-e810_netdev-0000:8a:01.0-device.json"); the content is what
@@ -79,7 +79,8 @@
  *
  *   pci-address     always
  *   vhost-net       selector needVhostNet and /dev/vhost-net there (as its Allocate)
- *   rdma-device     the function has an RDMA device (sriovdp: any function with one)
+ *   rdma-device     selector isRdma and the function has an RDMA device (sriovdp
+ *                   makes a device RDMA only for an isRdma selector)
  *   pf-pci-address  a VF: its PF
  *
  * A function of a vdpaType selector whose vDPA device is of that type is
@@ -493,7 +494,7 @@ static int answer_func(answer_nodes *a, json_obj *info, const sriov_pool *pool, 
                 r = provider_vfio(a, dev, f);
         else if (strcmp(f->driver, "uio") == 0 || strcmp(f->driver, "igb_uio") == 0)
                 r = provider_uio(a, dev, f);
-        if (r >= 0 && pool->n_info > 0)
+        if (r >= 0 && (pool->has_info || pool->n_info > 0))
                 r = provider_extra(dev, pool, f);
         if (r < 0 || !sel)
                 return r;
@@ -573,7 +574,8 @@ int sriov_answer_devinfo(const kdp_backend_ctx *ctx, const sriov_selector *sel, 
                 devinfo_member(m, &first, "pci-address", f->address);
                 if (sel && sel->need_vhost_net && dev_exists(ctx, "vhost-net"))
                         devinfo_member(m, &first, "vhost-net", "/dev/vhost-net");
-                devinfo_member(m, &first, "rdma-device", f->rdma_dev);
+                if (sel && sel->is_rdma)
+                        devinfo_member(m, &first, "rdma-device", f->rdma_dev);
         }
         devinfo_member(m, &first, "pf-pci-address", f->pf_address);
         fputs("}}", m);

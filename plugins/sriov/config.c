@@ -6,14 +6,19 @@
  * Reading. The file is read with kdp_config_file_read(): a regular file of at most 1 MiB, what a
  * ConfigMap holds (a FIFO or a device is refused, never waited on), with no NUL byte and nothing that is not UTF-8, which
  * libfyaml would silently stop at. It is JSON whatever its name: libfyaml parses it in JSON mode, which refuses
- * comments, trailing commas, single quotes, bare words and a second value, as Go's decoder does.
+ * comments, trailing commas, single quotes, bare words and a second value, as Go's decoder does; a
+ * UTF-8 byte order mark, which libfyaml skips and Go's decoder refuses, is refused before.
  * Values are then read the way encoding/json fills sriovdp's structs:
  *   - a key of a struct (resourceName, pfNames, isRdma, ...) matches case-insensitively, so
  *     "IsRdma" is isRdma; when a key comes twice the later one is used; a key the struct lacks is
  *     dropped. A selector key that sriovdp's selector struct for the pool's deviceType lacks, or
  *     that its provider never applies (acpiIndexes on an accelerator), is dropped the same way;
  *   - null leaves a field at its zero value (no list, false, ""); a null element of a list is "";
- *   - any other type than the field's refuses the file;
+ *   - any other type than the field's refuses the file, except inside a pool's selectors:
+ *     sriovdp decodes those for each pool on its own after the file, and drops (warns) the pool
+ *     they do not decode for, before it checks its name. The selectors are read quietly first
+ *     (loader.probing); at their first wrong type the pool is dropped with one warning naming
+ *     it, else they are read again, messages and all. No pool left refuses the file;
  *   - the keys of additionalInfo and of its maps are map keys: exact, case-sensitive.
  *
  * Limits. Before a document is built, kdp_config_shape_check() refuses nesting, lists, objects
@@ -246,6 +251,12 @@ typedef struct loader {
         const char *path;
         int r;                  /* -EINVAL once something was refused */
         unsigned n_errors;
+        /* a pool's selectors read once quietly first: their first wrong type drops the pool */
+        bool probing;           /* nothing is logged, nothing refused */
+        bool probe_failed;      /* a wrong type was seen while probing: probe_* hold the first */
+        unsigned probe_line;
+        char probe_key[SRIOV_PATH_MAX];
+        char probe_reason[128];
 } loader;
 
 typedef enum problem {
@@ -262,6 +273,8 @@ static void loader_log(loader *ld, problem level, unsigned line, const char *key
         char reason[512];
         va_list ap;
 
+        if (ld->probing)
+                return;
         va_start(ap, format);
         (void) vsnprintf(reason, sizeof(reason), format, ap);
         va_end(ap);
@@ -278,6 +291,16 @@ static void loader_log(loader *ld, problem level, unsigned line, const char *key
 }
 
 static void loader_wrong_type(loader *ld, unsigned line, const char *key, const char *want, json_type got) {
+        if (ld->probing) {
+                if (!ld->probe_failed) {
+                        ld->probe_failed = true;
+                        ld->probe_line = line;
+                        (void) snprintf(ld->probe_key, sizeof(ld->probe_key), "%s", key ?: "");
+                        (void) snprintf(ld->probe_reason, sizeof(ld->probe_reason), "wrong type: want %s, got %s",
+                                        want, json_type_names[got]);
+                }
+                return;
+        }
         loader_log(ld, PROBLEM_ERROR, line, key, "wrong type: want %s, got %s", want, json_type_names[got]);
 }
 
@@ -613,8 +636,8 @@ static int parse_pf_matches(loader *ld, struct fy_node *n, unsigned line, const 
 
 static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const char *key, sriov_device_type type,
                           sriov_selector *ret) {
-        char vdpa_key[SRIOV_PATH_MAX] = "", links_key[SRIOV_PATH_MAX] = "";
-        unsigned rdma_line = 0, vdpa_line = 0, links_line = 0;
+        char vdpa_key[SRIOV_PATH_MAX] = "", links_key[SRIOV_PATH_MAX] = "", aux_key[SRIOV_PATH_MAX] = "";
+        unsigned rdma_line = 0, vdpa_line = 0, links_line = 0, aux_line = 0;
         struct fy_node_pair *pair;
         json_type t = json_type_of(n);
         void *it = NULL;
@@ -658,6 +681,9 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
                         if (field == &ret->link_types) {
                                 links_line = kline;
                                 strcpy(links_key, k);
+                        } else if (field == &ret->aux_types) {
+                                aux_line = kline;
+                                strcpy(aux_key, k);
                         }
                         break;
                 case FIELD_PF_MATCHES:
@@ -691,6 +717,18 @@ static int parse_selector(loader *ld, struct fy_node *n, unsigned line, const ch
         if (ret->is_rdma && ret->vdpa_type[0])
                 loader_log(ld, PROBLEM_ERROR, vdpa_line, vdpa_key,
                            "vdpaType together with isRdma (line %u): sriovdp refuses the pair", rdma_line);
+        /* sriovdp's auxNetDevice provider refuses (exits on) a selector without auxTypes, or with
+         * another type than "sf" */
+        if (type == SRIOV_AUX_NET_DEVICE && ret->aux_types.n == 0)
+                loader_log(ld, PROBLEM_ERROR, aux_line ?: line, aux_line ? aux_key : key,
+                           "no auxTypes: sriovdp refuses an auxNetDevice selector without them");
+        for (size_t i = 0; type == SRIOV_AUX_NET_DEVICE && i < ret->aux_types.n; i++)
+                if (strcmp(ret->aux_types.v[i], "sf") != 0) {
+                        char k[SRIOV_PATH_MAX];
+
+                        loader_log(ld, PROBLEM_ERROR, aux_line, key_index(k, sizeof(k), aux_key, i),
+                                   "auxTypes '%s': sriovdp supports only 'sf'", ret->aux_types.v[i]);
+                }
         if (ret->link_types.n > 1)
                 loader_log(ld, PROBLEM_WARNING, links_line, links_key,
                            "more than one linkTypes value: any of them matches, sriovdp warns the same");
@@ -819,6 +857,8 @@ static int parse_info(loader *ld, struct fy_node *n, unsigned line, const char *
         free(p->info);
         p->info = NULL;
         p->n_info = 0;
+        /* Go's map: {} is a map with no entry (sriovdp's extra provider still answers), null none */
+        p->has_info = json_type_of(n) == JSON_OBJECT;
 
         r = items_alloc(ld, n, line, key, JSON_OBJECT, "an object of objects of strings", sizeof(sriov_info_entry),
                         &items, &room);
@@ -909,10 +949,10 @@ static bool name_copy(loader *ld, char *dst, const char *s, unsigned line, const
 }
 
 static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index, const char *default_prefix,
-                      sriov_pool *p, unsigned *ret_name_line) {
+                      sriov_pool *p, unsigned *ret_name_line, bool *ret_dropped) {
         _cleanup_free_ char *name = NULL, *prefix = NULL;
         unsigned name_line = line, selectors_line = line, type_line = line;
-        bool has_selectors = false, name_given = false, selectors_refused = false;
+        bool has_selectors = false, name_given = false, selectors_refused = false, dropped = false;
         struct fy_node_pair *pair;
         json_type t = json_type_of(n);
         char elem[SRIOV_PATH_MAX], key[SRIOV_PATH_MAX];
@@ -957,7 +997,15 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 else if (strcasecmp(kname, "selectors") == 0) {
                         unsigned n_errors = ld->n_errors;
 
+                        /* sriovdp decodes the selectors of each pool on their own, and drops
+                         * the pool (with a warning) whose selectors do not decode */
+                        ld->probing = true;
+                        ld->probe_failed = false;
                         r = parse_selectors(ld, v, kline, k, p);
+                        ld->probing = false;
+                        dropped = ld->probe_failed;
+                        if (r >= 0 && !dropped)
+                                r = parse_selectors(ld, v, kline, k, p);
                         selectors_refused = ld->n_errors > n_errors;
                         has_selectors = p->n_selectors > 0;
                         selectors_line = kline;
@@ -972,6 +1020,14 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
         }
 
         *ret_name_line = name_line;
+        if (dropped) {
+                /* dropped before sriovdp validates names: only its selectors' fault is told */
+                loader_log(ld, PROBLEM_WARNING, ld->probe_line, ld->probe_key,
+                           "%s: the pool %s is dropped, the others are served, as in sriovdp", ld->probe_reason,
+                           name && *name ? name : elem);
+                *ret_dropped = true;
+                return 0;
+        }
         if (!name) {
                 if (!name_given)
                         loader_log(ld, PROBLEM_ERROR, line, key, "missing resourceName");
@@ -1006,7 +1062,7 @@ static int parse_pool(loader *ld, struct fy_node *n, unsigned line, size_t index
                 loader_log(ld, PROBLEM_WARNING, name_line, key,
                            "'-' in resourceName: the env key %s is not a shell identifier", env);
         }
-        if (p->type == SRIOV_AUX_NET_DEVICE)
+        if (p->type == SRIOV_AUX_NET_DEVICE && !selectors_refused)
                 loader_log(ld, PROBLEM_WARNING, type_line, key_member(key, sizeof(key), elem, "deviceType"),
                            "auxNetDevice pools hold auxiliary devices, which this backend does not serve: "
                            "the pool stays empty");
@@ -1137,6 +1193,7 @@ static int json_parse(loader *ld, const char *text, size_t len, json_doc *ret) {
 
 static int parse_root(loader *ld, struct fy_node *root, const char *default_prefix, sriov_config *c) {
         _cleanup_free_ unsigned *name_lines = NULL;
+        _cleanup_free_ size_t *indexes = NULL;  /* of the pools kept, in resourceList */
         struct fy_node *list = NULL, *item;
         struct fy_node_pair *pair;
         json_type t = json_type_of(root);
@@ -1186,15 +1243,32 @@ static int parse_root(loader *ld, struct fy_node *root, const char *default_pref
 
         c->pools = calloc((size_t) count, sizeof(sriov_pool));
         name_lines = calloc((size_t) count, sizeof(unsigned));
-        if (!c->pools || !name_lines)
+        indexes = calloc((size_t) count, sizeof(size_t));
+        if (!c->pools || !name_lines || !indexes)
                 return -ENOMEM;
-        c->n_pools = (size_t) count;
         it = NULL;
-        for (size_t i = 0; (item = fy_node_sequence_iterate(list, &it)) && i < c->n_pools; i++) {
-                r = parse_pool(ld, item, node_line(item, list_line), i, default_prefix, &c->pools[i],
-                               &name_lines[i]);
-                if (r < 0)
+        c->n_pools = 0;
+        for (size_t i = 0; (item = fy_node_sequence_iterate(list, &it)) && i < (size_t) count; i++) {
+                sriov_pool *p = &c->pools[c->n_pools];
+                bool dropped = false;
+
+                r = parse_pool(ld, item, node_line(item, list_line), i, default_prefix, p, &name_lines[c->n_pools],
+                               &dropped);
+                if (r < 0) {
+                        c->n_pools++;           /* freed with the others */
                         return r;
+                }
+                if (dropped) {
+                        pool_done(p);
+                        continue;
+                }
+                indexes[c->n_pools++] = i;
+        }
+        if (c->n_pools == 0 && ld->r == 0) {
+                loader_log(ld, PROBLEM_ERROR, list_line, "resourceList",
+                           "no resource left once the pools whose selectors do not load were dropped: sriovdp "
+                           "does not start without one");
+                return 0;
         }
 
         /* a resource is one socket and one kubelet registration: sriovdp refuses two */
@@ -1204,10 +1278,11 @@ static int parse_root(loader *ld, struct fy_node *root, const char *default_pref
 
                         if (!c->pools[i].resource[0] || strcmp(c->pools[i].resource, c->pools[j].resource) != 0)
                                 continue;
-                        key_member(k, sizeof(k), key_index(e, sizeof(e), "resourceList", i), "resourceName");
+                        key_member(k, sizeof(k), key_index(e, sizeof(e), "resourceList", indexes[i]),
+                                   "resourceName");
                         loader_log(ld, PROBLEM_ERROR, name_lines[i], k,
                                    "duplicate resource '%s': resourceList[%zu] (line %u) has it already",
-                                   c->pools[i].resource, j, name_lines[j]);
+                                   c->pools[i].resource, indexes[j], name_lines[j]);
                         break;
                 }
         return 0;
@@ -1234,6 +1309,12 @@ int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *
                 return r;
         if (!text)
                 return ld.r;    /* a byte the parser would not read: logged */
+        /* Go's decoder takes no byte order mark (sriovdp exits on "invalid character 'ï'");
+         * libfyaml would skip it, as YAML allows one */
+        if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+                loader_log(&ld, PROBLEM_ERROR, 1, NULL, "not JSON: a UTF-8 byte order mark (column 1)");
+                return ld.r;
+        }
         r = check_shape(&ld, text, len);
         if (r < 0)
                 return r;
@@ -1252,14 +1333,22 @@ int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *
 
 /* ---- matching ---- */
 
-const char *sriov_config_excluded(const sriov_func *f) {
-        if (f->is_pf_with_vfs)
-                return "PF with VFs enabled";
-        if (f->default_route)
-                return "carries the default route";
+/* sriovdp's accelerator provider keeps every function of its class, a PF with VFs too; only
+ * one without a driver makes no device there either */
+static const char *excluded_from(sriov_device_type type, const sriov_func *f) {
+        if (type != SRIOV_ACCELERATOR) {
+                if (f->is_pf_with_vfs)
+                        return "PF with VFs enabled";
+                if (f->default_route)
+                        return "carries the default route";
+        }
         if (!f->driver[0])
                 return "driver unbound";
         return NULL;
+}
+
+const char *sriov_config_excluded(const sriov_func *f) {
+        return excluded_from(SRIOV_NET_DEVICE, f);
 }
 
 static bool strings_have(const sriov_strings *s, const char *v) {
@@ -1323,12 +1412,10 @@ static bool class_fits(sriov_device_type type, uint32_t class_code) {
 }
 
 int sriov_config_match(const sriov_config *c, const sriov_func *f, size_t *ret_selector) {
-        if (sriov_config_excluded(f))
-                return -1;
         for (size_t i = 0; i < c->n_pools; i++) {
                 const sriov_pool *p = &c->pools[i];
 
-                if (!class_fits(p->type, f->class_code))
+                if (!class_fits(p->type, f->class_code) || excluded_from(p->type, f))
                         continue;
                 for (size_t j = 0; j < p->n_selectors; j++)
                         if (selector_takes(&p->selectors[j], p->type, f)) {
@@ -1389,7 +1476,8 @@ static bool selectors_equal(const sriov_selector *a, const sriov_selector *b) {
 bool sriov_config_pool_equal(const sriov_pool *a, const sriov_pool *b) {
         if (strcmp(a->resource_name, b->resource_name) != 0 || strcmp(a->resource_prefix, b->resource_prefix) != 0 ||
             strcmp(a->resource, b->resource) != 0 || a->type != b->type ||
-            a->exclude_topology != b->exclude_topology || a->n_selectors != b->n_selectors || a->n_info != b->n_info)
+            a->exclude_topology != b->exclude_topology || a->n_selectors != b->n_selectors || a->n_info != b->n_info ||
+            a->has_info != b->has_info)
                 return false;
         for (size_t i = 0; i < a->n_selectors; i++)
                 if (!selectors_equal(&a->selectors[i], &b->selectors[i]))

@@ -660,8 +660,8 @@ static void scan_function(sriov_state *s, kdp_device_tree *tree, const kdp_pci_d
 
                 if (strcmp(m->f.address, p->address) != 0 || m->recut)
                         continue;
-                if (f.is_pf_with_vfs) {
-                        /* its VFs are served in its place */
+                if (f.is_pf_with_vfs && !(resource && strcmp(m->resource, resource) == 0)) {
+                        /* its VFs are served in its place (an accelerator pool keeps it: as sriovdp) */
                         kdp_backend_log_info(s->ctx, "Function left the list: SR-IOV VFs are served in its place",
                                              KDP_F_STR("pciAddress", p->address), KDP_F_STR("resource", m->resource),
                                              KDP_F_INT("numVFs", p->sriov_numvfs));
@@ -1156,7 +1156,8 @@ static int sriov_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_r
                 snprintf(cdi, sizeof(cdi), "%s=%s", req->resource, req->device_ids[i]);
                 r = kdp_alloc_response_add_cdi_device(resp, cdi);
         }
-        for (size_t i = 0; r >= 0 && i < req->n_device_ids; i++) {
+        /* sriovdp's accelerator pools write no device-info: Multus reads it for network attachments */
+        for (size_t i = 0; r >= 0 && pool->type != SRIOV_ACCELERATOR && i < req->n_device_ids; i++) {
                 const member *m = member_find(s, req->device_ids[i], req->resource);
 
                 devinfo_write(s, m, &pool->selectors[m->selector]);

@@ -143,6 +143,7 @@ typedef struct sriov_pool {
         size_t n_selectors;
         sriov_info_entry *info;
         size_t n_info;
+        bool has_info;                          /* additionalInfo an object, {} too: "extra" in _INFO */
         unsigned line;                          /* of its resourceList entry, for messages */
 } sriov_pool;
 
@@ -156,10 +157,13 @@ typedef struct sriov_config {
  * Reads config.json at `path` into *ret (zeroed first; sriov_config_done() frees it, also after
  * a failure). `default_prefix` is the resourcePrefix of pools without one ("intel.com" by
  * default, as sriovdp's -resource-prefix). What sriovdp refuses (a missing or invalid
- * resourceName, a duplicate resource, vdpaType with isRdma, a wrong type) fails with -EINVAL
+ * resourceName, a duplicate resource, vdpaType with isRdma, an auxNetDevice selector without
+ * auxTypes or with one other than "sf", a wrong type outside the selectors) fails with -EINVAL
  * after logging an error naming path:line and the key; what sriovdp silently ignores or
  * mis-parses (an unknown key, acpiIndexes on an accelerator pool, a malformed VF range) is
- * accepted with a warning naming path:line and the key, and behaves as it does there. ctx may
+ * accepted with a warning naming path:line and the key, and behaves as it does there. A pool
+ * whose selectors hold a wrong type is dropped with such a warning, as sriovdp drops it, and
+ * the others are loaded (none left: -EINVAL). ctx may
  * be NULL (tests): messages then go to stderr.
  */
 int sriov_config_load(const kdp_backend_ctx *ctx, const char *path, const char *default_prefix,
@@ -169,7 +173,9 @@ void sriov_config_done(sriov_config *c);
 /*
  * Why no pool may take `f` whatever the config (a PF with VFs enabled, a netdev carrying the
  * default route, no driver bound: sriovdp makes no device of a function without a driver), as
- * a reason for kdp_device_tree_not_served(); NULL when a pool may. A function between its
+ * a reason for kdp_device_tree_not_served(); NULL when a pool may. accelerator pools, as
+ * sriovdp's, take a PF with VFs enabled all the same (only an unbound one is excluded there),
+ * so the reason stands only when no pool took the function. A function between its
  * "add" and its driver's probe is unbound: no pool takes it then, so what a pool holds never
  * depends on whether a scan fell into that gap.
  */
@@ -178,7 +184,8 @@ const char *sriov_config_excluded(const sriov_func *f);
 /*
  * The pool `f` goes to: the first pool (config order) one of whose selectors takes it, with the
  * fields that apply to the pool's device type and its class filter (§12); -1 when none, also for
- * a function sriov_config_excluded() names a reason for. An auxNetDevice pool takes no PCI
+ * a function sriov_config_excluded() names a reason for, unless an accelerator pool takes it
+ * (a PF with VFs enabled). An auxNetDevice pool takes no PCI
  * function (its devices are auxiliary ones).
  * *ret_selector (may be NULL) is the selector that took it (its isRdma, needVhostNet and
  * vdpaType shape the answer).

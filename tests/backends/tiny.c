@@ -27,6 +27,11 @@
  *                          count of PreStarts so far. Init logs what
  *                          kdp_backend_run_unlocked() returns outside pre_start, fini logs
  *                          "Stopped backend".
+ *   TINY_SCAN_HOLD         param `hold_dir`: a scan while <hold_dir>/scan exists logs
+ *                          "Holding scan" and waits, with the backend's lock, until the
+ *                          file is gone ("Released scan")
+ *   TINY_ALLOCATE          an allocate hook: each device as the default gives it, and the
+ *                          env TINY_HOOK=allocate; logs "Allocated by hook" with the count
  *
  * Every variant declares the params `devices` (0..1024) and `label` (default
  * "a"); each device carries the env TINY_LABEL=<label>, so a reload that only
@@ -55,6 +60,7 @@ typedef struct tiny_state {
         const char *label;      /* borrowed from the ctx, valid until fini */
         const char *hold_dir;   /* borrowed from the ctx; NULL: no PreStart waits */
         int64_t pre_starts;     /* PreStarts answered since init */
+        int64_t allocates;      /* allocate hook calls since init */
 } tiny_state;
 
 /* unused unless TINY_PRE_START */
@@ -121,11 +127,34 @@ __attribute__((unused)) static int tiny_add(const tiny_state *s, kdp_device_tree
         return r;
 }
 
+/* unused unless TINY_SCAN_HOLD: waits while <hold_dir>/scan exists, with the lock the scan runs under */
+__attribute__((unused)) static int tiny_hold_scan(const tiny_state *s) {
+        char *path;
+
+        if (!s->hold_dir)
+                return 0;
+        if (asprintf(&path, "%s/scan", s->hold_dir) < 0)
+                return -ENOMEM;
+        if (access(path, F_OK) == 0) {
+                kdp_backend_log_info(s->ctx, "Holding scan");
+                while (access(path, F_OK) == 0)
+                        (void) usleep(10 * 1000);
+                kdp_backend_log_info(s->ctx, "Released scan");
+        }
+        free(path);
+        return 0;
+}
+
 /* unused in the TINY_NO_SCAN variant */
 __attribute__((unused)) static int tiny_scan(void *state, kdp_device_tree *tree) {
         tiny_state *s = state;
         int r;
 
+#ifdef TINY_SCAN_HOLD
+        r = tiny_hold_scan(s);
+        if (r < 0)
+                return r;
+#endif
         r = tiny_add(s, tree, TINY_RESOURCE, TINY_PREFIX);
 #ifdef TINY_RESOURCE2
         if (r >= 0)
@@ -177,6 +206,23 @@ __attribute__((unused)) static int tiny_pre_start(void *state, const kdp_prestar
         return 0;
 }
 
+/* unused unless TINY_ALLOCATE */
+__attribute__((unused)) static int tiny_allocate(void *state, const kdp_alloc_request *req, kdp_alloc_response *resp) {
+        tiny_state *s = state;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < req->n_device_ids; i++)
+                r = kdp_alloc_response_add_device(resp, req->device_ids[i]);
+        if (r >= 0)
+                r = kdp_alloc_response_add_env(resp, "TINY_HOOK", "allocate");
+        if (r < 0)
+                return r;
+        s->allocates++;
+        kdp_backend_log_info(s->ctx, "Allocated by hook", KDP_F_STR("resource", req->resource),
+                             KDP_F_INT("allocates", s->allocates));
+        return 0;
+}
+
 /* unused unless TINY_RELOAD */
 __attribute__((unused)) static void tiny_reload(void *state) {
         tiny_state *s = state;
@@ -188,7 +234,7 @@ __attribute__((unused)) static void tiny_reload(void *state) {
 static const kdp_param_spec tiny_params[] = {
         { "devices", TINY_DEVICES, "Number of devices" },
         { "label", "a", "Value of TINY_LABEL in every device" },
-        { "hold_dir", NULL, "PreStarts of devices with a file here wait until it is gone" },
+        { "hold_dir", NULL, "PreStarts of devices with a file here wait until it is gone (scans: the file scan)" },
         { 0 },
 };
 
@@ -214,6 +260,9 @@ static const kdp_backend_ops tiny_ops = {
 #endif
 #ifdef TINY_PRE_START
         .pre_start = tiny_pre_start,
+#endif
+#ifdef TINY_ALLOCATE
+        .allocate = tiny_allocate,
 #endif
 };
 

@@ -12,6 +12,9 @@
 #   cluster.sh ctr DIR [--node N] ARGS...   ctr on node N's containerd (default 1), namespace k8s.io
 #                           (the kubelet's): `ctr DIR images import IMAGE.tar` makes an image of
 #                           oci-image.sh usable on that node
+#   cluster.sh node DIR [--node N] CMD...   CMD in node N's mount and network namespaces (default 1):
+#                           `node DIR mknod /dev/x c 1 2` adds a device node that only node 1's /dev
+#                           shows
 #
 # The nodes (NODES): node N is named 127.0.0.N, its InternalIP. Each runs its containerd (with its
 # shims and pods) and kubelet in a mount and a network namespace of its own; their files are under
@@ -25,8 +28,10 @@
 #   - cgroup v1: /kdp-<id>-N under each hierarchy, node N's kubelet's cgroup root (pods go below it)
 #   - the sysctls the kubelet sets outside the network namespace (SYSCTLS): restored
 #   - the empty directories NODE_BINDS needs as mount points, where missing: removed
-# The nodes' network namespaces (their CNI bridges, the pods' links and addresses) have no name
-# and go with their last process. Binaries: scripts/cluster-build (built once, cached).
+# The nodes' namespaces go with their last process: their mounts (NODE_BINDS, and /dev, the
+# host's with a layer of the node's own over it: node_ns), unseen by the host, and their network
+# (their CNI bridges, the pods' links and addresses), which has no name.
+# Binaries: scripts/cluster-build (built once, cached).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -64,12 +69,17 @@ STATE_DIRS=(logs run etcd controller-manager pki images kube-cache "${NODES[@]/#
 # kubelet's root-dir (given as /var/lib/kubelet, its default: the device-plugin socket and
 # checkpoint are there whatever --root-dir says, and DaemonSets mount hostPaths under it), its
 # symlinks to the pod logs, the shims' sockets (under /run/containerd whatever containerd's state
-# dir) and the CNI library's cache of results (/var/lib/cni, not configurable in containerd)
+# dir), the CNI library's cache of results (/var/lib/cni, not configurable in containerd), and two
+# that deploy/'s DaemonSets mount as hostPaths: the CDI directory they write specs into
+# (/var/run/cdi, containerd's default; its cdi_spec_dirs names N/cdi, the same directory) and
+# udevd's /run/udev (DirectoryOrCreate: the node's own, empty, never the host's)
 node_binds() {
         NODE_BINDS=("$N/kubelet:/var/lib/kubelet"
                     "$N/log-containers:/var/log/containers"
                     "$N/containerd/run:/run/containerd"
-                    "$N/cni/cache:/var/lib/cni")
+                    "$N/cni/cache:/var/lib/cni"
+                    "$N/cdi:/var/run/cdi"
+                    "$N/udev:/run/udev")
 }
 
 # node N: NODE its name and address, N its directory, KUBELET_PORT, HEALTHZ_PORT, CGROUP_ROOT,
@@ -322,14 +332,26 @@ make_bind_dirs() {
         for dest in "${made[@]}"; do mkdir "$dest" && echo "$dest" >> "$D/run/dirs"; done
 }
 
-# NODE_NS: a command prefix; what follows it runs in a new mount namespace where NODE_BINDS
-# are bound, and a new network namespace: lo up (127.0.0.0/8, the node's own), SERVICE_IP on lo
-# for svc-in-N, no other link until the CNI bridge (the same pid: each step execs the next)
+# NODE_NS: a command prefix; what follows it runs in a new network namespace: lo up (127.0.0.0/8,
+# the node's own), SERVICE_IP on lo for svc-in-N, no other link until the CNI bridge; and a new
+# mount namespace where /dev is an overlay (the host's /dev below, a tmpfs on N/node-dev above: a
+# device node made in the node's /dev exists in that node only, and goes with it; the host's
+# submounts of /dev, pts and shm, bound again on top) and NODE_BINDS are bound (the same pid: each
+# step execs the next)
 node_ns() {
         NODE_NS=(unshare --mount --net --propagation slave -- bash -c 'set -e
                 ip link set lo up; ip addr add "$1/32" dev lo; shift
+                d=$1; shift
+                mount -t tmpfs -o mode=755 kdp-node-dev "$d"
+                mkdir "$d/host" "$d/upper" "$d/work"
+                mount --rbind /dev "$d/host"
+                mount -t overlay -o "lowerdir=$d/host,upperdir=$d/upper,workdir=$d/work" kdp-node-dev /dev
+                for m in $(awk -v p="$d/host/" "index(\$5, p) == 1 { print substr(\$5, length(p) + 1) }" \
+                                /proc/self/mountinfo | grep -v / | sort -u); do
+                        mount --rbind "$d/host/$m" "/dev/$m"
+                done
                 while [ "$1" != -- ]; do mount --bind "${1%%:*}" "${1#*:}"; shift; done
-                shift; exec "$@"' node-ns "$SERVICE_IP" "${NODE_BINDS[@]}" --)
+                shift; exec "$@"' node-ns "$SERVICE_IP" "$N/node-dev" "${NODE_BINDS[@]}" --)
 }
 
 # in_node: a command prefix, node N's network namespace (its containerd's)
@@ -371,7 +393,7 @@ up() {
         : > "$D/run/cgroups"
         for n in "${NODES[@]}"; do
                 node "$n"; make_cgroups; make_bind_dirs
-                mkdir -p "$N/pod-logs"
+                mkdir -p "$N/pod-logs" "$N/node-dev"
         done
         pki; images
         kubeconfig admin admin
@@ -534,19 +556,29 @@ down() {
         say "down: $D stopped"
 }
 
-usage="usage: $0 up|down DIR | kubectl DIR ARGS... | ctr DIR [--node N] ARGS..."
+usage="usage: $0 up|down DIR | kubectl DIR ARGS... | ctr|node DIR [--node N] ARGS..."
 [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 cmd=$1 D=$(realpath -m "$2"); shift 2
 ID=$(echo -n "$D" | sha256sum | cut -c1-8)     # names what this cluster makes outside DIR
+# node_arg ARGS...: n, the node of a leading "--node N" (default 1); SHIFT, the arguments it took
+node_arg() {
+        n=1 SHIFT=0
+        [ "${1:-}" != --node ] || { n=${2:-} SHIFT=2; }
+        [[ " ${NODES[*]} " == *" $n "* ]] && [ $# -ge "$SHIFT" ] || { echo "$usage (N: ${NODES[*]})" >&2; exit 2; }
+}
 case $cmd in
 up) up ;;
 down) down ;;
 kubectl) binaries; kc "$@" ;;
 ctr)
-        n=1
-        [ "${1:-}" != --node ] || { n=${2:-}; shift 2 || true; }
-        [[ " ${NODES[*]} " == *" $n "* ]] || { echo "$usage (N: ${NODES[*]})" >&2; exit 2; }
+        node_arg "$@"; shift "$SHIFT"
         binaries; node "$n"
         "$CONTAINERD_BIN/ctr" --address "$N/containerd/containerd.sock" -n k8s.io "$@" ;;
+node)
+        node_arg "$@"; shift "$SHIFT"
+        node "$n"
+        alive "containerd-$n" || die "node: $D's node $n (its containerd) is not running"
+        nsenter --mount="/proc/$(cat "$D/run/containerd-$n.pid")/ns/mnt" \
+                --net="/proc/$(cat "$D/run/containerd-$n.pid")/ns/net" -- "$@" ;;
 *) echo "$usage" >&2; exit 2 ;;
 esac

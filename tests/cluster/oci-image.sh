@@ -8,7 +8,8 @@
 # Usage: oci-image.sh OUT.tar NAME ENTRYPOINT SRC:DEST...
 #   NAME        the image reference, e.g. kdp.local/pause:1
 #   ENTRYPOINT  the entrypoint path inside the image (one argument, no args)
-#   SRC:DEST    a file to copy to DEST (absolute, in the image), mode kept
+#   SRC:DEST    a file to copy to DEST (absolute, in the image), mode kept; a directory SRC is
+#               copied with everything in it (links as links) as the directory DEST
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: oci-image.sh OUT.tar NAME ENTRYPOINT SRC:DEST..." >&2; exit 2; }
 out=$1 name=$2 entry=$3; shift 3
@@ -20,7 +21,12 @@ for f in "$@"; do
         src=${f%%:*} dest=${f#*:}
         case $dest in /*) ;; *) echo "oci-image.sh: $dest is not absolute" >&2; exit 2 ;; esac
         mkdir -p "$work/rootfs$(dirname "$dest")"
-        cp -p "$src" "$work/rootfs$dest"
+        if [ -d "$src" ]; then
+                mkdir -p "$work/rootfs$dest"
+                cp -a "$src/." "$work/rootfs$dest"
+        else
+                cp -p "$src" "$work/rootfs$dest"
+        fi
 done
 
 # put FILE as a blob; prints "DIGEST SIZE"

@@ -13,22 +13,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../procs.sh"
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: a kubelet and containerd need root"; exit 77; }
-for t in unshare nsenter runc gcc openssl curl busybox socat ip; do
-        command -v "$t" >/dev/null || { echo "SKIP: no $t (scripts/install-deps)"; exit 77; }
-done
-
 kc() { cluster kubectl "$@"; }
 failure_report() { kc get nodes -o wide --show-labels; kc get pods -A -o wide; kc describe pods; }
 . "$here/lib.sh"
 T=$(( $(wait_s 120) * SLOW ))s          # each wait's deadline
 
 links_before=$(ip -o link show | awk '{ print $2 }')
-cluster up
-
-v=$(kc version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
-echo "Kubernetes $v"
-[ "$v" = v1.37.2 ] || fail "server version $v, not v1.37.2"
+cluster_up
 nodes=$(kc get nodes -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
 [ "$nodes" = $'127.0.0.1\n127.0.0.2' ] || fail "the nodes are '$nodes', not 127.0.0.1 and 127.0.0.2"
 

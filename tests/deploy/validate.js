@@ -6,7 +6,8 @@
  * validates what it renders, and every other YAML document there, against the
  * Kubernetes API schema, offline; then checks the properties each DaemonSet
  * must have, what each overlay changes of what it builds on, and the example
- * pods and network.
+ * pods and network. Not deploy/helm: the chart's files are Helm's (its templates are no YAML
+ * before rendering), and deploy/helm-lint and deploy/helm-template check it.
  *
  *   node tests/deploy/validate.js [SRCDIR]          (ctest: deploy/schema)
  *
@@ -985,7 +986,8 @@ function main() {
         // 1. what each kustomization renders, and every other document under deploy/
         const { dirs, renderings, files } = renderAll(deploy);
         const standalone = [];          // { label, value } of every valid document of no kustomization
-        for (const file of walk(deploy).filter((f) => path.basename(f) !== 'kustomization.yaml' && !files.has(f))) {
+        const inChart = (f) => path.relative(deploy, f).startsWith(`helm${path.sep}`);
+        for (const file of walk(deploy).filter((f) => path.basename(f) !== 'kustomization.yaml' && !files.has(f) && !inChart(f))) {
                 for (const d of readDocs(file, path.relative(src, file))) {
                         const errs = d.errors.length ? d.errors : schemaErrors(d.value).map(formatError);
                         if (report(errs.length === 0, `${d.label}: ${d.errors.length ? 'YAML' : describe(d.value)}`, errs))
@@ -1103,4 +1105,4 @@ function main() {
 
 if (require.main === module)
         process.exitCode = main();
-module.exports = { parseYaml, kustomize, argValue, optionValue };
+module.exports = { parseYaml, kustomize, argValue, optionValue, renderingDiff, report, results: () => ({ passed, failed }) };

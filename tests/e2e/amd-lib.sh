@@ -9,7 +9,9 @@ GPUS="0000:05:00.0 0000:27:00.0 0000:85:00.0 0000:a7:00.0"
 NUMA=(0 0 1 1)
 
 # run_node NAME [KDPD-ARGS...]: a fresh stand-in kubelet, and kdpd --backend gpu on $NODE
-# (output in $T/NAME.out and $T/NAME.err)
+# (output in $T/NAME.out and $T/NAME.err), back once kdpd has sent its first list. sim-node
+# builds the node's testbed (some 200 devices of four MI300-class GPUs) before kdpd starts,
+# which takes tens of seconds on a loaded 2-core machine: that first wait is 120 s.
 run_node() {
         local name=$1
         shift
@@ -18,6 +20,7 @@ run_node() {
         exec 9<>"$T/ctl"
         start_kubelet kubelet
         KDPD_LOG=$name start_sim_kdpd "$NODE" --control "$T/ctl" -- --v 2 --health-hold-ms 300 --backend gpu "$@"
+        wait_line "$T/kubelet.out" '^devices resource=' 120
 }
 
 # end_node: kdpd stops cleanly, then the kubelet

@@ -16,7 +16,7 @@ ALL4="0 1 2 3"
 
 # ---- DPX/NPS1: 2 partitions a GPU, 96 GiB each
 NODE="$NODES/gpu-mi300x4-dpx.umockdev"
-run_node dpx-whole
+run_node dpx-whole -o gpu.amd_partitions=whole
 wait_line "$T/kubelet.out" "^devices resource=amd.com/gpu "
 grep -q 'sim-node: .*preload\|not built' "$T/dpx-whole.err" && { echo "skip: no simulated node"; exit 77; }
 devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=4 allocatable=4 healthy=${GPUS// /,} unhealthy= numa=$(gpus_numa)$"
@@ -48,7 +48,7 @@ end_node
 
 # ---- QPX/NPS4: 4 partitions a GPU, 48 GiB each
 NODE="$NODES/gpu-mi300x4-qpx.umockdev"
-run_node qpx-whole
+run_node qpx-whole -o gpu.amd_partitions=whole
 devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=4 allocatable=4 healthy=${GPUS// /,} unhealthy= numa=$(gpus_numa)$"
 S=$(plugin_socket amd.com_gpu)
 alloc_match "$S" "env KDP_GPU_PCI_ADDRESSES=0000:05:00.0|$(specs card1 card2 card3 card4 renderD128 renderD129 renderD130 renderD131)" 0000:05:00.0
@@ -80,7 +80,7 @@ alloc_match "$S" "env KDP_GPU_PARTITIONS=0000:a7:00.0-p3|env KDP_GPU_PCI_ADDRESS
 pass "MI308X mixed: 16 partitions of amd.com/cpx_nps4"
 end_node
 
-run_node mi308x-whole -o gpu.model_resources=1002:74a2=amd.com/mi308x
+run_node mi308x-whole -o gpu.amd_partitions=whole -o gpu.model_resources=1002:74a2=amd.com/mi308x
 devices_match amd.com/mi308x "^devices resource=amd.com/mi308x capacity=4 allocatable=4 healthy=${GPUS// /,} unhealthy= numa=$(gpus_numa)$"
 assert_eq "$(grep -c '^registered ' "$T/kubelet.out")" 1 "only amd.com/mi308x registered"
 S=$(plugin_socket amd.com_mi308x)

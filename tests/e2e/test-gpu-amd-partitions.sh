@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The GPU backend on 4 AMD Instinct MI300X in CPX/NPS4 (tests/fixtures/nodes/gpu-mi300x4-cpx: 8
 # compute partitions per GPU, partitions 1-7 on amdgpu_xcp_<k> platform devices that KFD names):
-#   amd_partitions whole (default)  a GPU is one device with the card and render node of each
+#   amd_partitions whole            a GPU is one device with the card and render node of each
 #                                   of its 8 partitions, and /dev/kfd
-#   amd_partitions single           each partition one device of amd.com/gpu ("<address>-p<i>")
+#   amd_partitions single (default) each partition one device of amd.com/gpu ("<address>-p<i>"),
+#                                   as AMD's plugin, whose default is single too
 #   amd_partitions mixed            each partition one device of amd.com/cpx_nps4 (AMD's names)
 # and a repartition while kdpd runs (gpu-mi300x4-cpx-repartition.script: GPU 0 to SPX/NPS1 and
 # back), followed without a restart.
@@ -26,8 +27,8 @@ back_to_cpx() {
 GPU1_NODES="card10 card11 card12 card13 card14 card15 card16 card9 renderD136 renderD137 renderD138 renderD139 renderD140 renderD141 renderD142 renderD143"
 GPU0_NODES="card1 card2 card3 card4 card5 card6 card7 card8 renderD128 renderD129 renderD130 renderD131 renderD132 renderD133 renderD134 renderD135"
 
-# ---- whole GPUs (the default): every partition's card and render node
-run_node whole
+# ---- whole GPUs: every partition's card and render node
+run_node whole -o gpu.amd_partitions=whole
 wait_line "$T/kubelet.out" "^devices resource=amd.com/gpu "
 grep -q 'sim-node: .*preload\|not built' "$T/whole.err" && { echo "skip: no simulated node"; exit 77; }
 devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=4 allocatable=4 healthy=${GPUS// /,} unhealthy= numa=$(gpus_numa)$"
@@ -51,8 +52,8 @@ devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=4 allocatable=
 pass "whole: after CPX -> SPX a GPU has 1 card and render node, after SPX -> CPX 8 again, no restart"
 end_node
 
-# ---- single: each partition a device of amd.com/gpu
-run_node single -o gpu.amd_partitions=single
+# ---- single (the default): each partition a device of amd.com/gpu
+run_node single
 devices_match amd.com/gpu "^devices resource=amd.com/gpu capacity=32 allocatable=32 healthy=$(ids "0 1 2 3" "$ALL8") unhealthy= numa=$(numa_of "0 1 2 3" "$ALL8")$"
 pass "single: 32 partitions of amd.com/gpu, each with its GPU's NUMA node"
 S=$(plugin_socket amd.com_gpu)

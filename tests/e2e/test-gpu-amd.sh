@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The GPU backend on a simulated node with 4 AMD Instinct MI300X (tests/fixtures/nodes/gpu-mi300x4):
 # PCI addresses as IDs, NUMA, the render/card nodes of each GPU's own drm/ directory (the 28 XCP
-# partition nodes are not GPUs), /dev/kfd, and health from the KFD topology.
+# partition nodes are not GPUs), /dev/kfd, and health from the KFD topology. In SPX each GPU is one
+# partition: under the default amd_partitions (single) its device is the GPU's.
 . "$(dirname "$0")/lib.sh"
 
 SIM="$KDP_SOURCE_DIR/tests/sim-node/sim-node"
@@ -25,10 +26,10 @@ pass "4 MI300X by PCI address with their NUMA nodes"
 
 S=$(plugin_socket amd.com_gpu)
 assert_eq "$("$KDPCTL" allocate --socket "$S" 0000:85:00.0 | tr '\n' '|')" \
-        "env KDP_GPU_PCI_ADDRESSES=0000:85:00.0|device /dev/dri/card17 /dev/dri/card17 rw|device /dev/dri/renderD144 /dev/dri/renderD144 rw|device /dev/kfd /dev/kfd rw|" \
+        "env KDP_GPU_PARTITIONS=0000:85:00.0|env KDP_GPU_PCI_ADDRESSES=0000:85:00.0|device /dev/dri/card17 /dev/dri/card17 rw|device /dev/dri/renderD144 /dev/dri/renderD144 rw|device /dev/kfd /dev/kfd rw|" \
         "allocate one GPU"
 assert_eq "$("$KDPCTL" allocate --socket "$S" 0000:05:00.0 0000:27:00.0 | tr '\n' '|')" \
-        "env KDP_GPU_PCI_ADDRESSES=0000:05:00.0,0000:27:00.0|device /dev/dri/card1 /dev/dri/card1 rw|device /dev/dri/card9 /dev/dri/card9 rw|device /dev/dri/renderD128 /dev/dri/renderD128 rw|device /dev/dri/renderD136 /dev/dri/renderD136 rw|device /dev/kfd /dev/kfd rw|" \
+        "env KDP_GPU_PARTITIONS=0000:05:00.0,0000:27:00.0|env KDP_GPU_PCI_ADDRESSES=0000:05:00.0,0000:27:00.0|device /dev/dri/card1 /dev/dri/card1 rw|device /dev/dri/card9 /dev/dri/card9 rw|device /dev/dri/renderD128 /dev/dri/renderD128 rw|device /dev/dri/renderD136 /dev/dri/renderD136 rw|device /dev/kfd /dev/kfd rw|" \
         "allocate two GPUs: /dev/kfd once"
 pass "Allocate: each GPU's card and render node, /dev/kfd once, the addresses in KDP_GPU_PCI_ADDRESSES"
 

@@ -68,7 +68,7 @@ start_metrics_kdpd() {
 }
 
 # ---- before the kubelet ----
-start_metrics_kdpd kdpd --metrics-address 127.0.0.1:0
+start_metrics_kdpd kdpd --metrics-address 127.0.0.1:0 --v 2
 if watcher_mode; then    # the plugin watcher's: no attempt of kdpd's own to name
         wait_http /readyz 503 "^$RES: not registered with the kubelet$"
 else
@@ -133,18 +133,22 @@ expect "kdp_registrations_total{resource=\"$RES\",result=\"success\",reason=\"no
 expect "kdp_listandwatch_streams{resource=\"$RES\"}" 1
 pass "a new kubelet: 2 kubelet starts seen, 2 registrations, /readyz 200 again"
 
-# ---- a scan stuck in the kernel: the loop, then the gRPC thread waiting on the backend's lock ----
+# ---- a scan stuck in the kernel: the loop; an Allocate for the backend's hook waits on a worker ----
 touch "$HOLD"
 wait_http /healthz 503 '^event loop has not run for [0-9]+\.[0-9] s$'
 scrape                                          # the endpoint does not wait on the loop
 "$KDPCTL" allocate --socket "$(plugin_socket widget)" --timeout 300 widget-6 >"$T/held-allocate.out" 2>&1 &
 held_pid=$!
-wait_http /healthz 503 '^completion queue thread has not run for [0-9]+\.[0-9] s$'
-assert_eq "$(http /healthz | grep -c 'has not run')" 2 "threads /healthz names"
+wait_line "$T/kdpd.err" '"Queued call for the backend'\''s hook" resource="example.com/widget" method="/v1beta1.DevicePlugin/Allocate"'
+assert_eq "$("$KDPCTL" list --socket "$(plugin_socket widget)" | tail -n 1)" "total=8 healthy=7 unhealthy=1" \
+        "ListAndWatch while the scan holds the backend's lock"
+assert_eq "$(http /healthz | grep 'has not run' | sed 's/ for .*//')" "event loop has not run" \
+        "the thread /healthz names while the scan is held"
+proc_alive "$held_pid" || fail "the allocate held behind the scan ended: $(cat "$T/held-allocate.out")"
 rm "$HOLD"
 wait "$held_pid" || fail "the allocate held behind the scan failed: $(cat "$T/held-allocate.out")"
 wait_http /healthz 200 '^ok$'
-pass "/healthz 503 naming the stuck event loop and gRPC thread, 200 once the scan ended"
+pass "/healthz 503 naming the stuck event loop, not the gRPC thread; 200 once the scan ended"
 
 # ---- what is not served, and a scraper that misbehaves ----
 out=$(http /nope)

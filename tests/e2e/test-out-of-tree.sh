@@ -22,8 +22,12 @@ pass "backend built against the installed headers with pkg-config"
 
 start_kubelet kubelet
 KDPD="$(find "$prefix" -name kdpd -type f)"
-LD_LIBRARY_PATH="$prefix/$(pkg-config --variable=libdir kdp-backend | sed "s|^$prefix/||")" start_kdpd kdpd --backend example -o example.devices=2
+LD_LIBRARY_PATH="$prefix/$(pkg-config --variable=libdir kdp-backend | sed "s|^$prefix/||")" start_kdpd kdpd --backend example -o example.devices=2 --v 2
 wait_line "$T/kubelet.out" '^devices resource=vendor.example.org/gizmo capacity=2 allocatable=2 '
-grep -q "path=\"$backenddir/kdp-backend-example.so\"\|Loaded backend" "$T/kdpd.err" || true
+# kdpd finds its backends beside itself (<bindir>/../lib/kdp/backends): that is the directory
+# pkg-config names to the vendor
+loaded=$(sed -n 's/.*"Loaded backend" backend="example" path="\(.*\)"$/\1/p' "$T/kdpd.err")
+assert_eq "$(realpath "$loaded")" "$(realpath "$backenddir/kdp-backend-example.so")" \
+        "the backend kdpd loaded, the one installed in pkg-config's backenddir"
 pass "the installed kdpd found the installed backend by name and served it"
 stop_kdpd

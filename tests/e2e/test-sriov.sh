@@ -735,9 +735,9 @@ assert_eq "$(devinfo_json nvidia.com-ib_part1-0000:d8:00.3-device.json)" \
         '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:d8:00.3","rdma-device":"mlx5_3","pf-pci-address":"0000:d8:00.0"}}' \
         "device-info of an InfiniBand VF"
 assert_eq "$(devinfo_json nvidia.com-ib_default-0000:d8:00.2-device.json)" \
-        '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:d8:00.2","rdma-device":"mlx5_2","pf-pci-address":"0000:d8:00.0"}}' \
-        "device-info of an InfiniBand VF of a pool without isRdma"
-pass "Allocate on InfiniBand: the rdma provider's _INFO and nodes for isRdma, generic only without; device-info with rdma-device"
+        '{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:d8:00.2","pf-pci-address":"0000:d8:00.0"}}' \
+        "device-info of an InfiniBand VF of a pool without isRdma: no rdma-device"
+pass "Allocate on InfiniBand: the rdma provider's _INFO and nodes for isRdma, generic only without; device-info with rdma-device for isRdma only"
 
 # VF 3 (00.4) rebound to vfio-pci: no IPoIB netdev and no RDMA device, so no pkey (the PF's
 # link type, infiniband, stands for it); it leaves the 0x8001 pool. Back on mlx5_core, it returns.

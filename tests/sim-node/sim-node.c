@@ -769,6 +769,23 @@ static int sim_touch(const char *path) {
         return fd < 0 ? -errno : 0;
 }
 
+/*
+ * The symbolic link SYSPATH/NAME -> TARGET in the testbed. umockdev aborts the process (SIGTRAP)
+ * when the link exists already, which an inconsistent record can cause: -EEXIST then, for the
+ * caller to name.
+ */
+static int sim_set_link(sim_node *s, const char *syspath, const char *name, const char *target) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        if (asprintf(&path, "%s%s/%s", s->root, syspath, name) < 0)
+                return -ENOMEM;
+        if (lstat(path, &st) == 0)
+                return -EEXIST;
+        umockdev_testbed_set_attribute_link(s->tb, syspath, name, target);
+        return 0;
+}
+
 /* /sys/bus/<subsystem>/drivers/<driver> in the testbed */
 static char *sim_driver_dir(sim_node *s, simdev *d, const char *driver) {
         char *dir;
@@ -1282,7 +1299,11 @@ static int sim_bind(sim_node *s, simdev *d, const char *driver) {
                 strcat(target, "/drivers/");
                 strcat(target, driver);
         }
-        umockdev_testbed_set_attribute_link(s->tb, d->syspath, "driver", target);
+        r = sim_set_link(s, d->syspath, "driver", target);
+        if (r < 0) {
+                sim_log("bind: %s has a driver link already (its record has one with no driver bound)", d->devpath);
+                return r;
+        }
         d->driver = strdup_or_die(driver);
         r = sim_link_driver(s, d);
         if (r < 0)
@@ -1597,7 +1618,12 @@ static int sim_sriov(sim_node *s, simdev *pf, long n) {
                         return r;
                 (void) snprintf(name, sizeof(name), "virtfn%ld", i);
                 (void) snprintf(target, sizeof(target), "../%s", vf->slot);
-                umockdev_testbed_set_attribute_link(s->tb, pf->syspath, name, target);
+                r = sim_set_link(s, pf->syspath, name, target);
+                if (r < 0) {
+                        sim_log("sriov: %s has %s already while sriov_numvfs was %ld (its record is inconsistent)",
+                                pf->devpath, name, now);
+                        return r;
+                }
                 r = sim_send(s, vf, "change");
                 if (r < 0)
                         return r;

@@ -568,9 +568,10 @@ main() {
                         [ -f "$nodes/$fixture-${name%%-*}.umockdev" ] && continue
                         run_case "$fixture" "${name%.script}" "$script" "${backend[@]}"
                 done
-                # AMD partitions as devices: the repartition moves GPU 0 between resources (mixed)
-                # and changes its devices (single); the random script too, with partitions (on
-                # the nodes cut in 2 and 4, under mixed)
+                # AMD partitions as devices (single, the default, in the runs above and below):
+                # the repartition moves GPU 0 between resources (mixed) and changes its nodes
+                # (whole); the random script whole too, and with partitions under mixed on the
+                # nodes cut in 2 and 4
                 # MIG devices as one resource: the layout change under single too
                 [ "$fixture" = gpu-h100x8-mig ] &&
                         run_case "$fixture" layout-single "$cases/$fixture.layout.script" "${backend[@]}" \
@@ -579,10 +580,10 @@ main() {
                 if [ "$fixture" = gpu-mi300x4-cpx ]; then
                         run_case "$fixture" repartition-mixed "$nodes/$fixture-repartition.script" "${backend[@]}" \
                                 -o gpu.amd_partitions=mixed
-                        run_case "$fixture" repartition-single "$nodes/$fixture-repartition.script" "${backend[@]}" \
-                                -o gpu.amd_partitions=single
-                        run_case "$fixture" "random-seed$seed-single" "$tmp/random.$fixture.script" "${backend[@]}" \
-                                -o gpu.amd_partitions=single
+                        run_case "$fixture" repartition-whole "$nodes/$fixture-repartition.script" "${backend[@]}" \
+                                -o gpu.amd_partitions=whole
+                        run_case "$fixture" "random-seed$seed-whole" "$tmp/random.$fixture.script" "${backend[@]}" \
+                                -o gpu.amd_partitions=whole
                 fi
                 case $fixture in
                 gpu-mi300x4-dpx | gpu-mi300x4-qpx | gpu-mi308x4-cpx)

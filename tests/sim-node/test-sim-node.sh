@@ -477,6 +477,16 @@ rc=$?
 [ $rc = 2 ] && grep -q "unbind: /devices/pci0000:00/0000:00:00.0 has no driver" "$tmp/err" &&
         ok "unbinding a device without a driver exits 2" || fail "unbind unbound: rc=$rc $(cat "$tmp/err")"
 
+# a record with virtfn links but sriov_numvfs 0: enabling VFs is refused by name, not a SIGTRAP
+# from umockdev's symlink
+sed '/^P: .*0000:1a:00.0$/,/^$/s/^A: sriov_numvfs=2/A: sriov_numvfs=0/' "$two" > "$tmp/inconsistent.umockdev"
+printf 'sriov 0000:1a:00.0 1\n' > "$tmp/bad.script"
+"${DIE_WITH_US[@]}" "$simnode" "$tmp/inconsistent.umockdev" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
+rc=$?
+[ $rc = 2 ] && grep -qx "sim-node: sriov: $USP/0000:17:02.0/0000:1a:00.0 has virtfn0 already while sriov_numvfs was 0 (its record is inconsistent)" "$tmp/err" &&
+        ok "enabling VFs over a record's own virtfn links exits 2, naming the link" ||
+        fail "inconsistent PF record: rc=$rc $(cat "$tmp/err")"
+
 printf 'wait-listeners 1 200\n' > "$tmp/bad.script"
 "${DIE_WITH_US[@]}" "$simnode" "$flap" --script "$tmp/bad.script" -- sleep 30 2> "$tmp/err"
 rc=$?

@@ -2,14 +2,18 @@
 /*
  * The gate in front of the plugin sockets: its reading of a peer's HTTP/2
  * frames (where bytes may pass, how many streams they open), and a live gate
- * relaying a connection to a grpc server and closing its socket.
+ * relaying a connection to a grpc server and closing its socket, and telling
+ * the calls of a new connection from a lingering one that had its fd number.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -132,6 +136,7 @@ START_TEST(test_gate_call_seen_knows_only_its_own_peers) {
         ck_assert_uint_eq(kdp_gate_call_seen(g, "unix:/run/x.sock", false, NULL), 0);
         ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:0", true, NULL), 0);
         ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:12x", false, NULL), 0);
+        ck_assert_uint_eq(kdp_gate_call_seen(g, "fd:-1", false, NULL), 0);
         kdp_gate_stream_end(g, 0);
         kdp_gate_stream_end(g, 12345);
         kdp_gate_set_registrar(g, 0);
@@ -222,6 +227,192 @@ START_TEST(test_gate_relays_a_connection_and_its_close_removes_the_socket) {
 }
 END_TEST
 
+/* A started server on `cq` that acks every PING (as kdpd's), for the gate's connections. */
+static grpc_server *ping_server(grpc_completion_queue *cq) {
+        grpc_arg arg = { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_HTTP2_MAX_PING_STRIKES,
+                         .value.integer = 0 };
+        grpc_channel_args args = { .num_args = 1, .args = &arg };
+        grpc_server *server = grpc_server_create(&args, NULL);
+
+        grpc_server_register_completion_queue(server, cq, NULL);
+        grpc_server_start(server);
+        return server;
+}
+
+static atomic_uint servers_ended;
+
+/* Polls `cq` (the servers' reads and writes happen there) until it is shut down, counting the shutdowns. */
+static void *poll_cq(void *userdata) {
+        grpc_completion_queue *cq = userdata;
+
+        while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type != GRPC_QUEUE_SHUTDOWN)
+                atomic_fetch_add(&servers_ended, 1);
+        return NULL;
+}
+
+static void server_shut(grpc_server *server, grpc_completion_queue *cq) {
+        grpc_server_shutdown_and_notify(server, cq, NULL);
+        grpc_server_cancel_all_calls(server);
+}
+
+/* Waits until `n` servers shut down with server_shut() are done. */
+static void servers_wait(unsigned n) {
+        for (int i = 0; i < 3000 && atomic_load(&servers_ended) < n; i++)
+                usleep(10000);
+        ck_assert_uint_eq(atomic_load(&servers_ended), n);
+}
+
+/*
+ * Connects socket `fd` to `path` and waits for the server's first frame, its
+ * SETTINGS: the gate took the connection.
+ */
+static int connect_settled(int fd, const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct pollfd pfd;
+        uint8_t head[9];
+
+        ck_assert_int_ge(fd, 0);
+        strcpy(sa.sun_path, path);
+        ck_assert_int_eq(connect(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(write(fd, PREFACE, 24), 24);
+        pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+        ck_assert_int_eq(poll(&pfd, 1, 30000), 1);
+        ck_assert_int_eq(recv(fd, head, sizeof(head), MSG_WAITALL), 9);
+        ck_assert_uint_eq(head[3], 0x4);
+        return fd;
+}
+
+/* The gate connection whose gRPC end is "fd:<n>": its id in *ret_id, n returned; -1 if none. */
+static int find_grpc_fd(kdp_gate *g, uint64_t *ret_id) {
+        for (int n = 0; n < 4096; n++) {
+                char peer[32];
+                uint64_t id;
+
+                (void) snprintf(peer, sizeof(peer), "fd:%d", n);
+                id = kdp_gate_call_seen(g, peer, false, NULL);
+                if (id != 0) {
+                        *ret_id = id;
+                        return n;
+                }
+        }
+        return -1;
+}
+
+/* Bytes waiting to be read at `fd`. */
+static int queued(int fd) {
+        int n = 0;
+
+        ck_assert_int_eq(ioctl(fd, FIONREAD, &n), 0);
+        return n;
+}
+
+/*
+ * PINGs at `fd`, a few at a time, until the acks the gate relays stop
+ * coming: this peer reads none, so the gate holds the last ones, while the
+ * server, which wrote little past them, is not held.
+ */
+static void flood_pings(int fd) {
+        static uint8_t buf[17 * 64];
+        size_t len = 0;
+        int last = -1;
+
+        put_frame(buf, &len, 0x4, 0, 0);                /* SETTINGS, none changed */
+        ck_assert_int_eq(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t) len);
+        len = 0;
+        for (int i = 0; i < 64; i++)
+                put_frame(buf, &len, 0x6, 0, 8);
+        for (;;) {
+                int now;
+
+                ck_assert_int_eq(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t) len);
+                for (int i = 0; i < 100; i++) { /* the acks of these, or none for a second: held */
+                        usleep(10000);
+                        now = queued(fd);
+                        if (now != last)
+                                break;
+                }
+                if (now == last)
+                        return;
+                last = now;
+        }
+}
+
+/*
+ * A connection whose gRPC end was closed lingers while its peer has not taken
+ * gRPC's last bytes; a new connection whose gRPC end gets the same fd number
+ * is the one its calls name, not the lingering one.
+ */
+START_TEST(test_gate_credits_a_reused_grpc_fd_to_the_new_connection) {
+        _cleanup_free_ char *dir = strdup("/tmp/kdp-test-gate-XXXXXX"), *path_a = NULL, *path_b = NULL;
+        kdp_gate_listener *la = NULL, *lb = NULL;
+        grpc_server *server_a, *server_b;
+        grpc_completion_queue *cq;
+        int spare, fd_a, fd_b, n, held[4096], n_held = 0;
+        uint64_t id_a = 0, id_b = 0;
+        kdp_gate *g = NULL;
+        pthread_t poller;
+
+        grpc_init();
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_ge(asprintf(&path_a, "%s/a.sock", dir), 0);
+        ck_assert_int_ge(asprintf(&path_b, "%s/b.sock", dir), 0);
+        cq = grpc_completion_queue_create_for_next(NULL);
+        server_a = ping_server(cq);
+        server_b = ping_server(cq);
+        ck_assert_int_eq(pthread_create(&poller, NULL, poll_cq, cq), 0);
+        ck_assert_int_eq(kdp_gate_new(NULL, &g), 0);
+        ck_assert_int_eq(kdp_gate_listen(g, listen_at(path_a), path_a, server_a, "example.com/a", &la), 0);
+        ck_assert_int_eq(kdp_gate_listen(g, listen_at(path_b), path_b, server_b, "example.com/b", &lb), 0);
+        spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(spare, 0);
+
+        fd_a = connect_settled(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), path_a);
+        fd_b = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);  /* before the fds B's socketpair is to get */
+        n = find_grpc_fd(g, &id_a);
+        ck_assert_int_gt(n, spare);
+        kdp_gate_set_registrar(g, id_a);
+        flood_pings(fd_a);
+
+        /* gRPC closes its end of A; A lingers, its acks unread */
+        server_shut(server_a, cq);
+        for (int i = 0; i < 3000 && fcntl(n, F_GETFD) >= 0; i++)
+                usleep(10000);
+        ck_assert_int_eq(fcntl(n, F_GETFD), -1);
+        ck_assert(kdp_gate_is_registrar(g, id_a));
+
+        /* the lowest free fds are `spare` and n: B's socketpair gets them, gRPC's end is n */
+        for (int f; (f = open("/dev/null", O_RDONLY | O_CLOEXEC)) != n;) {
+                ck_assert_int_ge(f, 0);
+                ck_assert_int_lt(n_held, 4096);
+                held[n_held++] = f;
+        }
+        close(n);
+        close(spare);
+        fd_b = connect_settled(fd_b, path_b);
+        ck_assert(kdp_gate_is_registrar(g, id_a));      /* still lingering */
+        ck_assert_int_eq(find_grpc_fd(g, &id_b), n);
+        ck_assert_uint_eq(id_b, id_a + 1);
+        ck_assert(!kdp_gate_is_registrar(g, id_b));
+
+        for (int i = 0; i < n_held; i++)
+                close(held[i]);
+        close(fd_a);
+        close(fd_b);
+        kdp_gate_close(g, la);
+        kdp_gate_close(g, lb);
+        server_shut(server_b, cq);
+        servers_wait(2);
+        grpc_server_destroy(server_a);
+        grpc_server_destroy(server_b);
+        ck_assert_ptr_null(kdp_gate_free(g));
+        grpc_completion_queue_shutdown(cq);
+        ck_assert_int_eq(pthread_join(poller, NULL), 0);
+        grpc_completion_queue_destroy(cq);
+        ck_assert_int_eq(rmdir(dir), 0);
+        grpc_shutdown();
+}
+END_TEST
+
 static _Atomic uint64_t fake_now;
 
 static uint64_t fake_clock(void) {
@@ -285,6 +476,7 @@ static Suite *gate_suite(void) {
         tcase_add_test(tc, test_gate_call_seen_knows_only_its_own_peers);
         tcase_add_test(tc, test_gate_relays_a_connection_and_its_close_removes_the_socket);
         tcase_add_test(tc, test_gate_thread_has_a_heartbeat_healthz_watches);
+        tcase_add_test(tc, test_gate_credits_a_reused_grpc_fd_to_the_new_connection);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -49,6 +49,14 @@ static const kdp_device_list *resource(const gpu_run *run, const char *name) {
         return kdp_test_backend_resource(run, name);
 }
 
+/* The last scan's not-served notes are `expected` ("<address>: <reason>\n" each). */
+#define CHECK_NOT_SERVED(run, expected)                                         \
+        do {                                                                    \
+                _cleanup_free_ char *ns_ = kdp_test_not_served_text((run)->tree); \
+                                                                                \
+                ck_assert_str_eq(ns_, (expected));                              \
+        } while (0)
+
 static const kdp_test_pci_dev h100_a = {
         .path = "pci0000:15/0000:15:01.0/0000:18:00.0", .vendor = "0x10de", .device = "0x2330",
         .class_code = "0x030200", .numa_node = "0", .driver = "nvidia", .enable = "1",
@@ -192,6 +200,45 @@ START_TEST(test_gpu_replays_recent_xids_only) {
         gpu_scan(&run, root);
         l = resource(&run, "nvidia.com/gpu");
         ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
+        gpu_done(&run);
+}
+END_TEST
+
+/* xid_ignore entries that are no numbers are skipped with a warning, as NVIDIA's plugin skips them; "all" in a list is all. */
+START_TEST(test_gpu_xid_ignore_skips_entries_that_are_no_numbers) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_free_ char *log = NULL, *err = NULL;
+        const uint64_t now = FAKE_NOW_USEC;
+        const kdp_device_list *l;
+        kdp_test_capture c;
+        gpu_run run;
+
+        /* GPU A: Xid 48 (not ignored); GPU B: Xid 94 (ignored by the list) */
+        ck_assert_int_ge(asprintf(&log,
+                                  "4,100,%" PRIu64 ",c;NVRM: Xid (PCI:0000:18:00): 48, pid=1, An uncorrectable double bit error\n"
+                                  "4,101,%" PRIu64 ",c;NVRM: Xid (PCI:0000:19:00): 94, pid=2, Contained ECC error\n",
+                                  now - UINT64_C(2000000), now - UINT64_C(1000000)), 0);
+        kdp_test_tree_write(root, "dev/kmsg", log);
+        kdp_test_capture_begin(&c);
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.xid_ignore=94,abc, 0x1f", NULL }), 0);
+        err = kdp_test_capture_end(&c);
+        ck_assert_msg(strstr(err, "\"Skipped xid_ignore entries that are no Xid numbers\" backend=\"gpu\" "
+                                  "key=\"gpu.xid_ignore\" skipped=\"abc,0x1f\" origin=\"-o gpu.xid_ignore=94,abc, 0x1f\""),
+                      "%s", err);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_str_eq(l->devices[1].id, UUID_A);
+        ck_assert_str_eq(l->devices[1].health_reason, "Xid 48 (WORKFLOW_XID_48)");
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        gpu_done(&run);
+
+        /* "all" as one entry: no Xid health */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.xid_ignore=13,all", NULL }), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        ck_assert_int_eq(l->devices[1].health, KDP_HEALTHY);
+        ck_assert_int_eq(run.watched_fd, -1);           /* the kernel log is not read */
         gpu_done(&run);
 }
 END_TEST
@@ -381,12 +428,54 @@ START_TEST(test_gpu_modes_shape_the_records) {
 }
 END_TEST
 
+/* replicas: a name without a domain is in nvidia_resource's; any count up to the devices one resource may have. */
+START_TEST(test_gpu_replicas_take_nvidias_names_and_large_counts) {
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        const kdp_device_list *l;
+        gpu_run run;
+
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=gpu=2", NULL }), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_uint_eq(l->n_devices, 4);
+        ck_assert_str_eq(l->devices[0].id, UUID_B "::0");
+        ck_assert_str_eq(l->devices[3].id, UUID_A "::1");
+        gpu_done(&run);
+
+        /* more than 64: 2 GPUs as 2 x 1000 IDs */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=nvidia.com/gpu=1000", NULL }), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "nvidia.com/gpu");
+        ck_assert_uint_eq(l->n_devices, 2000);
+        ck_assert_str_eq(l->devices[1999].id, UUID_A "::999");
+        gpu_done(&run);
+
+        /* 2 x 8200 would make more than 16384 devices: not served, and said so */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=8200", NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 0);
+        CHECK_NOT_SERVED(&run, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+                               "0000:18:00.0: 8200 replicas of each of the 2 devices of nvidia.com/gpu would make more "
+                               "than 16384\n"
+                               "0000:19:00.0: 8200 replicas of each of the 2 devices of nvidia.com/gpu would make more "
+                               "than 16384\n");
+        gpu_done(&run);
+
+        /* 8192 of each: exactly the most */
+        ck_assert_int_eq(gpu_open(&run, root, (const char *const[]){ "gpu.replicas=8192", NULL }), 0);
+        gpu_scan(&run, root);
+        ck_assert_uint_eq(resource(&run, "nvidia.com/gpu")->n_devices, 16384);
+        gpu_done(&run);
+}
+END_TEST
+
 START_TEST(test_gpu_rejects_bad_values_naming_where_they_came_from) {
         _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
         static const char *const bad[] = {
                 "gpu.vendors=nvidia,3dfx", "gpu.allow=10de", "gpu.deny=0000:18:00", "gpu.model_resources=10de:2330",
-                "gpu.model_resources=nvidia:2330=x.com/y", "gpu.replicas=0", "gpu.replicas=nvidia.com/gpu=65",
-                "gpu.replica_policy=random", "gpu.xid_ignore=13,x", "gpu.xid_recovery_s=-1",
+                "gpu.model_resources=nvidia:2330=x.com/y", "gpu.replicas=0", "gpu.replicas=nvidia.com/gpu=16385",
+                "gpu.replicas=$invalid$=2", "gpu.replicas=nvidia.com/gpu/x=2", "gpu.replicas=kubernetes.io/gpu=2",
+                "gpu.replica_policy=random", "gpu.xid_recovery_s=-1",
                 "gpu.nvidia_device_specs=maybe", "gpu.cdi=2", "gpu.amd_partitions=cpx", "gpu.amd_partitions=",
         };
 
@@ -433,6 +522,36 @@ START_TEST(test_gpu_intel_pf_with_vfs_is_not_served) {
         /* no drm/ directory in this tree: listed, but not healthy */
         ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
         ck_assert_str_eq(l->devices[0].health_reason, "no DRM card and render nodes");
+        gpu_done(&run);
+}
+END_TEST
+
+/* A node its drm/ directory names but /dev lacks: Unhealthy, naming the node, until the node is there. */
+START_TEST(test_gpu_intel_without_its_dri_nodes_is_unhealthy) {
+        _cleanup_(kdp_test_rm_rfp) char *root = kdp_test_tree_new("gpu");
+        _cleanup_free_ char *reason = NULL;
+        const kdp_device_list *l;
+        gpu_run run;
+
+        kdp_test_pci_add(root, &flex);
+        kdp_test_tree_write(root, "sys/devices/pci0000:c7/0000:c7:01.0/0000:ca:00.0/drm/card1/uevent",
+                            "MAJOR=226\nMINOR=1\nDEVNAME=dri/card1\nDEVTYPE=drm_minor\n");
+        kdp_test_tree_write(root, "sys/devices/pci0000:c7/0000:c7:01.0/0000:ca:00.0/drm/renderD128/uevent",
+                            "MAJOR=226\nMINOR=128\nDEVNAME=dri/renderD128\nDEVTYPE=drm_minor\n");
+        kdp_test_tree_write(root, "dev/dri/card1", "");
+        ck_assert_int_eq(gpu_open(&run, root, NULL), 0);
+        gpu_scan(&run, root);
+        l = resource(&run, "gpu.intel.com/i915");
+        ck_assert_uint_eq(l->n_devices, 1);
+        ck_assert_int_eq(l->devices[0].health, KDP_UNHEALTHY);
+        ck_assert_int_ge(asprintf(&reason, "device node %s/dev/dri/renderD128 missing", root), 0);
+        ck_assert_str_eq(l->devices[0].health_reason, reason);
+
+        kdp_test_tree_write(root, "dev/dri/renderD128", "");
+        gpu_scan(&run, root);
+        l = resource(&run, "gpu.intel.com/i915");
+        ck_assert_int_eq(l->devices[0].health, KDP_HEALTHY);
+        ck_assert_ptr_null(l->devices[0].health_reason);
         gpu_done(&run);
 }
 END_TEST
@@ -737,6 +856,43 @@ START_TEST(test_gpu_mig_replicas_map_back_to_their_mig_devices) {
 }
 END_TEST
 
+/* A driver of R450 to R465 names MIG devices "MIG-GPU-<GPU uuid>/<gi>/<ci>" (49 characters here): served as such. */
+START_TEST(test_gpu_mig_serves_legacy_mig_uuids) {
+        static const char nvml[] = "gpu 0000:18:00.0 " UUID_A " mig=1 maxmig=7\n"
+                                   "gpu 0000:19:00.0 " UUID_B "\n"
+                                   "mig 0000:18:00.0 9 0 MIG-" UUID_A "/9/0 1 9984\n"
+                                   "mig 0000:18:00.0 10 0 MIG-" UUID_A "/10/0 1 9984\n";
+        _cleanup_(kdp_test_unlink_freep) char *fixture = kdp_test_write_temp("gpu-nvml", ".fixture", nvml, strlen(nvml));
+        _cleanup_(kdp_test_rm_rfp) char *root = hgx_tree();
+        _cleanup_free_ char *alloc = NULL, *sys = NULL;
+        gpu_run run;
+
+        mig_caps(root, 0, 9);
+        mig_caps(root, 0, 10);
+        ck_assert_int_eq(setenv("KDP_FAKE_NVML", fixture, 1), 0);
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed")), 0);
+        gpu_scan(&run, root);
+        CHECK_NOT_SERVED(&run, "0000:1a:00.0: bound to vfio-pci, not nvidia\n");              /* not GPU A */
+        CHECK_IDS(&run, "nvidia.com/mig-1g.10gb", "MIG-" UUID_A "/10/0,MIG-" UUID_A "/9/0");
+        CHECK_IDS(&run, "nvidia.com/gpu", UUID_B);
+        alloc = allocate_text(&run, "nvidia.com/mig-1g.10gb", STRS("MIG-" UUID_A "/9/0", "MIG-" UUID_A "/10/0"));
+        ck_assert_str_eq(alloc, "NVIDIA_VISIBLE_DEVICES=MIG-" UUID_A "/9/0,MIG-" UUID_A "/10/0|");
+        gpu_done(&run);
+
+        /* a CDI device name holds no '/': with cdi, kdpd refuses them and says why */
+        ck_assert_int_eq(gpu_open(&run, root, MIG_OPTS("gpu.mig_strategy=mixed", "gpu.cdi=true")), 0);
+        sys = kdp_test_tree_path(root, "sys");
+        ck_assert_int_eq(kdp_device_tree_new(sys, &run.tree), 0);
+        ck_assert_int_eq(run.ops->scan(run.state, run.tree), 0);
+        kdp_device_tree_finish(run.tree);
+        ck_assert_uint_eq(run.tree->n_rejected, 1);            /* the first; the GPU's others are not tried */
+        CHECK_NOT_SERVED(&run, "0000:1a:00.0: bound to vfio-pci, not nvidia\n"
+                               "0000:18:00.0: refused by kdpd for nvidia.com/mig-1g.10gb: CDI device name is not "
+                               "\"vendor/class=name\"\n");
+        gpu_done(&run);
+}
+END_TEST
+
 /* The backend's answer for `res` ("a b c"; "error N" when it leaves the answer to the framework). */
 static char *preferred_text(gpu_run *run, const char *res, const char *const *avail, size_t n_avail,
                             const char *const *must, size_t n_must, size_t size) {
@@ -859,13 +1015,16 @@ static Suite *gpu_backend_suite(void) {
         tcase_add_test(tc, test_gpu_discovers_only_gpus_of_its_drivers);
         tcase_add_test(tc, test_gpu_excluded_and_unknown_uuid_are_not_served);
         tcase_add_test(tc, test_gpu_replays_recent_xids_only);
+        tcase_add_test(tc, test_gpu_xid_ignore_skips_entries_that_are_no_numbers);
         tcase_add_test(tc, test_gpu_replays_xids_right_after_boot);
         tcase_add_test(tc, test_gpu_takes_xids_from_nvml_events);
         tcase_add_test(tc, test_gpu_reads_the_kernel_log_when_nvml_fails);
         tcase_add_test(tc, test_gpu_rebind_ends_only_the_xids_before_it);
         tcase_add_test(tc, test_gpu_modes_shape_the_records);
         tcase_add_test(tc, test_gpu_rejects_bad_values_naming_where_they_came_from);
+        tcase_add_test(tc, test_gpu_replicas_take_nvidias_names_and_large_counts);
         tcase_add_test(tc, test_gpu_intel_pf_with_vfs_is_not_served);
+        tcase_add_test(tc, test_gpu_intel_without_its_dri_nodes_is_unhealthy);
         tcase_add_test(tc, test_gpu_declares_every_gpu_it_does_not_serve);
         tcase_add_test(tc, test_gpu_handles_pci_functions_that_cannot_be_read);
         tcase_add_test(tc, test_gpu_keeps_its_numa_node_while_the_file_is_absent);
@@ -874,6 +1033,7 @@ static Suite *gpu_backend_suite(void) {
         tc = tcase_create("mig-share");
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_gpu_mig_replicas_map_back_to_their_mig_devices);
+        tcase_add_test(tc, test_gpu_mig_serves_legacy_mig_uuids);
         tcase_add_test(tc, test_gpu_mig_replicas_preferred_spread_and_pack);
         tcase_add_test(tc, test_gpu_mig_preferred_keeps_a_gpus_devices_together);
         suite_add_tcase(s, tc);

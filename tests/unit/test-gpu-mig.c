@@ -158,7 +158,7 @@ START_TEST(test_gpu_mig_query_lists_the_layout) {
         _cleanup_(gpu_nvml_freep) gpu_nvml *n = open_fake("", &path);
         gpu_mig_layout l;
 
-        ck_assert_int_eq(gpu_mig_query(n, BDF0, &l, NULL, NULL), 0);
+        ck_assert_int_eq(gpu_mig_query(n, BDF0, &l, NULL, NULL, NULL), 0);
         ck_assert(l.enabled);
         ck_assert_uint_eq(l.n, 4);
         ck_assert_str_eq(l.devices[0].uuid, MIG_A);
@@ -172,10 +172,10 @@ START_TEST(test_gpu_mig_query_lists_the_layout) {
         ck_assert_str_eq(l.devices[3].uuid, MIG_D);
         ck_assert_uint_eq(l.devices[3].gi, 11);
 
-        ck_assert_int_eq(gpu_mig_query(n, BDF1, &l, NULL, NULL), 0);
+        ck_assert_int_eq(gpu_mig_query(n, BDF1, &l, NULL, NULL, NULL), 0);
         ck_assert(l.enabled);
         ck_assert_uint_eq(l.n, 0);
-        ck_assert_int_eq(gpu_mig_query(n, BDF2, &l, NULL, NULL), 0);
+        ck_assert_int_eq(gpu_mig_query(n, BDF2, &l, NULL, NULL, NULL), 0);
         ck_assert(!l.enabled);
         ck_assert_uint_eq(l.n, 0);
 }
@@ -189,10 +189,10 @@ START_TEST(test_gpu_mig_query_of_a_gpu_without_mig_is_off) {
                                                           &path);
         gpu_mig_layout l = { .enabled = true };
 
-        ck_assert_int_eq(gpu_mig_query(n, "0000:9a:00.0", &l, NULL, NULL), 0);
+        ck_assert_int_eq(gpu_mig_query(n, "0000:9a:00.0", &l, NULL, NULL, NULL), 0);
         ck_assert(!l.enabled);
         l.enabled = true;
-        ck_assert_int_eq(gpu_mig_query(n, BDF2, &l, NULL, NULL), 0);
+        ck_assert_int_eq(gpu_mig_query(n, BDF2, &l, NULL, NULL, NULL), 0);
         ck_assert(!l.enabled);
 }
 END_TEST
@@ -218,16 +218,70 @@ START_TEST(test_gpu_mig_query_reports_the_failing_call) {
                 _cleanup_free_ char *line = NULL;
                 _cleanup_(gpu_nvml_freep) gpu_nvml *n = NULL;
                 gpu_mig_layout l = { .n = 99 };
-                const char *call = NULL;
+                const char *call = NULL, *why = "untouched";
                 nvmlReturn_t code = NVML_SUCCESS;
 
                 ck_assert_int_ge(asprintf(&line, "fail %s %s " BDF0 "\n", cases[i].call, cases[i].code), 0);
                 n = open_fake(line, &path);
-                ck_assert_msg(gpu_mig_query(n, BDF0, &l, &call, &code) == cases[i].r, "%s %s", cases[i].call, cases[i].code);
+                ck_assert_msg(gpu_mig_query(n, BDF0, &l, &call, &code, &why) == cases[i].r, "%s %s", cases[i].call,
+                              cases[i].code);
                 ck_assert_str_eq(call, cases[i].call);
+                ck_assert_ptr_null(why);                /* a failed call: its code says it */
                 ck_assert_str_eq(gpu_nvml_strerror(n, code), cases[i].code);
                 ck_assert_uint_eq(l.n, 99);             /* untouched */
-                ck_assert_int_eq(gpu_mig_query(n, BDF2, &l, NULL, NULL), 0);
+                ck_assert_int_eq(gpu_mig_query(n, BDF2, &l, NULL, NULL, NULL), 0);
+        }
+}
+END_TEST
+
+/* Drivers R450 to R465 name a MIG device "MIG-GPU-<GPU uuid>/<gi>/<ci>": kept as NVML gives it. */
+START_TEST(test_gpu_mig_query_keeps_legacy_mig_uuids) {
+        _cleanup_(kdp_test_unlink_freep) char *path = NULL;
+        _cleanup_(gpu_nvml_freep) gpu_nvml *n =
+                open_fake("gpu 0000:9a:00.0 GPU-5c89852c-d268-c3f3-1b07-005d5ae1dc3f mig=1 maxmig=7\n"
+                          "mig 0000:9a:00.0 7 0 MIG-GPU-5c89852c-d268-c3f3-1b07-005d5ae1dc3f/7/0 1 4864\n"
+                          "mig 0000:9a:00.0 11 0 MIG-GPU-5c89852c-d268-c3f3-1b07-005d5ae1dc3f/11/0 1 4864\n",
+                          &path);
+        gpu_mig_layout l;
+
+        ck_assert_int_eq(gpu_mig_query(n, "0000:9a:00.0", &l, NULL, NULL, NULL), 0);
+        ck_assert_uint_eq(l.n, 2);
+        ck_assert_str_eq(l.devices[0].uuid, "MIG-GPU-5c89852c-d268-c3f3-1b07-005d5ae1dc3f/7/0");
+        ck_assert_str_eq(l.devices[1].uuid, "MIG-GPU-5c89852c-d268-c3f3-1b07-005d5ae1dc3f/11/0");
+        ck_assert_uint_eq(strlen(l.devices[1].uuid), 49);
+        ck_assert_uint_eq(l.devices[1].gi, 11);
+        ck_assert_str_eq(l.devices[1].profile, "1g.10gb");
+}
+END_TEST
+
+/* NVML answered SUCCESS with what cannot be served: -EBADMSG, the call, and what is wrong (not "UNKNOWN"). */
+START_TEST(test_gpu_mig_query_says_what_is_wrong_with_an_answer) {
+        static const struct {
+                const char *mig, *call, *why;
+        } cases[] = {
+                { "mig 0000:9a:00.0 7 0 GPU-5c89852c-d268-c3f3-1b07-005d5ae1dc3f 1 4864\n", "nvmlDeviceGetUUID",
+                  "its answer is no MIG UUID" },
+                { "mig 0000:9a:00.0 7 0 MIG-5c89852c,d268 1 4864\n", "nvmlDeviceGetUUID", "its answer is no MIG UUID" },
+                { "mig 0000:9a:00.0 7 0 MIG-5c89852c-d268-c3f3-1b07-005d5ae1dc3f 0 4864\n", "nvmlDeviceGetAttributes_v2",
+                  "its slices and memory make no MIG profile" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                _cleanup_(kdp_test_unlink_freep) char *path = NULL;
+                _cleanup_free_ char *more = NULL;
+                _cleanup_(gpu_nvml_freep) gpu_nvml *n = NULL;
+                gpu_mig_layout l = { .n = 99 };
+                const char *call = NULL, *why = NULL;
+                nvmlReturn_t code = NVML_SUCCESS;
+
+                ck_assert_int_ge(asprintf(&more, "gpu 0000:9a:00.0 GPU-5c89852c-d268-c3f3-1b07-005d5ae1dc3f mig=1 "
+                                                 "maxmig=7\n%s", cases[i].mig), 0);
+                n = open_fake(more, &path);
+                ck_assert_int_eq(gpu_mig_query(n, "0000:9a:00.0", &l, &call, &code, &why), -EBADMSG);
+                ck_assert_str_eq(call, cases[i].call);
+                ck_assert_str_eq(why, cases[i].why);
+                ck_assert_int_eq(code, NVML_ERROR_UNKNOWN);
+                ck_assert_uint_eq(l.n, 99);
         }
 }
 END_TEST
@@ -245,7 +299,7 @@ START_TEST(test_gpu_mig_query_follows_a_changed_layout) {
         gpu_mig_layout l;
         unsigned count = 0;
 
-        ck_assert_int_eq(gpu_mig_query(n, BDF0, &l, NULL, NULL), 0);
+        ck_assert_int_eq(gpu_mig_query(n, BDF0, &l, NULL, NULL, NULL), 0);
         ck_assert_uint_eq(l.n, 4);
         f = fopen(path, "we");
         ck_assert_ptr_nonnull(f);
@@ -253,10 +307,10 @@ START_TEST(test_gpu_mig_query_follows_a_changed_layout) {
         ck_assert_int_eq(fclose(KDP_TAKE_PTR(f)), 0);
         ck_assert_int_eq(n->nvmlDeviceGetCount_v2(&count), NVML_SUCCESS);
         ck_assert_uint_eq(count, 3);
-        ck_assert_int_eq(gpu_mig_query(n, BDF0, &l, NULL, NULL), 0);
+        ck_assert_int_eq(gpu_mig_query(n, BDF0, &l, NULL, NULL, NULL), 0);
         ck_assert(l.enabled);
         ck_assert_uint_eq(l.n, 0);
-        ck_assert_int_eq(gpu_mig_query(n, BDF1, &l, NULL, NULL), 0);
+        ck_assert_int_eq(gpu_mig_query(n, BDF1, &l, NULL, NULL, NULL), 0);
         ck_assert_uint_eq(l.n, 1);
         ck_assert_str_eq(l.devices[0].profile, "7g.80gb");
 }
@@ -278,6 +332,8 @@ static Suite *gpu_mig_suite(void) {
         tcase_add_test(tc, test_gpu_mig_query_lists_the_layout);
         tcase_add_test(tc, test_gpu_mig_query_of_a_gpu_without_mig_is_off);
         tcase_add_test(tc, test_gpu_mig_query_reports_the_failing_call);
+        tcase_add_test(tc, test_gpu_mig_query_keeps_legacy_mig_uuids);
+        tcase_add_test(tc, test_gpu_mig_query_says_what_is_wrong_with_an_answer);
         tcase_add_test(tc, test_gpu_mig_query_follows_a_changed_layout);
         suite_add_tcase(s, tc);
         return s;

@@ -101,10 +101,20 @@ START_TEST(amd_kfd_properties) {
                                                   "drm_render_minor 138\n", &node), 1);
         ck_assert_str_eq(node.bdf, "0001:27:03.0");
         ck_assert_uint_eq(node.partition, 2);
+        /* no domain line (an older kernel): domain 0 */
+        ck_assert_int_eq(amd_kfd_parse_properties("cpu_cores_count 0\nsimd_count 256\nmem_banks_count 1\n"
+                                                  "location_id 768\ndrm_render_minor 128\nmax_engine_clk_fcompute 1500\n",
+                                                  &node), 1);
+        ck_assert_str_eq(node.bdf, "0000:03:00.0");
+        ck_assert_uint_eq(node.render_minor, 128);
+        ck_assert_uint_eq(node.partition, 0);
+        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 256\nlocation_id 768\ndomain x\ndrm_render_minor 128\n",
+                                                  &node), -EBADMSG);
         /* a CPU node, a GPU node without its address, a bad number */
         ck_assert_int_eq(amd_kfd_parse_properties("cpu_cores_count 96\nsimd_count 0\nlocation_id 0\n", &node), 0);
         ck_assert_int_eq(amd_kfd_parse_properties("simd_count 152\ndomain 0\ndrm_render_minor 128\n", &node),
                          -ENOENT);
+        ck_assert_int_eq(amd_kfd_parse_properties("simd_count 152\nlocation_id 768\ndomain 0\n", &node), -ENOENT);
         ck_assert_int_eq(amd_kfd_parse_properties("simd_count 1x\n", &node), -EBADMSG);
 }
 END_TEST

@@ -308,6 +308,24 @@ START_TEST(test_sriov_answer_additional_info_own_entry_wins) {
 }
 END_TEST
 
+/* "additionalInfo": {} is a map all the same: sriovdp's extra provider answers {}; without one, no extra. */
+START_TEST(test_sriov_answer_empty_additional_info_gives_an_empty_extra) {
+        _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
+        _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response r = { 0 }, none = { 0 };
+        sriov_pool empty = pool_of("example.com", "e810_kernel", NULL, 0), absent = empty;
+        sriov_func a = func_of("0000:8a:01.1", "iavf", -1);
+
+        empty.has_info = true;
+        answer(&r, ctx, &empty, (const sriov_func *const[]){ &a }, NULL, 1);
+        kdp_test_sriov_expect_env(&r, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.1",
+                   "{\"0000:8a:01.1\":{\"extra\":{},\"generic\":{\"deviceID\":\"0000:8a:01.1\"}}}");
+        answer(&none, ctx, &absent, (const sriov_func *const[]){ &a }, NULL, 1);
+        kdp_test_sriov_expect_env(&none, "PCIDEVICE_EXAMPLE_COM_E810_KERNEL", "0000:8a:01.1",
+                   "{\"0000:8a:01.1\":{\"generic\":{\"deviceID\":\"0000:8a:01.1\"}}}");
+}
+END_TEST
+
 /* Go's json.Marshal (>= 1.22): HTML-unsafe and control characters, U+2028/9, invalid UTF-8, byte order of keys. */
 START_TEST(test_sriov_answer_escapes_json_as_go_does) {
         _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
@@ -426,7 +444,8 @@ START_TEST(test_sriov_answer_devinfo_of_a_vf) {
 }
 END_TEST
 
-/* An RDMA VF names its RDMA device, whatever the selector (as sriovdp). */
+/* An RDMA VF names its RDMA device when its selector has isRdma; sriovdp makes it an RDMA device
+ * (and writes rdma-device) for such a selector only. */
 START_TEST(test_sriov_answer_devinfo_names_the_rdma_device) {
         _cleanup_(kdp_test_rm_rfp) char *root = tree_new();
         _cleanup_(kdp_backend_ctx_freep) kdp_backend_ctx *ctx = kdp_test_tree_ctx(root);
@@ -440,7 +459,10 @@ START_TEST(test_sriov_answer_devinfo_names_the_rdma_device) {
                        "\"pf-pci-address\":\"0000:3b:00.0\"}}");
         expect_devinfo(ctx, &plain, &f,
                        "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:00.3\","
-                       "\"rdma-device\":\"mlx5_3\",\"pf-pci-address\":\"0000:3b:00.0\"}}");
+                       "\"pf-pci-address\":\"0000:3b:00.0\"}}");
+        expect_devinfo(ctx, NULL, &f,
+                       "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:3b:00.3\","
+                       "\"pf-pci-address\":\"0000:3b:00.0\"}}");
 }
 END_TEST
 
@@ -535,6 +557,7 @@ static Suite *sriov_answer_suite(void) {
         tcase_add_test(tc, test_sriov_answer_vhost_net_needs_both_nodes);
         tcase_add_test(tc, test_sriov_answer_vdpa_vhost_gives_its_node);
         tcase_add_test(tc, test_sriov_answer_additional_info_own_entry_wins);
+        tcase_add_test(tc, test_sriov_answer_empty_additional_info_gives_an_empty_extra);
         tcase_add_test(tc, test_sriov_answer_escapes_json_as_go_does);
         tcase_add_test(tc, test_sriov_answer_env_key_keeps_hyphens_and_replaces_dots);
         tcase_add_test(tc, test_sriov_answer_keeps_request_order);

@@ -579,6 +579,22 @@ START_TEST(test_sriov_backend_numvfs_to_zero_takes_the_vfs_away) {
 END_TEST
 
 /* A PF served in a pool leaves it when its VFs are enabled (they are served in its place), and comes back. */
+/* PF1 with sriov_numvfs 0: its VF (0000:8a:05.0) is not in the tree. */
+static void pf1_vf_remove(run *r) {
+        kdp_test_tree_remove(r->root, "sys/bus/pci/devices/0000:8a:05.0");
+        kdp_test_tree_remove(r->root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0");
+        kdp_test_sriov_write(r->root, KDP_TEST_E810_PF1, "sriov_numvfs", "0");
+}
+
+/* echo 1 > PF1's sriov_numvfs: its VF comes back, with its uevent. */
+static void pf1_vf_enable(run *r) {
+        kdp_test_tree_link(r->root, "sys/bus/pci/devices/0000:8a:05.0",
+                           "../../../devices/" KDP_TEST_E810_PORT "/0000:8a:05.0");
+        kdp_test_tree_link(r->root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0", "../0000:8a:05.0");
+        kdp_test_sriov_write(r->root, KDP_TEST_E810_PF1, "sriov_numvfs", "1");
+        run_event(r, "add", "0000:8a:05.0");
+}
+
 START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
         _cleanup_(run_done) run r = {
                 .root = node_tree("{\"resourceList\": [\n"
@@ -588,20 +604,14 @@ START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
         };
 
         /* PF1 without its VF */
-        kdp_test_tree_remove(r.root, "sys/bus/pci/devices/0000:8a:05.0");
-        kdp_test_tree_remove(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0");
-        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "0");
+        pf1_vf_remove(&r);
         ck_assert_int_eq(run_open(&r, NULL), 0);
         run_scan(&r);
         expect_devices(&r, "intel.com/e810_pf", "0000:8a:00.1 1 Healthy\n");
         expect_devices(&r, "intel.com/e810_uio", "");
 
         /* echo 1 > sriov_numvfs: the VF comes, the PF leaves */
-        kdp_test_tree_link(r.root, "sys/bus/pci/devices/0000:8a:05.0",
-                           "../../../devices/" KDP_TEST_E810_PORT "/0000:8a:05.0");
-        kdp_test_tree_link(r.root, "sys/devices/" KDP_TEST_E810_PF1 "/virtfn0", "../0000:8a:05.0");
-        kdp_test_sriov_write(r.root, KDP_TEST_E810_PF1, "sriov_numvfs", "1");
-        run_event(&r, "add", "0000:8a:05.0");
+        pf1_vf_enable(&r);
         run_scan(&r);
         expect_devices(&r, "intel.com/e810_pf", "");
         expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
@@ -613,6 +623,39 @@ START_TEST(test_sriov_backend_pf_leaves_when_its_vfs_are_enabled) {
                               "0000:8a:01.2: no pool's selectors take it\n0000:8a:01.3: no pool's selectors take it\n"
                               "0000:8a:01.4: no pool's selectors take it\n0000:8a:01.5: no pool's selectors take it\n"
                               "0000:8a:01.6: no pool's selectors take it\n0000:8a:01.7: no pool's selectors take it\n");
+}
+END_TEST
+
+/* The node with PF1 made a processing accelerator (class 0x12), in an accelerator pool "pf_accel"
+ * (device 1593), and its igb_uio VF in a netDevice pool "e810_uio". */
+static char *accel_pf1_tree(void) {
+        char *root = node_tree("{\"resourceList\": [\n"
+                               "  {\"resourceName\": \"pf_accel\", \"deviceType\": \"accelerator\",\n"
+                               "   \"selectors\": [{\"devices\": [\"1593\"]}]},\n"
+                               "  {\"resourceName\": \"e810_uio\", \"selectors\": [{\"drivers\": [\"igb_uio\"]}]}\n"
+                               "]}\n");
+
+        kdp_test_sriov_write(root, KDP_TEST_E810_PF1, "class", "0x120000");
+        return root;
+}
+
+/* An accelerator pool keeps a PF whose VFs get enabled, beside its VFs (sriovdp's accelerator
+ * provider drops no PF). */
+START_TEST(test_sriov_backend_accelerator_pf_stays_when_its_vfs_are_enabled) {
+        _cleanup_(run_done) run r = {
+                .root = accel_pf1_tree(),
+        };
+
+        pf1_vf_remove(&r);
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");
+        expect_devices(&r, "intel.com/e810_uio", "");
+
+        pf1_vf_enable(&r);
+        run_scan(&r);
+        expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");
+        expect_devices(&r, "intel.com/e810_uio", "0000:8a:05.0 1 Healthy\n");
 }
 END_TEST
 
@@ -1666,6 +1709,25 @@ static void expect_devinfo_file(const run *r, const char *name, const char *want
 #define DEVINFO_PCI(vf, pf) \
         "{\"type\":\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"" vf "\",\"pf-pci-address\":\"" pf "\"}}"
 
+/* An accelerator pool's Allocate writes no device-info file (sriovdp's accelerator pools store
+ * none); a netDevice pool's beside it does. */
+START_TEST(test_sriov_backend_devinfo_none_for_accelerator_pools) {
+        _cleanup_(run_done) run r = {
+                .root = accel_pf1_tree(),
+        };
+        _cleanup_(kdp_alloc_response_done) kdp_alloc_response resp = { 0 };
+        const char *const accel[] = { "0000:8a:00.1" }, *const uio[] = { "0000:8a:05.0" };
+
+        ck_assert_int_eq(run_open(&r, NULL), 0);
+        run_scan(&r);
+        expect_devices(&r, "intel.com/pf_accel", "0000:8a:00.1 1 Healthy\n");
+        ck_assert_int_eq(run_allocate(&r, "intel.com/pf_accel", accel, 1, &resp), 0);
+        expect_devinfo_list(&r, "");
+        ck_assert_int_eq(run_allocate(&r, "intel.com/e810_uio", uio, 1, &resp), 0);
+        expect_devinfo_list(&r, "intel.com-e810_uio-0000:8a:05.0-device.json\n");
+}
+END_TEST
+
 /*
  * Allocate writes one file per device; a device gone from the bus, or from its pool (pool
  * dropped, or changed and no longer taking it), loses its file at the next scan; fini removes
@@ -1889,6 +1951,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_numvfs_to_zero_takes_the_vfs_away);
         tcase_add_test(tc, test_sriov_backend_a_member_its_selectors_no_longer_take);
         tcase_add_test(tc, test_sriov_backend_pf_leaves_when_its_vfs_are_enabled);
+        tcase_add_test(tc, test_sriov_backend_accelerator_pf_stays_when_its_vfs_are_enabled);
         tcase_add_test(tc, test_sriov_backend_netdev_moved_into_a_pod_stays);
         tcase_add_test(tc, test_sriov_backend_allocate_answers_as_sriovdp);
         tcase_add_test(tc, test_sriov_backend_allocate_refuses_an_unknown_id);
@@ -1902,6 +1965,7 @@ static Suite *sriov_backend_suite(void) {
         tcase_add_test(tc, test_sriov_backend_reload_reads_the_config_now);
         tcase_add_test(tc, test_sriov_backend_config_elsewhere_is_read_when_a_scan_sees_it_changed);
         tcase_add_test(tc, test_sriov_backend_devinfo_follows_allocate_and_the_devices);
+        tcase_add_test(tc, test_sriov_backend_devinfo_none_for_accelerator_pools);
         tcase_add_test(tc, test_sriov_backend_devinfo_kept_by_a_changed_pool_gone_with_numvfs);
         tcase_add_test(tc, test_sriov_backend_devinfo_left_by_a_previous_run_goes_at_start);
         tcase_add_test(tc, test_sriov_backend_devinfo_off_or_failing_leaves_allocate_alone);

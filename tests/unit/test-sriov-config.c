@@ -75,6 +75,13 @@ static const sriov_func pf_with_vfs = {
         .link_type = "ether", .iommu_group = 90, .uio_index = -1,
 };
 
+/* a QAT PF (base class 0x12) with its VFs enabled */
+static const sriov_func accel_pf_with_vfs = {
+        .address = "0000:6b:00.0", .vendor = "8086", .device = "4940", .class_code = 0x120000,
+        .driver = "4xxx", .numa_node = 0, .is_pf_with_vfs = true, .vf_index = -1, .iommu_group = 80,
+        .uio_index = -1,
+};
+
 /* a virtio RNG (class 0x00ff00), for deviceType pci */
 static const sriov_func rng = {
         .address = "0000:00:05.0", .vendor = "1af4", .device = "1044", .class_code = 0x00ff00,
@@ -194,6 +201,26 @@ static void expect_warned(const char *json, sriov_config *c, int line, const cha
         p = log;
         expect_problem(&p, false, path, line, key, reason);
         ck_assert_str_eq(p, "");
+}
+
+typedef struct problem_want {
+        bool error;
+        int line;
+        const char *key;
+        const char *reason;
+} problem_want;
+
+/* Loads `json`, which must return `want_r` and log exactly the problems `want`, in order. */
+static void expect_problems(const char *json, int want_r, const problem_want *want, size_t n) {
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_free_ char *log = NULL, *path = NULL;
+        const char *l;
+
+        ck_assert_int_eq(load_text(json, &c, &log, &path), want_r);
+        l = log;
+        for (size_t i = 0; i < n; i++)
+                expect_problem(&l, want[i].error, path, want[i].line, want[i].key, want[i].reason);
+        ck_assert_str_eq(l, "");
 }
 
 /* ---- the README and docs examples ---- */
@@ -601,6 +628,32 @@ START_TEST(test_sriov_config_pci_type_takes_any_class) {
 }
 END_TEST
 
+/* sriovdp's accelerator provider keeps every class-0x12 function; only netDevice drops a PF with VFs */
+START_TEST(test_sriov_config_accelerator_pools_take_a_pf_with_vfs) {
+        _cleanup_(sriov_config_done) sriov_config c = {}, no_accel = {};
+        _cleanup_(kdp_test_unlink_freep) char *path = NULL, *path2 = NULL;
+        static const char json[] = "{\"resourceList\": [\n"
+                                   "  {\"resourceName\": \"all\", \"deviceType\": \"pci\", \"selectors\": [{\"vendors\": [\"1af4\"]}]},\n"
+                                   "  {\"resourceName\": \"qat\", \"deviceType\": \"accelerator\",\n"
+                                   "   \"selectors\": [{\"devices\": [\"4940\"]}]}]}";
+        static const char pci_only[] = "{\"resourceList\": [{\"resourceName\": \"all\", \"deviceType\": \"pci\",\n"
+                                       "  \"selectors\": [{}]}]}";
+        sriov_func unbound = accel_pf_with_vfs;
+
+        path = kdp_test_write_temp("sriov-config", ".json", json, strlen(json));
+        ck_assert_int_eq(sriov_config_load(NULL, path, NULL, &c), 0);
+        expect_match(&c, &accel_pf_with_vfs, 1, 0);
+        expect_no_match(&c, &pf_with_vfs);
+        unbound.driver[0] = '\0';
+        expect_no_match(&c, &unbound);
+        /* kdp's pci pools keep the rule of netDevice ones */
+        path2 = kdp_test_write_temp("sriov-config", ".json", pci_only, strlen(pci_only));
+        ck_assert_int_eq(sriov_config_load(NULL, path2, NULL, &no_accel), 0);
+        expect_no_match(&no_accel, &accel_pf_with_vfs);
+        expect_match(&no_accel, &accel, 0, 0);
+}
+END_TEST
+
 /* ---- what is excluded whatever the config ---- */
 
 START_TEST(test_sriov_config_excluded_functions) {
@@ -674,25 +727,11 @@ static const refused_case refused_cases[] = {
           "}]}\n",
           5, "resourceList[0].selectors[1].vdpaType",
           "vdpaType together with isRdma (line 4): sriovdp refuses the pair" },
-        { "vendors a string", "{\"resourceList\": [{\"resourceName\": \"a\",\n"
-          "  \"selectors\": [{\"vendors\": \"8086\"}]}]}\n",
-          2, "resourceList[0].selectors[0].vendors", "wrong type: want a list of strings, got a string" },
-        { "a device a number", "{\"resourceList\": [{\"resourceName\": \"a\",\n"
-          "  \"selectors\": [{\"devices\": [\"1889\", 4242]}]}]}\n",
-          2, "resourceList[0].selectors[0].devices[1]", "wrong type: want a string, got a number" },
-        { "isRdma a string", "{\"resourceList\": [{\"resourceName\": \"a\",\n"
-          "  \"selectors\": [{\"isRdma\": \"true\"}]}]}\n",
-          2, "resourceList[0].selectors[0].isRdma", "wrong type: want a boolean, got a string" },
         { "excludeTopology a number", "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{}],\n"
           "  \"excludeTopology\": 1}]}\n",
           2, "resourceList[0].excludeTopology", "wrong type: want a boolean, got a number" },
         { "resourceName a number", "{\"resourceList\": [{\"resourceName\": 7}]}",
           1, "resourceList[0].resourceName", "wrong type: want a string, got a number" },
-        { "selectors a string", "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": \"all\"}]}",
-          1, "resourceList[0].selectors",
-          "wrong type: want a list of selector objects or one selector object, got a string" },
-        { "a selector a list", "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [[]]}]}",
-          1, "resourceList[0].selectors[0]", "wrong type: want a selector object, got a list" },
         { "additionalInfo value a number", "{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{}],\n"
           "  \"additionalInfo\": {\"*\": {\"vlan\": 100}}}]}",
           2, "resourceList[0].additionalInfo.*.vlan", "wrong type: want a string, got a number" },
@@ -706,6 +745,17 @@ static const refused_case refused_cases[] = {
           "  \"deviceType\": \"NetDevice\", \"selectors\": [{}]}]}",
           2, "resourceList[0].deviceType",
           "unknown deviceType 'NetDevice': want netDevice, accelerator, auxNetDevice or pci" },
+        { "auxNetDevice without auxTypes", "{\"resourceList\": [{\"resourceName\": \"sf\",\n"
+          "  \"deviceType\": \"auxNetDevice\",\n"
+          "  \"selectors\": [{\"auxTypes\": [\"sf\"]}, {\"vendors\": [\"15b3\"]}]}]}",
+          3, "resourceList[0].selectors[1]", "no auxTypes: sriovdp refuses an auxNetDevice selector without them" },
+        { "auxNetDevice with empty auxTypes", "{\"resourceList\": [{\"resourceName\": \"sf\",\n"
+          "  \"deviceType\": \"auxNetDevice\", \"selectors\": {\"auxTypes\": []}}]}",
+          2, "resourceList[0].selectors.auxTypes",
+          "no auxTypes: sriovdp refuses an auxNetDevice selector without them" },
+        { "auxNetDevice with an auxType other than sf", "{\"resourceList\": [{\"resourceName\": \"sf\",\n"
+          "  \"deviceType\": \"auxNetDevice\", \"selectors\": [{\"auxTypes\": [\"sf\", \"eth\"]}]}]}",
+          2, "resourceList[0].selectors[0].auxTypes[1]", "auxTypes 'eth': sriovdp supports only 'sf'" },
         { "a comment", "{\"resourceList\": [\n"
           "  # a comment\n"
           "]}\n",
@@ -717,6 +767,8 @@ static const refused_case refused_cases[] = {
           "not JSON: a byte that is not UTF-8 (column 21)" },
         { "a byte not UTF-8 in a string", "{\"resourceList\": [{\"resourceName\": \"caf\xe9\", \"selectors\": [{}]}]}", 1,
           NULL, "not JSON: a byte that is not UTF-8 (column 40)" },
+        { "a UTF-8 byte order mark", "\xef\xbb\xbf{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": [{}]}]}",
+          1, NULL, "not JSON: a UTF-8 byte order mark (column 1)" },
         { "empty resourceList", "{\"resourceList\": []}", 1, "resourceList", NO_RESOURCE },
         { "no resourceList", "{}", 0, "resourceList", NO_RESOURCE },
         { "null", "null", 0, "resourceList", NO_RESOURCE },
@@ -890,6 +942,84 @@ START_TEST(test_sriov_config_reports_every_problem_of_a_file) {
         expect_problem(&l, true, path, 4, "resourceList[2].deviceType",
                        "unknown deviceType 'gpu': want netDevice, accelerator, auxNetDevice or pci");
         ck_assert_str_eq(l, "");
+}
+END_TEST
+
+/* ---- a pool whose selectors do not decode: dropped, the others served ---- */
+
+typedef struct dropped_case {
+        const char *name;
+        const char *selectors;  /* pool "a"'s selectors value, on line 2 */
+        const char *key;
+        const char *reason;
+} dropped_case;
+
+static const dropped_case dropped_cases[] = {
+        { "vendors a string", "[{\"vendors\": \"8086\"}]", "resourceList[0].selectors[0].vendors",
+          "wrong type: want a list of strings, got a string" },
+        { "a device a number", "[{\"devices\": [\"1889\", 4242]}]", "resourceList[0].selectors[0].devices[1]",
+          "wrong type: want a string, got a number" },
+        { "isRdma a string", "[{\"isRdma\": \"true\"}]", "resourceList[0].selectors[0].isRdma",
+          "wrong type: want a boolean, got a string" },
+        { "selectors a string", "\"all\"", "resourceList[0].selectors",
+          "wrong type: want a list of selector objects or one selector object, got a string" },
+        { "a selector a list", "[[]]", "resourceList[0].selectors[0]",
+          "wrong type: want a selector object, got a list" },
+        { "a pfNames entry an object, in the second selector", "[{\"vendors\": [\"8086\"]}, {\"pfNames\": [{}]}]",
+          "resourceList[0].selectors[1].pfNames[0]", "wrong type: want a string, got an object" },
+        { "the older one-object syntax", "{\"drivers\": true}", "resourceList[0].selectors.drivers",
+          "wrong type: want a list of strings, got a boolean" },
+};
+
+/* sriovdp's readConfig decodes each pool's selectors on their own and drops (warns) the pool they
+ * do not decode for; the invalid name and vdpaType with isRdma of that pool are never checked. */
+START_TEST(test_sriov_config_drops_pool_with_selectors_of_a_wrong_type) {
+        const dropped_case *t = &dropped_cases[_i];
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_free_ char *log = NULL, *path = NULL, *json = NULL, *reason = NULL;
+        const char *l;
+
+        ck_assert_int_ge(asprintf(&json, "{\"resourceList\": [\n"
+                                         "  {\"resourceName\": \"a\", \"selectors\": %s},\n"
+                                         "  {\"resourceName\": \"e810_iavf\", \"selectors\": [{\"drivers\": [\"iavf\"]}]}\n"
+                                         "]}\n", t->selectors), 0);
+        ck_assert_msg(load_text(json, &c, &log, &path) == 0, "%s: %s", t->name, log);
+        ck_assert_int_ge(asprintf(&reason, "%s: the pool a is dropped, the others are served, as in sriovdp",
+                                  t->reason), 0);
+        l = log;
+        expect_problem(&l, false, path, 2, t->key, reason);
+        ck_assert_str_eq(l, "");
+        ck_assert_uint_eq(c.n_pools, 1);
+        expect_pool(&c.pools[0], "intel.com/e810_iavf", SRIOV_NET_DEVICE, 1);
+        expect_match(&c, &e810_iavf, 0, 0);
+}
+END_TEST
+
+/* sriovdp exits when no pool is left ("no resource configuration") */
+START_TEST(test_sriov_config_refuses_file_whose_every_pool_is_dropped) {
+        expect_problems("{\"resourceList\": [{\"resourceName\": \"a\",\n"
+                        "  \"selectors\": [{\"vendors\": \"8086\"}]}]}\n", -EINVAL, (const problem_want[]){
+                { false, 2, "resourceList[0].selectors[0].vendors",
+                  "wrong type: want a list of strings, got a string: the pool a is dropped, the others are served, "
+                  "as in sriovdp" },
+                { true, 1, "resourceList",
+                  "no resource left once the pools whose selectors do not load were dropped: sriovdp does not "
+                  "start without one" } }, 2);
+}
+END_TEST
+
+START_TEST(test_sriov_config_dropped_pool_is_not_validated_and_keeps_indexes) {
+        expect_problems("{\"resourceList\": [\n"
+                        "  {\"resourceName\": \"b\", \"selectors\": [{}]},\n"
+                        "  {\"resourceName\": \"not valid\", \"selectors\": [{\"isRdma\": true,\n"
+                        "   \"vdpaType\": \"vhost\", \"vendors\": 8086}]},\n"
+                        "  {\"resourceName\": \"b\", \"selectors\": [{}]}\n"
+                        "]}\n", -EINVAL, (const problem_want[]){
+                { false, 4, "resourceList[1].selectors[0].vendors",
+                  "wrong type: want a list of strings, got a number: the pool not valid is dropped, the others are "
+                  "served, as in sriovdp" },
+                { true, 5, "resourceList[2].resourceName",
+                  "duplicate resource 'intel.com/b': resourceList[0] (line 2) has it already" } }, 2);
 }
 END_TEST
 
@@ -1139,6 +1269,31 @@ START_TEST(test_sriov_config_null_is_the_zero_value) {
 }
 END_TEST
 
+/* additionalInfo {} is a map (Go: non-nil, so sriovdp's extra provider answers); null and absent are none */
+START_TEST(test_sriov_config_empty_additional_info_is_kept) {
+        _cleanup_(sriov_config_done) sriov_config c = {};
+        _cleanup_(kdp_test_unlink_freep) char *path = NULL;
+        static const char json[] = "{\"resourceList\": [\n"
+                                   "  {\"resourceName\": \"a\", \"selectors\": [{}], \"additionalInfo\": {}},\n"
+                                   "  {\"resourceName\": \"b\", \"selectors\": [{}], \"additionalInfo\": null},\n"
+                                   "  {\"resourceName\": \"c\", \"selectors\": [{}]}]}";
+        sriov_pool without;
+
+        path = kdp_test_write_temp("sriov-config", ".json", json, strlen(json));
+        ck_assert_int_eq(sriov_config_load(NULL, path, NULL, &c), 0);
+        ck_assert_uint_eq(c.n_pools, 3);
+        ck_assert(c.pools[0].has_info);
+        ck_assert_uint_eq(c.pools[0].n_info, 0);
+        ck_assert(!c.pools[1].has_info);
+        ck_assert(!c.pools[2].has_info);
+        /* a reload from {} to none changes the pool's answer */
+        without = c.pools[0];
+        without.has_info = false;
+        ck_assert(sriov_config_pool_equal(&c.pools[0], &c.pools[0]));
+        ck_assert(!sriov_config_pool_equal(&c.pools[0], &without));
+}
+END_TEST
+
 START_TEST(test_sriov_config_default_prefix_comes_from_the_caller) {
         _cleanup_(sriov_config_done) sriov_config c = {};
         _cleanup_(kdp_test_unlink_freep) char *path = NULL;
@@ -1351,6 +1506,7 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_e810_ranges_split_sixteen_vfs);
         tcase_add_test(tc, test_sriov_config_pci_type_takes_any_class);
         tcase_add_test(tc, test_sriov_config_excluded_functions);
+        tcase_add_test(tc, test_sriov_config_accelerator_pools_take_a_pf_with_vfs);
         tcase_add_test(tc, test_sriov_config_device_type_names);
         suite_add_tcase(s, tc);
 
@@ -1364,6 +1520,10 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_refuses_more_pools_than_the_limit);
         tcase_add_test(tc, test_sriov_config_refuses_a_list_past_the_entry_limit);
         tcase_add_test(tc, test_sriov_config_reports_every_problem_of_a_file);
+        tcase_add_loop_test(tc, test_sriov_config_drops_pool_with_selectors_of_a_wrong_type, 0,
+                            (int) KDP_ELEMENTSOF(dropped_cases));
+        tcase_add_test(tc, test_sriov_config_dropped_pool_is_not_validated_and_keeps_indexes);
+        tcase_add_test(tc, test_sriov_config_refuses_file_whose_every_pool_is_dropped);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("accepted");
@@ -1382,6 +1542,7 @@ static Suite *sriov_config_suite(void) {
         tcase_add_test(tc, test_sriov_config_warns_unusable_pools);
         tcase_add_test(tc, test_sriov_config_null_is_the_zero_value);
         tcase_add_test(tc, test_sriov_config_default_prefix_comes_from_the_caller);
+        tcase_add_test(tc, test_sriov_config_empty_additional_info_is_kept);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("equal");

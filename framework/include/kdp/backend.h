@@ -16,9 +16,10 @@
  * Threads. Every hook of one backend runs with that backend's lock held, so a
  * backend never sees two hooks at once and needs no locks of its own. init,
  * scan, probe, device_event, allocated, fini and the callbacks of watched fds run on the
- * event loop; allocate and preferred on the gRPC thread and must answer in
- * microseconds (no I/O that can block); pre_start on one of a few worker
- * threads and may take up to the kubelet's 30 s.
+ * event loop; allocate and preferred on a worker thread, one call of a
+ * backend at a time, and should answer in microseconds (they wait for the
+ * lock while a scan holds it, and the kubelet waits for them); pre_start on
+ * one of a few worker threads and may take up to the kubelet's 30 s.
  *
  * PreStartContainer. Up to 8 PreStarts run at once, of any resources; two that
  * share a device ID of one backend run one after the other, in arrival order.

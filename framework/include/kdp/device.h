@@ -21,6 +21,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -81,6 +82,12 @@ typedef struct kdp_device_tree kdp_device_tree;
  * -ENOMEM.
  */
 int kdp_device_tree_add_resource(kdp_device_tree *tree, const char *resource);
+
+/*
+ * Whether the kubelet takes `name` as an extended resource name, "<domain>/<name>"
+ * (docs/kubelet.md §1.3: IsExtendedResourceName).
+ */
+bool kdp_device_resource_name_is_valid(const char *name);
 
 /*
  * Adds one device to `resource` (declared on first use).

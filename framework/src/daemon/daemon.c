@@ -1619,6 +1619,7 @@ static void daemon_free_watched(kdp_daemon *d, kdp_stop_watch *watch) {
         d->udev = kdp_udev_monitor_free(d->udev);
         for (size_t i = 0; i < d->n_slots; i++) {
                 kdp_stop_watch_step(watch, "backend stop", d->slots[i].b->name);
+                d->slots[i].dirty = false;      /* a scan posted meanwhile runs at kdp_loop_free(): not of it */
                 stop_backend(&d->slots[i]);
                 if (d->slots[i].listed)
                         (void) kdp_not_served_remove(d->state_dir, d->slots[i].b->name);

@@ -90,7 +90,8 @@ struct gate_conn {
         uint64_t id;
         kdp_gate_listener *listener;
         int peer_fd, core_fd;
-        int grpc_fd;                    /* gRPC's end: its calls' peer is "fd:<grpc_fd>" */
+        int grpc_fd;                    /* gRPC's end: its calls' peer is "fd:<grpc_fd>"; -1 once the
+                                         * number went to a newer connection (under the gate's lock) */
         pid_t pid;
         uid_t uid;
         bool registrar;                 /* a GetInfo came on it (under the gate's lock) */
@@ -510,6 +511,14 @@ static int accept_one(kdp_gate *g, kdp_gate_listener *l, bool room) {
                 free(c);
                 return -ENOMEM;
         }
+        /*
+         * The kernel just gave out these numbers, so any older connection
+         * still naming one as gRPC's end (lingering, or not yet seen closed)
+         * lost it: it is no longer the connection calls from "fd:<n>" come on.
+         */
+        for (gate_conn *o = g->conns_head; o; o = o->next)
+                if (o->grpc_fd == pair[0] || o->grpc_fd == pair[1])
+                        o->grpc_fd = -1;
         c->id = ++g->next_id;
         c->prev = g->conns_tail;
         if (g->conns_tail)
@@ -840,7 +849,7 @@ void kdp_gate_close(kdp_gate *g, kdp_gate_listener *l) {
 
 /* Under the gate's lock. */
 static gate_conn *conn_by_grpc_fd(kdp_gate *g, int fd) {
-        for (gate_conn *c = g->conns_head; c; c = c->next)
+        for (gate_conn *c = g->conns_head; c && fd >= 0; c = c->next)
                 if (c->grpc_fd == fd)
                         return c;
         return NULL;

@@ -307,8 +307,10 @@ int kdp_registry_scan(kdp_backend *b, const char *sysfs_root, kdp_device_tree **
 int kdp_registry_allocate(kdp_backend *b, const kdp_alloc_request *req, kdp_alloc_response *resp) {
         int r = -EOPNOTSUPP;
 
+        if (!b->allocate)
+                return r;
         pthread_mutex_lock(&b->lock);
-        if (b->allocate && b->started)
+        if (b->started)
                 r = b->allocate(b->state, req, resp);
         pthread_mutex_unlock(&b->lock);
         return r;
@@ -317,8 +319,10 @@ int kdp_registry_allocate(kdp_backend *b, const kdp_alloc_request *req, kdp_allo
 int kdp_registry_preferred(kdp_backend *b, const kdp_pref_request *req, kdp_pref_response *resp) {
         int r = -EOPNOTSUPP;
 
+        if (!b->preferred)
+                return r;
         pthread_mutex_lock(&b->lock);
-        if (b->preferred && b->started)
+        if (b->started)
                 r = b->preferred(b->state, req, resp);
         pthread_mutex_unlock(&b->lock);
         return r;

@@ -5,12 +5,14 @@
  *   kdp_registry_load()   dlopen + checks (file, entry symbol, ABI, hooks, name)
  *   kdp_registry_start()  ctx from config, ops->init       (loop thread)
  *   kdp_registry_scan()   ops->scan into a fresh tree       (loop thread)
- *   kdp_registry_*()      allocate/preferred: gRPC thread; pre_start: worker
+ *   kdp_registry_*()      allocate/preferred/pre_start: a gRPC worker
  *   kdp_registry_reload() ops->reload at SIGHUP             (loop thread)
  *   kdp_registry_stop()   ops->fini, ctx freed              (loop thread)
  *
  * Every hook runs under the backend's mutex, so a backend never sees two hooks
- * at once. The one exception is the slow part of a pre_start, which runs in
+ * at once. The hook pointers are set at load and never change, so a caller
+ * may test them without the mutex; allocate and preferred without their hook
+ * return -EOPNOTSUPP without taking it. The one exception is the slow part of a pre_start, which runs in
  * kdp_backend_run_unlocked() without it: n_unlocked counts those, and
  * kdp_registry_stop() waits for them (cond `unlocked`) before fini, turning new
  * pre_starts away meanwhile (`stopping`). The daemon owns each kdp_backend;
@@ -76,6 +78,7 @@ void kdp_registry_stop(kdp_backend *b);
 /* Runs scan() and probe() for every device; *ret is finished (sorted, topology checked). Not logged. */
 int kdp_registry_scan(kdp_backend *b, const char *sysfs_root, kdp_device_tree **ret);
 
+/* -EOPNOTSUPP without the hook (the mutex not taken) or while stopped. */
 int kdp_registry_allocate(kdp_backend *b, const kdp_alloc_request *req, kdp_alloc_response *resp);
 int kdp_registry_preferred(kdp_backend *b, const kdp_pref_request *req, kdp_pref_response *resp);
 /* Worker thread: ops->pre_start; 0 without the hook, -EAGAIN while the backend is being stopped. */

@@ -19,6 +19,16 @@
  *                 deadline passed (seen when a worker looks) never runs the
  *                 hook: it is answered DEADLINE_EXCEEDED. Freed when both
  *                 close_tag and reply_tag are done
+ *   hook call     an Allocate or GetPreferredAllocation of a backend with an
+ *                 allocate or preferred hook: decoded on the CQ thread, then a
+ *                 job like a PreStart's (same batches, same dropping, same
+ *                 freeing). The worker takes the server's snapshot as it is
+ *                 then, answers (the hook under the backend's lock) and starts
+ *                 the reply batch. A backend's hook calls run one at a time, as
+ *                 its lock would make them anyway, so a backend whose lock is
+ *                 held (a slow scan) keeps at most one worker waiting for them.
+ *                 Without the hook the CQ thread answers from the snapshot and
+ *                 never takes the backend's lock
  *
  * What one local peer can make a server hold (gRPC core 1.51 bounds little
  * of it itself; measured with tests/e2e/h2-abuse.py, bench/h2-abuse.sh):
@@ -46,15 +56,30 @@
  *
  * Threads:
  *
- *   CQ thread ──► Options, Allocate, Preferred: answered at once
- *        │        PreStart without a hook: answered at once
- *        └─────► PreStart with a hook ─► jobs (FIFO, rt->lock)
+ *   CQ thread ──► Options: answered at once
+ *        │        Allocate, Preferred, PreStart of a backend without that
+ *        │        hook: answered at once from the snapshot, no backend lock
+ *        └─────► Allocate, Preferred, PreStart with a hook ─► jobs (FIFO, rt->lock)
  *                                          │ a job waits while a running one
- *                                          │ of its backend shares an ID
+ *                                          │ of its backend is a PreStart
+ *                                          │ sharing an ID, or, for an Allocate
+ *                                          │ or Preferred, is one of those
  *                worker 1..WORKERS_MAX ◄───┘ (started when the queue outgrows
  *                  the idle workers; they live until the runtime is freed)
  *                  pre_start: backend lock ─ run_unlocked: no lock ─ lock
+ *                  allocate, preferred: snapshot, backend lock ─ hook ─ unlock
  *                  └► reply batch ─► CQ thread frees the call
+ *
+ * A hook call's owner: the job list (rt->lock), then the worker that took it
+ * (its running slot) until it starts the reply batch, then gRPC until both
+ * close_tag and reply_tag are done, when the CQ thread frees it. Cancelled
+ * while queued, it is answered DEADLINE_EXCEEDED without the hook; cancelled
+ * while the hook runs, the hook's answer goes to a dead call and is dropped
+ * with it. The call holds a reference on its server, so a resource removed
+ * meanwhile keeps its server and snapshot until the call is freed; the backend
+ * outlives every server (kdp_server_runtime_free() first). A backend stopped
+ * or restarted at reload waits for a running hook (its lock); a queued one
+ * then runs against the restarted backend, or, stopped, gets the default.
  */
 #include <assert.h>
 #include <errno.h>
@@ -116,7 +141,7 @@ static const char *const method_names[_M_REGISTERED] = {
 typedef enum call_phase {
         P_UNTRACKED,                    /* ListAndWatch, or not yet counted */
         P_READING,                      /* waiting for its request message: may be evicted */
-        P_RUNNING,                      /* being answered (a PreStart hook may run long) */
+        P_RUNNING,                      /* being answered (a backend hook may run long) */
         P_ANSWERED,                     /* answer handed to grpc, waiting for the peer: may be evicted */
 } call_phase;
 
@@ -142,8 +167,9 @@ struct kdp_call {
         uint64_t changed_ns;            /* the oldest change published and not yet sent (metrics), 0: none */
         uint64_t sending_changed_ns;    /* ... of the send in flight */
         kdp_call *prev, *next;
-        /* PreStart job, under rt->lock */
+        /* a job (PreStart, or an Allocate or Preferred for a hook), under rt->lock */
         ProtobufCMessage *request;
+        uint64_t started_ns;            /* its request message came (metrics) */
         kdp_call *next_job;
         bool deferred;                  /* logged once as waiting for an earlier job of its IDs */
         bool queued;                    /* in rt's job list */
@@ -902,6 +928,13 @@ static void unqueue_job(kdp_server_runtime *rt, kdp_call *c, kdp_call *prev) {
 static void drop_job(kdp_call *c) {
         const V1beta1__PreStartContainerRequest *req = (const V1beta1__PreStartContainerRequest *) c->request;
 
+        if (c->m != M_PRE_START) {
+                kdp_log_warning("Dropped call for a backend hook cancelled or past its deadline while queued",
+                                KDP_F_STR("resource", c->server->resource), KDP_F_STR("method", method_names[c->m]));
+                reply_unary(c, GRPC_STATUS_DEADLINE_EXCEEDED, "call dropped: cancelled or past its deadline "
+                                                              "before the backend's hook ran");
+                return;
+        }
         kdp_log_warning("Dropped PreStartContainer cancelled or past its deadline while queued",
                         KDP_F_STR("resource", c->server->resource),
                         KDP_F_STR("device", req->n_devices_ids > 0 ? req->devices_ids[0] : ""),
@@ -939,12 +972,19 @@ static const V1beta1__PreStartContainerRequest *job_request(const kdp_call *c) {
         return (const V1beta1__PreStartContainerRequest *) c->request;
 }
 
-/* Do two jobs of one backend name a device in common? */
+/*
+ * Must job `b` wait for running job `a`? Two PreStarts of one backend naming a
+ * device in common, or two hook calls (Allocate, Preferred) of one backend.
+ */
 static bool jobs_overlap(const kdp_call *a, const kdp_call *b) {
         const V1beta1__PreStartContainerRequest *ra = job_request(a), *rb = job_request(b);
 
         if (a->server->backend != b->server->backend)
                 return false;
+        if ((a->m == M_PRE_START) != (b->m == M_PRE_START))
+                return false;
+        if (a->m != M_PRE_START)
+                return true;
         for (size_t i = 0; i < ra->n_devices_ids; i++)
                 for (size_t j = 0; j < rb->n_devices_ids; j++)
                         if (strcmp(ra->devices_ids[i], rb->devices_ids[j]) == 0)
@@ -976,7 +1016,7 @@ static kdp_call *take_job(kdp_server_runtime *rt, unsigned slot, bool *ret_expir
         prev = NULL;
         for (kdp_call *c = rt->jobs_head; c; prev = c, c = c->next_job) {
                 if (job_blocker(rt, c)) {
-                        if (!c->deferred) {
+                        if (!c->deferred && c->m == M_PRE_START) {
                                 c->deferred = true;
                                 kdp_log_v(2, "Deferred PreStartContainer behind one of the same device",
                                           KDP_F_STR("resource", c->server->resource),
@@ -1016,6 +1056,24 @@ static void run_pre_start(kdp_server_runtime *rt, unsigned slot, kdp_call *c) {
                 reply_message(c, 0, bb);
 }
 
+static void count_call(const kdp_call *c, int r, uint64_t started_ns);
+static void answer_decoded(kdp_call *c, int r, const char *err, grpc_byte_buffer *bb);
+
+/* An Allocate or Preferred for its backend's hook: answered from the snapshot of now. */
+static void run_hook_call(kdp_server_runtime *rt, unsigned slot, kdp_call *c) {
+        _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = server_snapshot(c->server);
+        grpc_byte_buffer *bb = NULL;
+        char err[256];
+        int r;
+
+        r = answer_unary(c->server->resource, c->server->backend, snap, c->m, c->request, err, sizeof(err), &bb);
+        pthread_mutex_lock(&rt->lock);
+        rt->running[slot] = NULL;
+        pthread_cond_broadcast(&rt->cond);
+        pthread_mutex_unlock(&rt->lock);
+        answer_decoded(c, r, err, bb);
+}
+
 /* Under rt->lock: a free running slot; there is one per worker, so one is free for a worker without a job. */
 static unsigned free_slot(const kdp_server_runtime *rt) {
         unsigned i = 0;
@@ -1049,8 +1107,10 @@ static void *worker_main(void *userdata) {
                         return NULL;
                 if (expired)
                         drop_job(c);
-                else
+                else if (c->m == M_PRE_START)
                         run_pre_start(rt, slot, c);
+                else
+                        run_hook_call(rt, slot, c);
         }
 }
 
@@ -1161,19 +1221,43 @@ static void notify_status(kdp_server *s, const Pluginregistration__RegistrationS
                 s->ev.watcher_status(st->plugin_registered, error, s->userdata);
 }
 
+/* Does a call of method `mt` run a hook of `backend` (on a worker)? Hooks are fixed at load. */
+static bool runs_hook(method mt, const kdp_backend *backend) {
+        return (mt == M_ALLOCATE && backend->allocate) || (mt == M_PREFERRED && backend->preferred);
+}
+
+/* Counts and answers a call that answer_unary() answered with `r` (bb on success, err on failure). */
+static void answer_decoded(kdp_call *c, int r, const char *err, grpc_byte_buffer *bb) {
+        count_call(c, r, c->started_ns);        /* before the answer: once handed to gRPC, the call may be freed */
+        if (r < 0) {
+                reply_error(c, r, err);
+                return;
+        }
+        if (c->m == M_ALLOCATE && c->server->ev.allocated)
+                c->server->ev.allocated(c->server->userdata);
+        reply_message(c, 0, bb);
+}
+
 static void handle_unary(kdp_call *c) {
         _cleanup_(kdp_snapshot_unrefp) kdp_snapshot *snap = NULL;
-        uint64_t started_ns = kdp_metrics_now_ns();
         ProtobufCMessage *m = NULL;
         grpc_byte_buffer *bb = NULL;
         char err[256];
         int r;
 
+        c->started_ns = kdp_metrics_now_ns();
         r = unpack_request(c->payload, c->m, &m, err, sizeof(err));
         if (r >= 0 && c->m == M_NOTIFY) {
                 r = check_notify(c, err, sizeof(err));
                 if (r < 0)
                         protobuf_c_message_free_unpacked(m, NULL);
+        }
+        if (r >= 0 && runs_hook(c->m, c->server->backend)) {
+                c->request = m;                 /* a worker answers it, the hook under the backend's lock */
+                kdp_log_v(2, "Queued call for the backend's hook", KDP_F_STR("resource", c->server->resource),
+                          KDP_F_STR("method", method_names[c->m]));
+                queue_job(c->server->rt, c);
+                return;
         }
         if (r >= 0) {
                 snap = server_snapshot(c->server);
@@ -1189,14 +1273,7 @@ static void handle_unary(kdp_call *c) {
                         note_registrar(c);
                 protobuf_c_message_free_unpacked(m, NULL);
         }
-        count_call(c, r, started_ns);   /* before the answer: once handed to gRPC, the call may be freed */
-        if (r < 0) {
-                reply_error(c, r, err);
-                return;
-        }
-        if (c->m == M_ALLOCATE && c->server->ev.allocated)
-                c->server->ev.allocated(c->server->userdata);
-        reply_message(c, 0, bb);
+        answer_decoded(c, r, err, bb);
 }
 
 grpc_status_code kdp_server_answer(const char *resource, kdp_backend *backend, kdp_snapshot *snap,

@@ -11,20 +11,24 @@
  * registration and the endpoint.
  *
  *   loop thread      kdp_server_new / _publish / _stop / runtime_cancel_overdue
- *   CQ thread        every RPC: Options, Allocate and GetPreferredAllocation
- *                    answered from the snapshot in microseconds; stream sends;
+ *   CQ thread        every RPC: Options, and Allocate and GetPreferredAllocation
+ *                    of a backend without that hook, answered from the snapshot
+ *                    in microseconds without the backend's lock; stream sends;
  *                    Register completions of kubelet-client.c (same queue).
  *                    With heartbeats (metrics.h) it waits on the queue at most
  *                    kdp_metrics_beat_ms() and stamps its heartbeat each time
  *                    it wakes; without, it waits with no deadline
- *   worker threads   PreStartContainer when the backend has a pre_start hook
- *                    (up to 8 at once, see server.c's drawing);
- *                    it answers the call itself when the hook returns
+ *   worker threads   PreStartContainer, Allocate and GetPreferredAllocation
+ *                    when the backend has that hook (up to 8 at once, a
+ *                    backend's Allocate and Preferred one at a time, see
+ *                    server.c's drawing); a worker answers the call itself
+ *                    when the hook returns, so a backend holding its lock (a
+ *                    slow scan) never stalls the CQ thread
  *
  * Ownership: a kdp_server is reference counted: the creator holds one until
  * kdp_server_stop(), every call in flight holds one, and the pending shutdown
  * holds one. It holds a reference on its resource's metrics series (may be
- * NULL), which its CQ thread counts Allocate and GetPreferredAllocation calls,
+ * NULL), which its CQ thread and workers count Allocate and GetPreferredAllocation calls,
  * streams and update latencies in, until it is freed. The server's lock guards its snapshot pointer and its stream list.
  * Each ListAndWatch stream has at most one send in flight; a publish while it
  * is busy is coalesced and the newest snapshot follows when the send completes
@@ -52,7 +56,7 @@ typedef struct kdp_server kdp_server;
 typedef struct kdp_server_events {
         /* CQ thread: a peer cancelled the last open ListAndWatch stream of a running server */
         void (*stream_lost)(void *userdata);
-        /* CQ thread: an Allocate was answered with success (may be NULL) */
+        /* CQ thread or a worker: an Allocate was answered with success (may be NULL) */
         void (*allocated)(void *userdata);
         /*
          * CQ thread: the kubelet's plugin watcher told how registering this

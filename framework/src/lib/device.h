@@ -69,8 +69,6 @@ bool kdp_device_equal(const kdp_device *a, const kdp_device *b);
 /* True if the device reports NUMA affinity. */
 bool kdp_device_has_topology(const kdp_device *d);
 
-/* docs/kubelet.md §1.3: IsExtendedResourceName. */
-bool kdp_device_resource_name_is_valid(const char *name);
 /* "vendor.com/class=name" as the CDI spec and the kubelet want it. */
 bool kdp_device_cdi_name_is_valid(const char *name);
 /* 1..63 printable ASCII characters, no spaces. */
