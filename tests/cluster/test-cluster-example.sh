@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# cluster/example: kdp installed the way an operator installs it, on cluster.sh's real one-node
-# cluster (Kubernetes v1.37.2). kdp's image, packed from the build tree by kdp-image.sh, is
-# imported into the node's containerd; deploy/example/unprivileged is rendered by the cluster's
-# own kubectl through the overlay example/ (the local image tag, imagePullPolicy Never) and
-# applied. The DaemonSet's pod becomes Ready (the kubelet's startup and readiness probes on
-# /readyz answered), the node offers exactly 8 example.com/widget, a pod limited to 2 gets
+# cluster/example: kdp installed the way an operator installs it, on cluster.sh's real
+# two-node cluster (Kubernetes v1.37.2). kdp's image, packed from the build tree by kdp-image.sh,
+# is imported into node 1's containerd, the node labelled example.com/widgets=true;
+# deploy/example/unprivileged is rendered by the cluster's own kubectl through the overlay
+# example/ (the local image tag, imagePullPolicy Never) and applied. The DaemonSet's one pod runs
+# on node 1 and becomes Ready (the kubelet's startup and readiness probes on /readyz answered),
+# node 1 offers exactly 8 example.com/widget and node 2 none, a pod limited to 2 gets
 # EXAMPLE_WIDGETS and its /dev/widget* nodes from kdpd's Allocate, a pod asking for 9 stays
 # Pending on the scheduler's "Insufficient example.com/widget", and cluster.sh down leaves
 # nothing behind. Usage: test-cluster-example.sh (KDP_BUILD_DIR: the build tree)
@@ -28,9 +29,11 @@ cluster_up
 for i in kdp busybox; do cluster ctr images import "$D/$i.tar" >/dev/null 2>&1 || fail "ctr could not import $i.tar"; done
 
 # the operator's steps: label the node, apply the kustomization
-kc label node 127.0.0.1 example.com/widgets=true
+kc label node "$NODE1" example.com/widgets=true
 kc apply -k "$here/example"
 example_serving
+[ -z "$(widgets "$NODE2")" ] || fail "node $NODE2 offers '$(widgets "$NODE2")' example.com/widget, not none"
+echo "node $NODE2 offers no example.com/widget"
 
 pod widgets-2 example.com/widget 2 'echo EXAMPLE_WIDGETS=$EXAMPLE_WIDGETS; /bin/busybox ls /dev/widget*'
 kc wait pod/widgets-2 --for=jsonpath='{.status.phase}'=Succeeded --timeout="$T"
@@ -48,7 +51,7 @@ uid=$(kc get pod widgets-2 -o 'jsonpath={.metadata.uid}')
 got=$(python3 -c 'import json,sys
 for e in json.load(open(sys.argv[1]))["Data"]["PodDeviceEntries"]:
     if e["PodUID"] == sys.argv[2]: print(e["ContainerName"], e["ResourceName"], json.dumps({n: sorted(ids) for n, ids in e["DeviceIDs"].items()}))' \
-        "$D/kubelet/device-plugins/kubelet_internal_checkpoint" "$uid")
+        "$D/node1/kubelet/device-plugins/kubelet_internal_checkpoint" "$uid")
 want='main example.com/widget {"0": ["widget-0", "widget-2"]}'
 [ "$got" = "$want" ] || fail "the kubelet's checkpoint has '$got' for widgets-2, not '$want'"
 echo "kubelet checkpoint: $got"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# cluster/helm: kdp installed with Helm, the chart deploy/helm/kdp, on cluster.sh's real one-node
+# cluster/helm: kdp installed with Helm, the chart deploy/helm/kdp, on cluster.sh's real two-node
 # cluster (Kubernetes v1.37.2), with the helm scripts/cluster-build builds. kdp's image, packed
-# from the build tree by kdp-image.sh, is imported into the node's containerd; `helm install`
-# with backend example and the image's tag and pullPolicy Never as values. The release is
-# deployed, the DaemonSet's pod becomes Ready, the node offers exactly 8 example.com/widget;
-# `helm uninstall` removes the DaemonSet, its pod and its ConfigMap, and the node's allocatable
+# from the build tree by kdp-image.sh, is imported into node 1's containerd, the node labelled
+# example.com/widgets=true; `helm install` with backend example and the image's tag and
+# pullPolicy Never as values. The release is deployed, the DaemonSet's one pod runs on node 1 and
+# becomes Ready, node 1 offers exactly 8 example.com/widget and node 2 none;
+# `helm uninstall` removes the DaemonSet, its pod and its ConfigMap, and node 1's allocatable
 # example.com/widget drops to 0 (the kubelet keeps the capacity of a plugin that went for 5
 # minutes, docs/kubelet.md §2.3, with no device allocatable). cluster.sh down leaves nothing
 # behind. Usage: test-cluster-helm.sh (KDP_BUILD_DIR: the build tree)
@@ -37,10 +38,10 @@ cluster_up
 echo "helm $(helm version --template '{{.Version}}')"
 
 "$here/kdp-image.sh" "$build" "$D/kdp.tar" kdp.local/kdp:test
-cluster ctr images import "$D/kdp.tar" >/dev/null 2>&1 || fail "ctr could not import kdp.tar"
+cluster ctr --node 1 images import "$D/kdp.tar" >/dev/null 2>&1 || fail "ctr could not import kdp.tar"
 
 # the operator's steps: label the node, install the chart
-kc label node 127.0.0.1 example.com/widgets=true
+kc label node "$NODE1" example.com/widgets=true
 helm install kdp-example "$chart" --namespace kube-system --set backend=example \
         --set image.repository=kdp.local/kdp --set image.tag=test --set image.pullPolicy=Never
 status=$(helm -n kube-system status kdp-example -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["info"]["status"])')
@@ -57,6 +58,7 @@ want='{"app.kubernetes.io/component":"example-device-plugin","app.kubernetes.io/
 release=$(kc -n kube-system get ds/kdp-example -o 'jsonpath={.metadata.annotations.meta\.helm\.sh/release-name} {.metadata.annotations.meta\.helm\.sh/release-namespace}')
 [ "$release" = "kdp-example kube-system" ] || fail "the DaemonSet's release annotations say '$release'"
 example_serving
+[ -z "$(widgets "$NODE2")" ] || fail "node $NODE2 offers '$(widgets "$NODE2")' example.com/widget, not none"
 
 out=$(helm uninstall kdp-example --namespace kube-system)
 [ "$out" = 'release "kdp-example" uninstalled' ] || fail "helm uninstall said '$out'"
