@@ -75,12 +75,19 @@ replica_ids() {
 }
 # prefer SOCKET ARGS... EXPECTED: kdpctl preferred's answer. A socket kdpd replaced meanwhile (a
 # fresh socket after the kubelet dropped a stream, e.g. right after a reload's re-registration) is
-# followed to the resource's newest socket, once, as the kubelet follows the newest registration.
+# followed to the resource's newest socket, once, as the kubelet follows the newest registration;
+# the resource may have no socket for a moment while kdpd replaces it (seen under valgrind), so
+# the new one is waited for.
 prefer() {
-        local s=$1 want=${*: -1} out
+        local s=$1 want=${*: -1} out res end
         shift
         if ! out=$("$KDPCTL" preferred --socket "$s" "${@:1:$#-1}" 2>&1) && [ ! -S "$s" ]; then
-                s=$(plugin_socket "$(basename "$s" | sed -E 's/^kdp-gpu-//; s/\.[0-9]+\.[0-9]+\.sock$//')")
+                res=$(basename "$s" | sed -E 's/^kdp-gpu-//; s/\.[0-9]+\.[0-9]+\.sock$//')
+                end=$(deadline_ms "$(wait_s)")
+                until s=$(plugin_socket "$res") && [ -S "$s" ]; do
+                        [ "$(now_ms)" -lt "$end" ] || fail "no socket of $res after kdpd replaced $1"
+                        sleep 0.05
+                done
                 out=$("$KDPCTL" preferred --socket "$s" "${@:1:$#-1}" 2>&1)
         fi
         assert_eq "$out" "preferred $want" "preferred ${*:1:$#-1}"
